@@ -1,0 +1,508 @@
+//! The machine's topology, as hwloc sees it, from the live system or a description of another one.
+//!
+//! Every command that needs a topology takes the same `--input`: nothing for the live machine, a
+//! hwloc XML file, or a hwloc synthetic description (`"pack:2 numa:2 core:8 pu:2"`). A saved
+//! `/sys` + `/proc` tree is hwloc's "fsroot" input; hwloc only reads it through the
+//! `HWLOC_FSROOT` environment variable, so the CLI converts it to XML in a child process and hands
+//! the XML here (see [`TopologySource::Xml`]).
+//!
+//! Counting follows hwloc's default load, as `hwloc-calc -N TYPE all` does: disallowed PUs are
+//! not part of the topology, and an object counts when its CPU set intersects the topology's.
+//! NUMA nodes are the exception: every NUMA node counts, CPU-less ones included, as
+//! `hwloc-info` lists them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use hwlocality::Topology as HwlocTopology;
+use hwlocality::bitmap::BitmapIndex;
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::object::TopologyObject;
+use hwlocality::object::attributes::ObjectAttributes;
+use hwlocality::object::types::ObjectType;
+use hwlocality::topology::builder::BuildFlags;
+use serde::Serialize;
+
+/// Where a topology comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopologySource {
+    /// The machine this process runs on.
+    Live,
+    /// An hwloc XML file (as written by `lstopo --of xml` or `hwloc-gather-topology`).
+    XmlFile(PathBuf),
+    /// An hwloc XML document already in memory; `label` names it in messages.
+    Xml {
+        /// What the XML came from (a path, a directory), for messages.
+        label: String,
+        /// The XML text.
+        xml: String,
+    },
+    /// An hwloc synthetic description such as `pack:2 numa:2 l3:2 core:8 pu:2`.
+    Synthetic(String),
+}
+
+impl TopologySource {
+    /// Classifies an `--input` value the way `lstopo --input` does: an existing file is XML, a
+    /// string that looks like a path (contains `/` or ends in `.xml`) but does not exist is a
+    /// missing file, anything else is a synthetic description.
+    ///
+    /// Directories are not handled here: hwloc reads them only through the environment (see the
+    /// module documentation), so callers turn them into [`TopologySource::Xml`] themselves.
+    pub fn from_input(input: &str) -> Self {
+        let path = Path::new(input);
+        if path.is_file()
+            || input.contains('/')
+            || input.ends_with(".xml")
+            || input.ends_with(".XML")
+        {
+            TopologySource::XmlFile(path.to_path_buf())
+        } else {
+            TopologySource::Synthetic(input.to_owned())
+        }
+    }
+}
+
+impl fmt::Display for TopologySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologySource::Live => f.write_str("this machine"),
+            TopologySource::XmlFile(path) => write!(f, "{}", path.display()),
+            TopologySource::Xml { label, .. } => f.write_str(label),
+            TopologySource::Synthetic(s) => write!(f, "synthetic '{s}'"),
+        }
+    }
+}
+
+/// Why a topology could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// The topology file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// hwloc refused the XML; `reason` says what coretune could tell about why.
+    #[error("{input}: hwloc rejected the XML: {reason}")]
+    BadXml {
+        /// What the XML came from.
+        input: String,
+        /// The most specific reason known.
+        reason: String,
+    },
+    /// hwloc refused the synthetic description.
+    #[error(
+        "synthetic topology '{description}': hwloc rejected it: {reason} \
+         (expected a list of TYPE:COUNT from the top down, e.g. 'pack:2 numa:2 core:8 pu:2')"
+    )]
+    BadSynthetic {
+        /// The description as given.
+        description: String,
+        /// The most specific reason known.
+        reason: String,
+    },
+    /// hwloc failed to discover the live machine.
+    #[error("could not discover this machine's topology: {0}")]
+    Live(String),
+}
+
+/// A loaded topology and where it came from.
+///
+/// This wraps [`hwlocality::Topology`] (reachable through [`Topology::hwloc`]) and adds the
+/// summaries coretune prints and the queries placement needs.
+#[derive(Debug)]
+pub struct Topology {
+    hwloc: HwlocTopology,
+    source: TopologySource,
+}
+
+impl Topology {
+    /// Loads a topology with hwloc's default flags (allowed resources only).
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError`] naming the input and the reason when the file is missing or unreadable,
+    /// the XML or synthetic description is rejected, or discovery of the live machine fails.
+    pub fn load(source: &TopologySource) -> Result<Self, TopologyError> {
+        Self::load_with_flags(source, BuildFlags::empty())
+    }
+
+    /// Loads the same source including disallowed resources (`--disallowed` in hwloc's tools).
+    ///
+    /// # Errors
+    ///
+    /// As [`Topology::load`].
+    pub fn load_including_disallowed(source: &TopologySource) -> Result<Self, TopologyError> {
+        Self::load_with_flags(source, BuildFlags::INCLUDE_DISALLOWED)
+    }
+
+    fn load_with_flags(source: &TopologySource, flags: BuildFlags) -> Result<Self, TopologyError> {
+        let builder = HwlocTopology::builder();
+        let builder = match source {
+            TopologySource::Live => builder,
+            TopologySource::XmlFile(path) => {
+                let xml = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                builder
+                    .from_xml(&xml)
+                    .map_err(|_| bad_xml(&path.display().to_string(), &xml))?
+            }
+            TopologySource::Xml { label, xml } => {
+                builder.from_xml(xml).map_err(|_| bad_xml(label, xml))?
+            }
+            TopologySource::Synthetic(description) => {
+                builder
+                    .from_synthetic(description)
+                    .map_err(|_| TopologyError::BadSynthetic {
+                        description: description.clone(),
+                        reason: synthetic_reason(description),
+                    })?
+            }
+        };
+        let builder = builder
+            .with_flags(flags)
+            .map_err(|e| TopologyError::Live(e.to_string()))?;
+        let hwloc = builder.build().map_err(|e| match source {
+            TopologySource::Live => TopologyError::Live(e.to_string()),
+            TopologySource::Synthetic(description) => TopologyError::BadSynthetic {
+                description: description.clone(),
+                reason: e.to_string(),
+            },
+            other => TopologyError::BadXml {
+                input: other.to_string(),
+                reason: e.to_string(),
+            },
+        })?;
+        Ok(Self {
+            hwloc,
+            source: source.clone(),
+        })
+    }
+
+    /// The underlying hwloc topology, for queries this type does not wrap.
+    pub fn hwloc(&self) -> &HwlocTopology {
+        &self.hwloc
+    }
+
+    /// Where this topology came from.
+    pub fn source(&self) -> &TopologySource {
+        &self.source
+    }
+
+    /// Whether this topology describes the machine this process runs on (so binding works).
+    pub fn is_this_system(&self) -> bool {
+        matches!(self.source, TopologySource::Live) && self.hwloc.is_this_system()
+    }
+
+    /// The PUs of this topology (allowed and online), as OS indexes.
+    pub fn cpuset(&self) -> CpuSet {
+        self.hwloc.cpuset().clone_target()
+    }
+
+    /// The topology as hwloc XML (hwloc's v2 format), for saving alongside results.
+    ///
+    /// # Errors
+    ///
+    /// hwloc's export error, as text.
+    pub fn to_xml(&self) -> Result<String, String> {
+        self.hwloc
+            .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
+            .map(|xml| xml.as_str().to_owned())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Objects of one type whose CPU set intersects the topology's, in logical order.
+    pub fn objects(&self, ty: ObjectType) -> Vec<&TopologyObject> {
+        let all = self.hwloc.cpuset();
+        self.hwloc
+            .objects_with_type(ty)
+            .filter(|obj| obj.cpuset().is_some_and(|set| set.intersects(&*all)))
+            .collect()
+    }
+
+    /// L3 caches (hwloc's `l3cache` in `hwloc-calc`), in logical order.
+    pub fn l3_caches(&self) -> Vec<&TopologyObject> {
+        self.objects(ObjectType::L3Cache)
+    }
+
+    /// Counts by object type, with the meaning of `expected.json`'s `counts`.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            packages: self.objects(ObjectType::Package).len(),
+            dies: self.objects(ObjectType::Die).len(),
+            numa_nodes: self.hwloc.objects_with_type(ObjectType::NUMANode).len(),
+            l3: self.objects(ObjectType::L3Cache).len(),
+            l2: self.objects(ObjectType::L2Cache).len(),
+            cores: self.objects(ObjectType::Core).len(),
+            pus: self.objects(ObjectType::PU).len(),
+        }
+    }
+
+    /// How many PUs each core has: a histogram `{pus_per_core: cores}`, with min and max.
+    pub fn smt(&self) -> Smt {
+        let mut histogram = BTreeMap::new();
+        for core in self.objects(ObjectType::Core) {
+            let pus = core.cpuset().map_or(0, |set| set.weight().unwrap_or(0));
+            *histogram.entry(pus).or_insert(0usize) += 1;
+        }
+        let min = histogram.keys().next().copied().unwrap_or(1);
+        let max = histogram.keys().next_back().copied().unwrap_or(1);
+        Smt {
+            min,
+            max,
+            histogram,
+        }
+    }
+
+    /// The kinds of CPU cores (hybrid P/E machines), most power-efficient first, as hwloc ranks
+    /// them. Empty when hwloc has no information; one entry on a uniform machine that reports it.
+    pub fn cpu_kinds(&self) -> Vec<CpuKindInfo> {
+        let Ok(kinds) = self.hwloc.cpu_kinds() else {
+            return Vec::new();
+        };
+        let all = self.hwloc.cpuset();
+        kinds
+            .enumerate()
+            .map(|(index, kind)| {
+                let mut cpuset = kind.cpuset.clone();
+                cpuset &= &*all;
+                let infos = kind
+                    .infos
+                    .iter()
+                    .map(|info| {
+                        (
+                            info.name().to_string_lossy().into_owned(),
+                            info.value().to_string_lossy().into_owned(),
+                        )
+                    })
+                    .collect();
+                CpuKindInfo {
+                    index,
+                    efficiency: kind.efficiency,
+                    pus: set_to_vec(&cpuset),
+                    infos,
+                }
+            })
+            .collect()
+    }
+
+    /// NUMA nodes with their OS index, memory and PUs.
+    pub fn numa_nodes(&self) -> Vec<NumaNodeInfo> {
+        self.hwloc
+            .objects_with_type(ObjectType::NUMANode)
+            .map(|node| NumaNodeInfo {
+                logical_index: node.logical_index(),
+                os_index: node.os_index(),
+                local_memory: match node.attributes() {
+                    Some(ObjectAttributes::NUMANode(attrs)) => {
+                        attrs.local_memory().map_or(0, |m| m.get())
+                    }
+                    _ => 0,
+                },
+                pus: node.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The NUMA distance matrices hwloc has (latency first, as `lstopo --distances` lists them).
+    pub fn numa_distances(&self) -> Vec<DistanceMatrix> {
+        let Ok(matrices) = self.hwloc.distances(None) else {
+            return Vec::new();
+        };
+        matrices
+            .iter()
+            .filter(|d| {
+                d.objects()
+                    .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+            })
+            .map(|d| DistanceMatrix {
+                name: d
+                    .name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                os_indexes: d
+                    .objects()
+                    .map(|o| o.and_then(TopologyObject::os_index))
+                    .collect(),
+                values: d.distances().to_vec(),
+            })
+            .collect()
+    }
+
+    /// PUs the machine has but this topology does not: offline (absent from the complete set of
+    /// a load with disallowed resources) and disallowed (present but not allowed).
+    ///
+    /// Costs a second load only when the complete CPU set differs from the usable one.
+    pub fn missing_pus(&self) -> MissingPus {
+        let usable = self.hwloc.cpuset();
+        let complete = self.hwloc.complete_cpuset();
+        if *complete == *usable {
+            return MissingPus::default();
+        }
+        let mut gone = complete.clone_target();
+        gone -= &*usable;
+        let with_disallowed = Topology::load_including_disallowed(&self.source)
+            .map(|t| t.hwloc.cpuset().clone_target());
+        match with_disallowed {
+            Ok(present) => {
+                let mut offline = gone.clone();
+                offline -= &present;
+                let mut disallowed = gone;
+                disallowed &= &present;
+                MissingPus {
+                    offline: set_to_vec(&offline),
+                    disallowed: set_to_vec(&disallowed),
+                }
+            }
+            Err(_) => MissingPus {
+                offline: set_to_vec(&gone),
+                disallowed: Vec::new(),
+            },
+        }
+    }
+}
+
+fn bad_xml(input: &str, xml: &str) -> TopologyError {
+    let reason = if !xml.contains("<topology") {
+        "not an hwloc XML file (no <topology> element)".to_owned()
+    } else if xml.contains("version=\"3.0\"") {
+        "it is in hwloc 3's XML format, which libhwloc 2 cannot read".to_owned()
+    } else {
+        "malformed or inconsistent hwloc XML (HWLOC_XML_VERBOSE=1 makes hwloc say where)".to_owned()
+    };
+    TopologyError::BadXml {
+        input: input.to_owned(),
+        reason,
+    }
+}
+
+/// hwloc says nothing about why a synthetic description failed; point at the first token that is
+/// not `TYPE:COUNT` with a positive count, or say the combination was refused.
+fn synthetic_reason(description: &str) -> String {
+    for token in description.split_whitespace() {
+        if token.starts_with('[') || token.starts_with('(') || token.starts_with('{') {
+            continue;
+        }
+        match token.split_once(':') {
+            None => return format!("'{token}' is not TYPE:COUNT"),
+            Some((_, count)) => {
+                let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
+                if digits.is_empty() || digits.parse::<u64>().map_or(true, |n| n == 0) {
+                    return format!("'{token}' needs a positive count");
+                }
+            }
+        }
+    }
+    if description.trim().is_empty() {
+        return "the description is empty".to_owned();
+    }
+    "unknown object type, or types out of order".to_owned()
+}
+
+/// The set bits of a CPU set, ascending.
+pub fn set_to_vec(set: &CpuSet) -> Vec<usize> {
+    set.iter_set().map(usize::from).collect()
+}
+
+/// A CPU set from OS indexes.
+pub fn set_from_indexes(indexes: impl IntoIterator<Item = usize>) -> CpuSet {
+    let mut set = CpuSet::new();
+    for i in indexes {
+        if let Ok(i) = BitmapIndex::try_from(i) {
+            set.set(i);
+        }
+    }
+    set
+}
+
+/// Object counts of a topology; keys as in `../shared/topologies/expected.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Packages (sockets).
+    pub packages: usize,
+    /// Dies (hwloc's Die objects; 0 when hwloc reports none).
+    pub dies: usize,
+    /// NUMA nodes, including CPU-less ones.
+    pub numa_nodes: usize,
+    /// L3 caches (on AMD, one per CCX).
+    pub l3: usize,
+    /// L2 caches.
+    pub l2: usize,
+    /// Physical cores.
+    pub cores: usize,
+    /// Processing units (hardware threads, the OS's CPUs).
+    pub pus: usize,
+}
+
+/// SMT width: PUs per core.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Smt {
+    /// Fewest PUs on a core.
+    pub min: usize,
+    /// Most PUs on a core.
+    pub max: usize,
+    /// PUs per core → number of cores with that many.
+    pub histogram: BTreeMap<usize, usize>,
+}
+
+/// One kind of CPU core.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuKindInfo {
+    /// Rank in hwloc's order (0 = most power-efficient).
+    pub index: usize,
+    /// hwloc's efficiency value, when known (higher = faster, hungrier).
+    pub efficiency: Option<usize>,
+    /// PUs of this kind (OS indexes).
+    pub pus: Vec<usize>,
+    /// What hwloc knows of it (CoreType, FrequencyMaxMHz, LinuxCapacity, ...).
+    pub infos: Vec<(String, String)>,
+}
+
+impl CpuKindInfo {
+    /// A short name: hwloc's `CoreType` when present, else `kind N`.
+    pub fn label(&self) -> String {
+        self.infos
+            .iter()
+            .find(|(k, _)| k == "CoreType")
+            .map_or_else(|| format!("kind {}", self.index), |(_, v)| v.clone())
+    }
+}
+
+/// One NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NumaNodeInfo {
+    /// hwloc logical index.
+    pub logical_index: usize,
+    /// OS index (Linux node number).
+    pub os_index: Option<usize>,
+    /// Local memory in bytes (0 when unknown).
+    pub local_memory: u64,
+    /// PUs local to it (OS indexes).
+    pub pus: Vec<usize>,
+}
+
+/// A distance matrix between NUMA nodes, row-major by logical index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DistanceMatrix {
+    /// hwloc's name for it (`NUMALatency`, ...).
+    pub name: String,
+    /// OS index of each row's node.
+    pub os_indexes: Vec<Option<usize>>,
+    /// The values, `n × n`, row-major.
+    pub values: Vec<u64>,
+}
+
+/// PUs the machine has that a default load leaves out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MissingPus {
+    /// Offline CPUs.
+    pub offline: Vec<usize>,
+    /// Online but not allowed (cgroup cpuset, or hwloc's allowed set).
+    pub disallowed: Vec<usize>,
+}
