@@ -17,4 +17,5 @@
 pub mod budget;
 pub mod topology;
 
+pub use hwlocality;
 pub use hwlocality::cpu::cpuset::CpuSet;
