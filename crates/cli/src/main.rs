@@ -7,6 +7,7 @@
 
 mod cmd;
 mod input;
+mod workload_args;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ enum Command {
     /// What this machine is: packages, NUMA nodes, L3 groups, cores, SMT, CPU kinds, and the CPU
     /// budget this process really has.
     Topo(cmd::topo::TopoArgs),
+    /// Run one built-in workload in one configuration and report what each run cost.
+    Bench(cmd::bench::BenchArgs),
 }
 
 /// Exit status for any error coretune reports itself (bad input, failed run).
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -15,7 +15,10 @@
 #![deny(unsafe_code)]
 
 pub mod budget;
+pub mod measure;
+pub mod stats;
 pub mod topology;
+pub mod workload;
 
 pub use hwlocality;
 pub use hwlocality::cpu::cpuset::CpuSet;

@@ -234,6 +234,20 @@ impl Topology {
         self.objects(ObjectType::L3Cache)
     }
 
+    /// Size of the largest cache (the last level: L3, or L2 where there is no L3), in bytes;
+    /// `None` when hwloc knows no cache sizes.
+    pub fn last_level_cache_bytes(&self) -> Option<usize> {
+        [ObjectType::L3Cache, ObjectType::L2Cache]
+            .into_iter()
+            .flat_map(|ty| self.objects(ty))
+            .filter_map(|obj| match obj.attributes() {
+                Some(ObjectAttributes::Cache(cache)) => cache.size(),
+                _ => None,
+            })
+            .map(|size| usize::try_from(size.get()).unwrap_or(usize::MAX))
+            .max()
+    }
+
     /// Counts by object type, with the meaning of `expected.json`'s `counts`.
     pub fn counts(&self) -> Counts {
         Counts {

@@ -1,5 +1,5 @@
 //! Shared helpers for the CLI's integration tests.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+#![allow(dead_code, unused_imports, unreachable_pub, clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
