@@ -59,6 +59,13 @@ fn cross(a: V3, b: V3) -> V3 {
 fn normalize(a: V3) -> V3 {
     scale(a, 1.0 / dot(a, a).sqrt())
 }
+/// Grows the box (`min`, `max`) to contain the box (`lo`, `hi`) (a point when `lo == hi`).
+fn grow(min: &mut V3, max: &mut V3, lo: V3, hi: V3) {
+    for a in 0..3 {
+        min[a] = min[a].min(lo[a]);
+        max[a] = max[a].max(hi[a]);
+    }
+}
 
 /// Triangles of the generated scene.
 #[derive(Debug, Default)]
@@ -250,15 +257,9 @@ impl Bvh {
             let (mut cmin, mut cmax) = ([f32::MAX; 3], [f32::MIN; 3]);
             for &(c, id) in &order[lo..hi] {
                 for v in mesh[id as usize] {
-                    for a in 0..3 {
-                        min[a] = min[a].min(v[a]);
-                        max[a] = max[a].max(v[a]);
-                    }
+                    grow(&mut min, &mut max, v, v);
                 }
-                for a in 0..3 {
-                    cmin[a] = cmin[a].min(c[a]);
-                    cmax[a] = cmax[a].max(c[a]);
-                }
+                grow(&mut cmin, &mut cmax, c, c);
             }
             nodes[node].min = min;
             nodes[node].max = max;
@@ -268,7 +269,7 @@ impl Bvh {
                 continue;
             }
             let mid = sah_split(mesh, &mut order[lo..hi], cmin, cmax)
-                .map_or_else(|| median_split(&mut order[lo..hi], cmin, cmax), |m| m)
+                .unwrap_or_else(|| median_split(&mut order[lo..hi], cmin, cmax))
                 + lo;
             let left = nodes.len();
             nodes[node].first = u32::try_from(left).expect("fits");
@@ -371,10 +372,7 @@ fn sah_split(mesh: &[[V3; 3]], items: &mut [(V3, u32)], cmin: V3, cmax: V3) -> O
         for &(c, id) in items.iter() {
             let b = &mut bins[bin_of(c[axis], axis)];
             for v in mesh[id as usize] {
-                for a in 0..3 {
-                    b.0[a] = b.0[a].min(v[a]);
-                    b.1[a] = b.1[a].max(v[a]);
-                }
+                grow(&mut b.0, &mut b.1, v, v);
             }
             b.2 += 1;
         }
@@ -382,10 +380,7 @@ fn sah_split(mesh: &[[V3; 3]], items: &mut [(V3, u32)], cmin: V3, cmax: V3) -> O
         let mut right_cost = [0.0f32; SAH_BINS];
         let (mut rmin, mut rmax, mut rn) = ([f32::MAX; 3], [f32::MIN; 3], 0usize);
         for i in (1..SAH_BINS).rev() {
-            for a in 0..3 {
-                rmin[a] = rmin[a].min(bins[i].0[a]);
-                rmax[a] = rmax[a].max(bins[i].1[a]);
-            }
+            grow(&mut rmin, &mut rmax, bins[i].0, bins[i].1);
             rn += bins[i].2;
             #[allow(clippy::cast_precision_loss)]
             let cost = surface(rmin, rmax) * rn as f32;
@@ -393,10 +388,7 @@ fn sah_split(mesh: &[[V3; 3]], items: &mut [(V3, u32)], cmin: V3, cmax: V3) -> O
         }
         let (mut lmin, mut lmax, mut ln) = ([f32::MAX; 3], [f32::MIN; 3], 0usize);
         for i in 1..SAH_BINS {
-            for a in 0..3 {
-                lmin[a] = lmin[a].min(bins[i - 1].0[a]);
-                lmax[a] = lmax[a].max(bins[i - 1].1[a]);
-            }
+            grow(&mut lmin, &mut lmax, bins[i - 1].0, bins[i - 1].1);
             ln += bins[i - 1].2;
             if ln == 0 || ln == items.len() {
                 continue;
