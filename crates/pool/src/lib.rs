@@ -35,6 +35,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod batch;
 mod builder;
 mod job;
 mod latch;

@@ -4,6 +4,7 @@
 //! thread may touch (queues, stealers, sleep state, policy); `worker.rs` holds what one
 //! worker owns (its deque's push end, its permit).
 
+use crate::batch;
 use crate::job::Job;
 use crate::sleep::Sleep;
 use crate::throttle::Throttle;
@@ -76,8 +77,22 @@ impl Registry {
         self.sleep.notify_new_jobs(1);
     }
 
-    /// Queues many jobs and pays the wake-up check once for all of them.
+    /// Queues many jobs: arrays of up to `BATCH_JOBS` jobs, each behind one runner per
+    /// worker (`batch.rs`); a short tail goes job by job.
     pub(crate) fn push_batch(&self, jobs: impl Iterator<Item = Job>) {
+        let mut jobs = jobs.peekable();
+        while jobs.peek().is_some() {
+            let chunk: Vec<Job> = jobs.by_ref().take(batch::BATCH_JOBS).collect();
+            if chunk.len() < batch::MIN_BATCH {
+                self.push_each(chunk.into_iter());
+            } else {
+                self.push_each(batch::runners(chunk, self.num_threads()));
+            }
+        }
+    }
+
+    /// Queues each job and pays the wake-up check once for all of them.
+    fn push_each(&self, jobs: impl Iterator<Item = Job>) {
         let count = WorkerThread::with_current(|worker| match worker {
             Some(worker) if worker.is_in(self) => jobs.map(|job| worker.push_local(job)).count(),
             _ => jobs.map(|job| self.injector.push(job)).count(),

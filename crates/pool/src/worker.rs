@@ -147,7 +147,8 @@ impl WorkerThread {
         registry.steal_from_victims(self.index)
     }
 
-    fn execute(&self, job: Job) {
+    /// Runs one job under the throttle, handing a panic to the panic handler.
+    pub(crate) fn execute(&self, job: Job) {
         let throttle = self.registry.throttle.as_deref();
         if throttle.is_some() {
             if self.tasks_under_permit.get() >= PERMIT_REFRESH_TASKS {
