@@ -65,39 +65,50 @@ fn work(seed: u64) -> u64 {
     x
 }
 
-type Bench = fn(usize) -> Duration;
+/// Wall time and process CPU time (user + system, all threads) of one run.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+}
+
+type Bench = fn(usize) -> Cost;
 
 /// Times `queue(countdown)` plus the wait for the last item.
-fn timed(n: usize, queue: impl FnOnce(&'static Countdown)) -> Duration {
+fn timed(n: usize, queue: impl FnOnce(&'static Countdown)) -> Cost {
     let countdown = Countdown::leak(n);
+    let cpu = cpu_time().unwrap_or_default();
     let start = Instant::now();
     queue(countdown);
     countdown.wait();
-    start.elapsed()
+    Cost {
+        wall: start.elapsed(),
+        cpu: cpu_time().unwrap_or_default().saturating_sub(cpu),
+    }
 }
 
 fn coretune_pool() -> ThreadPool {
     ThreadPool::new(THREADS).expect("2 threads start")
 }
 
-fn coretune_spawn(n: usize) -> Duration {
+fn coretune_spawn(n: usize) -> Cost {
     let pool = coretune_pool();
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
 
-fn coretune_batch(n: usize) -> Duration {
+fn coretune_batch(n: usize) -> Cost {
     let pool = coretune_pool();
     timed(n, |c| pool.spawn_batch((0..n).map(|_| move || c.item())))
 }
 
-fn coretune_scope(n: usize) -> Duration {
+fn coretune_scope(n: usize) -> Cost {
     let pool = coretune_pool();
     timed(n, |c| {
         pool.scope(|s| (0..n).for_each(|_| s.spawn(move |_| c.item())))
     })
 }
 
-fn coretune_spawn_1us(n: usize) -> Duration {
+fn coretune_spawn_1us(n: usize) -> Cost {
     let pool = coretune_pool();
     let n = n / 10;
     let d = timed(n, |c| {
@@ -108,7 +119,11 @@ fn coretune_spawn_1us(n: usize) -> Duration {
             })
         })
     });
-    d * 10 // reported per item of the 10× smaller run
+    // Reported per item of the 10× smaller run.
+    Cost {
+        wall: d.wall * 10,
+        cpu: d.cpu * 10,
+    }
 }
 
 fn rayon_pool() -> rayon::ThreadPool {
@@ -118,19 +133,19 @@ fn rayon_pool() -> rayon::ThreadPool {
         .expect("2 threads start")
 }
 
-fn rayon_spawn(n: usize) -> Duration {
+fn rayon_spawn(n: usize) -> Cost {
     let pool = rayon_pool();
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
 
-fn rayon_scope(n: usize) -> Duration {
+fn rayon_scope(n: usize) -> Cost {
     let pool = rayon_pool();
     timed(n, |c| {
         pool.scope(|s| (0..n).for_each(|_| s.spawn(move |_| c.item())))
     })
 }
 
-fn tokio_spawn(n: usize) -> Duration {
+fn tokio_spawn(n: usize) -> Cost {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(THREADS)
         .build()
@@ -144,12 +159,12 @@ fn tokio_spawn(n: usize) -> Duration {
     d
 }
 
-fn injector_spawn(n: usize) -> Duration {
+fn injector_spawn(n: usize) -> Cost {
     let pool = peers::InjectorPool::new(THREADS);
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
 
-fn mutex_spawn(n: usize) -> Duration {
+fn mutex_spawn(n: usize) -> Cost {
     let pool = peers::MutexPool::new(THREADS);
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
@@ -271,24 +286,29 @@ fn main() {
             }
         })
         .collect();
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); benches.len()];
+    let mut samples: Vec<Vec<Cost>> = vec![Vec::new(); benches.len()];
     for _ in 0..reps {
         for ((_, bench), samples) in benches.iter().zip(&mut samples) {
-            samples.push(bench(n).as_nanos() as f64 / n as f64);
+            samples.push(bench(n));
         }
     }
-    println!("{n} items, {THREADS} worker threads, median of {reps}");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("{n} items, {THREADS} worker threads, median of {reps}; /proc/loadavg {load}");
     println!(
-        "{:<20} {:>10} {:>10} {:>10} {:>8}",
-        "pool", "ns/item", "min", "max", "ratio"
+        "{:<20} {:>10} {:>10} {:>10} {:>8} {:>12}",
+        "pool", "ns/item", "min", "max", "ratio", "CPU ns/item"
     );
-    let base = median(samples[0].clone());
+    let per_item = |d: Duration| d.as_nanos() as f64 / n as f64;
+    let wall = |samples: &[Cost]| median(samples.iter().map(|c| per_item(c.wall)).collect());
+    let base = wall(&samples[0]);
     for ((name, _), samples) in benches.iter().zip(&samples) {
-        let med = median(samples.clone());
-        let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = samples.iter().copied().fold(0.0, f64::max);
+        let walls: Vec<f64> = samples.iter().map(|c| per_item(c.wall)).collect();
+        let min = walls.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = walls.iter().copied().fold(0.0, f64::max);
+        let cpu = median(samples.iter().map(|c| per_item(c.cpu)).collect());
+        let med = wall(samples);
         println!(
-            "{name:<20} {med:>10.1} {min:>10.1} {max:>10.1} {:>7.2}x",
+            "{name:<20} {med:>10.1} {min:>10.1} {max:>10.1} {:>7.2}x {cpu:>12.1}",
             med / base
         );
     }

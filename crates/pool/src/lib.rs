@@ -43,6 +43,7 @@ mod registry;
 mod scope;
 mod sleep;
 mod sync;
+mod sys;
 mod throttle;
 mod worker;
 

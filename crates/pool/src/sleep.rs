@@ -5,8 +5,8 @@
 //! - An idle pool uses no CPU: a worker that found nothing to do for a while blocks on
 //!   a condition variable instead of spinning.
 //! - Submitting a job never makes a system call when every worker is awake: the push
-//!   path costs one fence and one load of a counter that only changes when a worker
-//!   falls asleep or is woken.
+//!   path costs a fence (only a compiler fence on Linux) and one load of a counter that
+//!   only changes when a worker falls asleep or is woken.
 //! - No lost wake-ups: a job pushed while a worker is on its way to sleep is either
 //!   seen by that worker's last look or wakes a sleeper.
 //!
@@ -16,7 +16,7 @@
 //! 2. **Searching**: found no job; it looks again a few rounds with growing back-off
 //!    (`worker.rs`, `SPIN_ROUNDS`), so short gaps between jobs cost no sleep.
 //! 3. **Sleepy → asleep** ([`Sleep::sleep`]): it takes its own lock, increments the
-//!    shared `sleepers` counter, issues a `SeqCst` fence and looks for work one last
+//!    shared `sleepers` counter, fences (see "Memory ordering") and looks for work one last
 //!    time (`has_work`, which also checks termination and, for a worker waiting on a
 //!    latch, whether that latch is set). If it finds something it decrements `sleepers`
 //!    and returns. Otherwise it marks itself `is_blocked` and waits on its condition
@@ -27,7 +27,7 @@
 //!
 //! # Waking
 //!
-//! - [`Sleep::notify_new_jobs`] (after any push): `SeqCst` fence, then load `sleepers`.
+//! - [`Sleep::notify_new_jobs`] (after any push): fence (see below), load `sleepers`.
 //!   If it is zero, return: no lock, no syscall. Otherwise visit workers, and under each
 //!   one's lock wake those marked `is_blocked`, up to the number of new jobs.
 //! - [`Sleep::wake_specific`] (a latch was set, a broadcast job was queued for that
@@ -42,14 +42,26 @@
 //!
 //! The no-lost-wake-up argument is Dekker's: the submitter *writes the queue, then
 //! reads `sleepers`*; the sleeper *writes `sleepers`, then reads the queue*. Each side
-//! separates its write from its read with a `SeqCst` fence (the sleeper's write is a
-//! `SeqCst` read-modify-write followed by the fence). Fences are totally ordered, so
-//! either the submitter's fence comes first, and then the sleeper's final look sees the
-//! job, or the sleeper's fence comes first, and then the submitter sees `sleepers > 0`
-//! and goes to wake someone. Waking someone is enough: if the worker it finds is the
-//! one that is still looking (it holds its lock until it blocks, so the waker waits for
-//! that), then that worker is awake and will look again; if it finds a blocked one, it
-//! wakes it. In both cases at least one worker will look at the queue after the push.
+//! must keep its write before its read (a store-load order, which no CPU gives for free).
+//!
+//! - **Symmetric** (under loom, off Linux, or if `membarrier(2)` is refused): both sides
+//!   issue a `SeqCst` fence between write and read. Fences are totally ordered, so either
+//!   the submitter's fence comes first, and then the sleeper's final look sees the job,
+//!   or the sleeper's comes first, and then the submitter sees `sleepers > 0`.
+//! - **Asymmetric** (Linux, the default): the submitter only stops the *compiler* from
+//!   reordering (`compiler_fence`), and the sleeper, which is rare and about to block
+//!   anyway, calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (`sys.rs`): every
+//!   running thread of the process passes a full barrier before it returns. If the
+//!   submitter passed it before its write, its later read sees the sleeper's increment
+//!   (made before the call); if after its write, the write is visible to the sleeper's
+//!   final look. This is the light/heavy fence pair of folly's `asymmetricThreadFence`.
+//!   The bench measured the per-push `SeqCst` fence at about a quarter of the spawn cost
+//!   (BENCHMARKS.md); a sleep now costs one more system call.
+//!
+//! Either way, waking someone is enough: if the worker it finds is the one that is still
+//! looking (it holds its lock until it blocks, so the waker waits for that), then that
+//! worker is awake and will look again; if it finds a blocked one, it wakes it. In both
+//! cases at least one worker will look at the queue after the push.
 //!
 //! Waking a specific worker does not need the fence: the waker publishes its condition
 //! (latch flag, inbox job) and then takes the sleeper's lock. Either it gets the lock
@@ -60,10 +72,13 @@
 //! Termination is a `SeqCst` store of the flag followed by [`Sleep::wake_all`], which
 //! takes every worker's lock: the same argument as a specific wake.
 //!
-//! The loom models at the bottom of this file check these three cases.
+//! The loom models at the bottom of this file check these three cases, with the
+//! symmetric fence (loom cannot model `membarrier`).
 
 use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
+use crate::sys;
 use crossbeam_utils::CachePadded;
+use std::sync::atomic::compiler_fence;
 
 /// Per-worker sleep state, padded so that one worker falling asleep does not disturb
 /// its neighbours' lines.
@@ -80,6 +95,8 @@ pub(crate) struct Sleep {
     /// Workers that announced sleep and were not woken yet.
     sleepers: CachePadded<AtomicUsize>,
     workers: Vec<CachePadded<WorkerSleep>>,
+    /// True: submitters use a compiler fence, sleepers `membarrier` (module docs).
+    is_asymmetric: bool,
 }
 
 impl Sleep {
@@ -94,6 +111,7 @@ impl Sleep {
                     })
                 })
                 .collect(),
+            is_asymmetric: sys::register(),
         }
     }
 
@@ -104,7 +122,16 @@ impl Sleep {
         let worker = &self.workers[index];
         let mut is_blocked = lock(&worker.is_blocked);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        if self.is_asymmetric {
+            if !sys::heavy_barrier() {
+                // Cannot happen once registered; without the barrier sleeping could lose
+                // a wake-up, so stay awake (the caller looks for work again).
+                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+        } else {
+            fence(Ordering::SeqCst);
+        }
         if has_work() {
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
             return;
@@ -118,7 +145,11 @@ impl Sleep {
     /// Called after pushing `count` jobs to a shared queue: wakes up to `count`
     /// sleeping workers, and costs only a fence and a load when none sleeps.
     pub(crate) fn notify_new_jobs(&self, count: usize) {
-        fence(Ordering::SeqCst);
+        if self.is_asymmetric {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return;
         }

@@ -308,3 +308,25 @@ fn throttled_pool_runs_at_most_k_tasks_at_once() {
     assert!(throttle.completions() >= 200);
     assert_eq!(throttle.in_use(), 0);
 }
+
+#[test]
+fn wakeups_are_never_lost() {
+    // Single spawns after gaps that land in every phase of a worker's way to sleep:
+    // busy, spinning, yielding, announcing sleep, blocked. A lost wake-up hangs the
+    // task and `wait_for` fails after 20 s.
+    let pool = ThreadPool::new(2).unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for round in 0..2000 {
+        match round % 4 {
+            0 => {}
+            1 => (0..(round % 97) * 10).for_each(|_| std::hint::spin_loop()),
+            2 => std::thread::sleep(std::time::Duration::from_micros((round % 13) as u64 * 5)),
+            _ => std::thread::sleep(std::time::Duration::from_micros(300)),
+        }
+        let done_clone = Arc::clone(&done);
+        pool.spawn(move || {
+            done_clone.fetch_add(1, Ordering::Release);
+        });
+        wait_for(&done, round + 1);
+    }
+}
