@@ -202,8 +202,9 @@ fn idle_cpu(window: Duration) {
     );
 }
 
-/// Single spawn into a pool whose workers are asleep (2 ms gap: the search phase before
-/// sleeping lasts tens of µs), time from before `spawn` to the task's first instruction.
+/// Single spawn into a pool whose workers are asleep (after a 2 ms gap, long past their
+/// 32-round search: `tests/idle.rs` sees them asleep 50 ms after work), time from before
+/// `spawn` to the task's first instruction.
 fn wake_latency(samples: usize) {
     let pool = coretune_pool();
     let rayon = rayon_pool();

@@ -1,13 +1,13 @@
 //! Jobs: type-erased closures queued in the pool, stored inline when small.
 //!
-//! # Why inline storage (and the only `unsafe` of the pool besides lifetime erasure)
+//! # Why inline storage (and `unsafe`)
 //!
 //! The first version boxed every closure (`Box<dyn FnOnce() + Send>`). The spawn
 //! benchmark (`benches/spawn.rs`, BENCHMARKS.md "Pool overhead") measured it at
 //! 147 ns/item for `spawn` and 130 ns/item for `spawn_batch` on this 2-core machine, far
 //! from the 30 and 10 ns targets: each task paid a `malloc` on the submitting thread and
-//! a `free` on the worker (26–62 ns with glibc when the two threads differ), plus the
-//! cache misses of touching that memory on both sides.
+//! a `free` on the worker (the project measured such a cross-thread pair at 26–62 ns
+//! with glibc), plus the cache misses of touching that memory on both sides.
 //!
 //! A [`Job`] is now four words: a function pointer and three words of payload. A closure
 //! of at most three words (and alignment at most a word's) is moved into the payload;
@@ -19,6 +19,9 @@
 //! or drop the closure in the payload; `Job::run` calls it once and forgets the job,
 //! `Drop` calls it to drop an unrun job. Exactly one of the two happens, so the closure
 //! is consumed exactly once.
+//!
+//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark)
+//! and the `membarrier` call of the sleep protocol (`sys.rs`).
 
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 

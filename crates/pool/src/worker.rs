@@ -9,9 +9,9 @@ use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
 /// Rounds a worker keeps looking for work before it goes to sleep; the same count as
-/// rayon-core's `ROUNDS_UNTIL_SLEEPY`. With the back-off of [`back_off`] the search
-/// lasts some tens of microseconds, longer than the gap between two submissions of a
-/// busy producer, so a steady stream never pays a sleep and wake.
+/// rayon-core's `ROUNDS_UNTIL_SLEEPY`. With [`back_off`], 26 of the 32 rounds yield the
+/// CPU, so the search outlasts the gaps of a busy producer (which then never pays a
+/// sleep and wake-up) while a truly idle pool reaches sleep quickly (`tests/idle.rs`).
 const SPIN_ROUNDS: u32 = 32;
 
 /// Rounds of busy spinning (doubling each round) before back-off turns to
