@@ -42,6 +42,7 @@ mod latch;
 mod registry;
 mod scope;
 mod sleep;
+mod submitter;
 mod sync;
 mod sys;
 mod throttle;

@@ -7,6 +7,7 @@
 use crate::batch;
 use crate::job::Job;
 use crate::sleep::Sleep;
+use crate::submitter;
 use crate::throttle::Throttle;
 use crate::worker::WorkerThread;
 use crossbeam_deque::{Injector, Steal, Stealer};
@@ -27,6 +28,8 @@ pub(crate) struct Registry {
     inboxes: Vec<Injector<Job>>,
     /// For each worker, the workers it steals from, nearest first.
     steal_order: Vec<Vec<usize>>,
+    /// Queues of threads outside the pool that submit to it.
+    submitters: submitter::Submitters,
     pub(crate) sleep: Sleep,
     terminating: AtomicBool,
     panic_handler: Option<PanicHandler>,
@@ -56,6 +59,7 @@ impl Registry {
             stealers,
             inboxes: (0..n).map(|_| Injector::new()).collect(),
             steal_order,
+            submitters: submitter::Submitters::default(),
             sleep: Sleep::new(n),
             terminating: AtomicBool::new(false),
             panic_handler,
@@ -68,18 +72,15 @@ impl Registry {
     }
 
     /// Queues one job: on the current worker's own deque if called from a worker of
-    /// this pool, else on the injector. Wakes a sleeper if there is one.
-    pub(crate) fn push(&self, job: Job) {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) if worker.is_in(self) => worker.push_local(job),
-            _ => self.injector.push(job),
-        });
-        self.sleep.notify_new_jobs(1);
+    /// this pool, else on the calling thread's submitter queue. Wakes a sleeper if there
+    /// is one.
+    pub(crate) fn push(self: &Arc<Self>, job: Job) {
+        self.push_each(std::iter::once(job));
     }
 
     /// Queues many jobs: arrays of up to `BATCH_JOBS` jobs, each behind one runner per
     /// worker (`batch.rs`); a short tail goes job by job.
-    pub(crate) fn push_batch(&self, jobs: impl Iterator<Item = Job>) {
+    pub(crate) fn push_batch(self: &Arc<Self>, jobs: impl Iterator<Item = Job>) {
         let mut jobs = jobs.peekable();
         while jobs.peek().is_some() {
             let chunk: Vec<Job> = jobs.by_ref().take(batch::BATCH_JOBS).collect();
@@ -91,15 +92,21 @@ impl Registry {
         }
     }
 
-    /// Queues each job and pays the wake-up check once for all of them.
-    fn push_each(&self, jobs: impl Iterator<Item = Job>) {
+    /// Queues each job and pays the wake-up check once for all of them. `jobs` must not
+    /// run user code (it is consumed while thread-local queues are borrowed).
+    fn push_each(self: &Arc<Self>, jobs: impl Iterator<Item = Job>) {
         let count = WorkerThread::with_current(|worker| match worker {
             Some(worker) if worker.is_in(self) => jobs.map(|job| worker.push_local(job)).count(),
-            _ => jobs.map(|job| self.injector.push(job)).count(),
+            _ => submitter::push(self, jobs),
         });
         if count > 0 {
             self.sleep.notify_new_jobs(count);
         }
+    }
+
+    /// Pushes on the injector (the fallback when a thread has no submitter queue).
+    pub(crate) fn inject(&self, job: Job) {
+        self.injector.push(job);
     }
 
     /// Queues a job that only worker `index` may run, and wakes that worker.
@@ -122,6 +129,11 @@ impl Registry {
         retry(|| self.injector.steal_batch_and_pop(local))
     }
 
+    /// The submitter queues' registry (`submitter.rs`).
+    pub(crate) fn submitters(&self) -> &submitter::Submitters {
+        &self.submitters
+    }
+
     /// Steals one job from the victims of worker `index`, nearest first.
     pub(crate) fn steal_from_victims(&self, index: usize) -> Option<Job> {
         self.steal_order[index]
@@ -134,6 +146,7 @@ impl Registry {
         !self.inboxes[index].is_empty()
             || !self.injector.is_empty()
             || self.stealers.iter().any(|stealer| !stealer.is_empty())
+            || self.submitters.has_work()
     }
 
     /// Asks the workers to exit once no work is left, and wakes them to see it.
@@ -157,7 +170,7 @@ impl Registry {
 }
 
 /// Repeats a steal while it asks for a retry.
-fn retry(mut steal: impl FnMut() -> Steal<Job>) -> Option<Job> {
+pub(crate) fn retry(mut steal: impl FnMut() -> Steal<Job>) -> Option<Job> {
     loop {
         match steal() {
             Steal::Success(job) => return Some(job),

@@ -4,8 +4,9 @@
 use crate::job::Job;
 use crate::latch::Latch;
 use crate::registry::Registry;
+use crate::submitter;
 use crossbeam_deque::Worker;
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::Arc;
 
 /// Rounds a worker keeps looking for work before it goes to sleep; the same count as
@@ -34,6 +35,7 @@ pub(crate) struct WorkerThread {
     local: Worker<Job>,
     holds_permit: Cell<bool>,
     tasks_under_permit: Cell<u32>,
+    submitters: RefCell<submitter::Cache>,
 }
 
 /// Entry point of a worker thread.
@@ -56,6 +58,7 @@ pub(crate) fn run(
         local,
         holds_permit: Cell::new(false),
         tasks_under_permit: Cell::new(0),
+        submitters: RefCell::default(),
     };
     CURRENT.with(|current| {
         if current.set(worker).is_err() {
@@ -128,7 +131,7 @@ impl WorkerThread {
     }
 
     /// Own deque first (newest job, cache-warm), then jobs for this worker alone, then
-    /// a batch from the injector, then the victims in steal order.
+    /// a batch from the injector or a submitter queue, then the victims in steal order.
     fn find_work(&self) -> Option<Job> {
         let registry = &*self.registry;
         if let Some(job) = self.local.pop() {
@@ -137,7 +140,10 @@ impl WorkerThread {
         if let Some(job) = registry.steal_inbox(self.index) {
             return Some(job);
         }
-        if let Some(job) = registry.steal_injected(&self.local) {
+        let shared = registry
+            .steal_injected(&self.local)
+            .or_else(|| registry.submitters().steal(&self.submitters, &self.local));
+        if let Some(job) = shared {
             if !self.local.is_empty() {
                 // Took more than one: let a sleeper share them (cascading wake-up).
                 registry.sleep.notify_new_jobs(1);

@@ -330,3 +330,42 @@ fn wakeups_are_never_lost() {
         wait_for(&done, round + 1);
     }
 }
+
+#[test]
+fn submitter_queues_survive_their_threads_and_their_pools() {
+    // Jobs left in the queue of a thread that exited still run.
+    let pool = ThreadPool::new(2).unwrap();
+    let tally = Tally::new(2000);
+    std::thread::scope(|s| {
+        for t in 0..20 {
+            let (pool, tally) = (&pool, &tally);
+            s.spawn(move || {
+                for i in 0..100 {
+                    let tally = Arc::clone(tally);
+                    pool.spawn(move || tally.hit(t * 100 + i));
+                }
+            });
+        }
+    });
+    drop(pool);
+    tally.assert_each_once();
+    // One thread submitting to a sequence of pools (each gets its own queue) and to
+    // two pools at once.
+    let other = ThreadPool::new(1).unwrap();
+    for _ in 0..20 {
+        let pool = ThreadPool::new(1).unwrap();
+        let tally = Tally::new(200);
+        for i in 0..100 {
+            let (t1, t2) = (Arc::clone(&tally), Arc::clone(&tally));
+            pool.spawn(move || t1.hit(i));
+            other.spawn(move || t2.hit(100 + i));
+        }
+        drop(pool);
+        let start = std::time::Instant::now();
+        while tally.total() < 200 {
+            assert!(start.elapsed().as_secs() < 20, "stuck at {}", tally.total());
+            std::thread::yield_now();
+        }
+        tally.assert_each_once();
+    }
+}
