@@ -1,2 +1,255 @@
-//! coretune-pool: a work-stealing thread pool whose workers are created with a placement.
+//! coretune-pool: a work-stealing thread pool whose workers are created with a
+//! placement, and a throttle (counting semaphore) that limits how many threads run at
+//! once.
+//!
+//! - [`ThreadPoolBuilder`] takes plain data from the caller: a start hook run on each
+//!   worker (where coretune-core pins worker `i` to its CPU set) and, for each worker,
+//!   the workers it steals from, nearest first.
+//! - [`ThreadPool`] runs `'static` tasks ([`spawn`](ThreadPool::spawn),
+//!   [`spawn_batch`](ThreadPool::spawn_batch)), borrowing tasks
+//!   ([`scope`](ThreadPool::scope), [`join`](ThreadPool::join),
+//!   [`par_for`](ThreadPool::par_for)) and one task per worker
+//!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
+//!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
+//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit.
+//!
+//! ```
+//! use coretune_pool::{ThreadPoolBuilder, Throttle};
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! let throttle = Arc::new(Throttle::new(1));
+//! let pool = ThreadPoolBuilder::new()
+//!     .num_threads(2)
+//!     .throttle(Arc::clone(&throttle))
+//!     .build()?;
+//! let sum = AtomicU64::new(0);
+//! pool.par_for(0..1000, 100, |i| {
+//!     sum.fetch_add(i as u64, Ordering::Relaxed);
+//! });
+//! assert_eq!(sum.into_inner(), 999 * 1000 / 2);
+//! let (a, b) = pool.join(|| 6 * 7, || "answer");
+//! assert_eq!((a, b), (42, "answer"));
+//! assert!(throttle.in_use() <= 1); // at most one worker ran tasks at a time
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+
+mod batch;
+mod builder;
+mod job;
+mod latch;
+mod registry;
+mod scope;
+mod sleep;
+mod submitter;
+mod sync;
+mod sys;
+mod throttle;
+mod worker;
+
+pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+pub use scope::Scope;
+pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, TraceSample};
+
+use job::Job;
+use registry::Registry;
+use std::ops::Range;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use worker::WorkerThread;
+
+/// A work-stealing thread pool. Dropping it runs every queued task, then joins the
+/// workers.
+#[derive(Debug)]
+pub struct ThreadPool {
+    registry: Arc<Registry>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ThreadPool {
+    /// A pool of `num_threads` workers (0: one per available CPU) with default settings.
+    ///
+    /// # Errors
+    ///
+    /// If the OS refuses to start a thread.
+    pub fn new(num_threads: usize) -> Result<Self, ThreadPoolBuildError> {
+        ThreadPoolBuilder::new().num_threads(num_threads).build()
+    }
+
+    pub(crate) fn from_parts(registry: Arc<Registry>, threads: Vec<JoinHandle<()>>) -> Self {
+        ThreadPool { registry, threads }
+    }
+
+    /// Number of workers.
+    pub fn num_threads(&self) -> usize {
+        self.registry.num_threads()
+    }
+
+    /// Index of the current thread if it is a worker of this pool.
+    pub fn current_thread_index(&self) -> Option<usize> {
+        WorkerThread::with_current(|worker| {
+            worker
+                .filter(|worker| worker.is_in(&self.registry))
+                .map(WorkerThread::index)
+        })
+    }
+
+    /// The throttle the pool was built with.
+    pub fn throttle(&self) -> Option<&Arc<Throttle>> {
+        self.registry.throttle.as_ref()
+    }
+
+    /// Runs `task` on the pool, detached. Callable from any thread; from a worker of this
+    /// pool it goes to that worker's own deque.
+    ///
+    /// A panic in `task` does not kill the worker: the payload goes to the builder's
+    /// [`panic_handler`](ThreadPoolBuilder::panic_handler), or is dropped.
+    ///
+    /// The task must be `Send`:
+    ///
+    /// ```compile_fail
+    /// let pool = coretune_pool::ThreadPool::new(1)?;
+    /// let rc = std::rc::Rc::new(1);
+    /// pool.spawn(move || drop(rc));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.push(Job::new(task));
+    }
+
+    /// Spawns every task of `tasks`, checking for sleeping workers once for the whole
+    /// batch instead of once per task.
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+    ///
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let count = Arc::new(AtomicUsize::new(0));
+    /// pool.spawn_batch((0..100).map(|_| {
+    ///     let count = Arc::clone(&count);
+    ///     move || { count.fetch_add(1, Ordering::Relaxed); }
+    /// }));
+    /// drop(pool); // runs every queued task
+    /// assert_eq!(count.load(Ordering::Relaxed), 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_batch<I>(&self, tasks: I)
+    where
+        I: IntoIterator,
+        I::Item: FnOnce() + Send + 'static,
+    {
+        self.registry.push_batch(tasks.into_iter().map(Job::new));
+    }
+
+    /// Runs `op` on the calling thread with a [`Scope`] whose spawned jobs may borrow
+    /// from the caller; returns once all of them finished. If `op` or a job panicked,
+    /// re-raises the panic (the body's first, else the first job's) after that.
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        scope::run_scope(&self.registry, op)
+    }
+
+    /// Runs `a` on the calling thread and `b` on the pool (or on the calling thread, if
+    /// it is a worker and nobody stole `b` first); returns both results. A panic in
+    /// either is re-raised once both finished.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// fn fib(pool: &coretune_pool::ThreadPool, n: u64) -> u64 {
+    ///     if n < 10 { return (1..=n).fold((0, 1), |(a, b), _| (b, a + b)).0; }
+    ///     let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+    ///     a + b
+    /// }
+    /// assert_eq!(fib(&pool, 20), 6765);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA,
+        B: FnOnce() -> RB + Send,
+        RB: Send,
+    {
+        let mut result_b = None;
+        let slot = &mut result_b;
+        let result_a = self.scope(|s| {
+            s.spawn(move |_| *slot = Some(b()));
+            a()
+        });
+        let result_b = result_b.expect("the scope waited for b, which returned");
+        (result_a, result_b)
+    }
+
+    /// Calls `f(i)` for every `i` in `range`, in chunks of `chunk` consecutive indices
+    /// per task (a `chunk` of 0 counts as 1). Returns when all calls returned; re-raises
+    /// a panic of `f`.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let hits: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
+    /// pool.par_for(0..100, 7, |i| { hits[i].fetch_add(1, Ordering::Relaxed); });
+    /// assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn par_for<F>(&self, range: Range<usize>, chunk: usize, f: F)
+    where
+        F: Fn(usize) + Sync,
+    {
+        let chunk = chunk.max(1);
+        let end = range.end;
+        let f = &f;
+        self.scope(|s| {
+            s.spawn_batch(range.step_by(chunk).map(|start| {
+                move |_: &Scope<'_>| (start..end.min(start.saturating_add(chunk))).for_each(f)
+            }));
+        });
+    }
+
+    /// Runs `f(i)` once on every worker `i` and returns the results in worker order.
+    /// Re-raises a panic of `f` after every worker ran it.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let indices = pool.broadcast(|i| (i, pool.current_thread_index()));
+    /// assert_eq!(indices, vec![(0, Some(0)), (1, Some(1))]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn broadcast<F, R>(&self, f: F) -> Vec<R>
+    where
+        F: Fn(usize) -> R + Sync,
+        R: Send,
+    {
+        let mut results: Vec<Option<R>> = (0..self.num_threads()).map(|_| None).collect();
+        let f = &f;
+        self.scope(|s| {
+            for (index, slot) in results.iter_mut().enumerate() {
+                s.spawn_on(index, move |_| *slot = Some(f(index)));
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| r.expect("the scope waited for every worker's call"))
+            .collect()
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.registry.terminate();
+        if self.current_thread_index().is_some() {
+            // Dropped by one of its own tasks: joining would wait for this very thread.
+            // The workers still finish the queued work, then exit on their own.
+            return;
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Minimal peer pools for `spawn.rs`, written the obvious way so that the numbers say
+//! what a hand-rolled pool would cost. Not part of the library.
+
+use crossbeam_deque::{Injector, Steal, Worker};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+pub(crate) type Task = Box<dyn FnOnce() + Send>;
+
+/// Workers steal batches from one crossbeam `Injector`; idle workers yield (no sleep).
+pub(crate) struct InjectorPool {
+    shared: Arc<(Injector<Task>, AtomicBool)>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl InjectorPool {
+    pub(crate) fn new(n: usize) -> Self {
+        let shared = Arc::new((Injector::<Task>::new(), AtomicBool::new(false)));
+        let threads = (0..n)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    let local = Worker::new_fifo();
+                    loop {
+                        let task = local.pop().or_else(|| {
+                            loop {
+                                match shared.0.steal_batch_and_pop(&local) {
+                                    Steal::Success(task) => break Some(task),
+                                    Steal::Empty => break None,
+                                    Steal::Retry => {}
+                                }
+                            }
+                        });
+                        match task {
+                            Some(task) => task(),
+                            None if shared.1.load(Ordering::Acquire) => return,
+                            None => std::thread::yield_now(),
+                        }
+                    }
+                })
+            })
+            .collect();
+        InjectorPool { shared, threads }
+    }
+
+    pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
+        self.shared.0.push(Box::new(task));
+    }
+}
+
+impl Drop for InjectorPool {
+    fn drop(&mut self) {
+        self.shared.1.store(true, Ordering::Release);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The queue and its "shutting down" flag, and the condition variable idle workers
+/// wait on.
+type MutexShared = (Mutex<(VecDeque<Task>, bool)>, Condvar);
+
+/// One `Mutex<VecDeque>` and a `Condvar`; idle workers block.
+pub(crate) struct MutexPool {
+    shared: Arc<MutexShared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl MutexPool {
+    pub(crate) fn new(n: usize) -> Self {
+        let shared = Arc::new((Mutex::new((VecDeque::<Task>::new(), false)), Condvar::new()));
+        let threads = (0..n)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    loop {
+                        let task = {
+                            let mut queue = shared.0.lock().expect("no panics under the lock");
+                            loop {
+                                if let Some(task) = queue.0.pop_front() {
+                                    break task;
+                                }
+                                if queue.1 {
+                                    return;
+                                }
+                                queue = shared.1.wait(queue).expect("no panics under the lock");
+                            }
+                        };
+                        task();
+                    }
+                })
+            })
+            .collect();
+        MutexPool { shared, threads }
+    }
+
+    pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
+        let mut queue = self.shared.0.lock().expect("no panics under the lock");
+        queue.0.push_back(Box::new(task));
+        drop(queue);
+        self.shared.1.notify_one();
+    }
+}
+
+impl Drop for MutexPool {
+    fn drop(&mut self) {
+        self.shared.0.lock().expect("no panics under the lock").1 = true;
+        self.shared.1.notify_all();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Configuration and construction of a [`ThreadPool`].
+
+use crate::ThreadPool;
+use crate::registry::{PanicHandler, Registry};
+use crate::throttle::Throttle;
+use crate::worker;
+use std::any::Any;
+use std::sync::Arc;
+
+type ThreadNameFn = Box<dyn FnMut(usize) -> String>;
+type StartHandler = Arc<dyn Fn(usize) + Send + Sync>;
+
+/// Configures a [`ThreadPool`]: thread count and names, stack size, a per-worker start
+/// hook (where a caller pins worker `i`), the steal order, a panic handler and a
+/// throttle.
+///
+/// ```
+/// use coretune_pool::ThreadPoolBuilder;
+///
+/// let pool = ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .thread_name(|i| format!("worker-{i}"))
+///     .steal_order(vec![vec![1], vec![0]])
+///     .start_handler(|i| assert!(i < 2))
+///     .build()?;
+/// assert_eq!(pool.num_threads(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Default)]
+pub struct ThreadPoolBuilder {
+    num_threads: usize,
+    thread_name: Option<ThreadNameFn>,
+    stack_size: Option<usize>,
+    start_handler: Option<StartHandler>,
+    steal_order: Option<Vec<Vec<usize>>>,
+    panic_handler: Option<PanicHandler>,
+    throttle: Option<Arc<Throttle>>,
+}
+
+impl std::fmt::Debug for ThreadPoolBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadPoolBuilder")
+            .field("num_threads", &self.num_threads)
+            .field("thread_name", &self.thread_name.is_some())
+            .field("stack_size", &self.stack_size)
+            .field("start_handler", &self.start_handler.is_some())
+            .field("steal_order", &self.steal_order)
+            .field("panic_handler", &self.panic_handler.is_some())
+            .field("throttle", &self.throttle)
+            .finish()
+    }
+}
+
+impl ThreadPoolBuilder {
+    /// A builder with defaults: one worker per available CPU, round-robin steal order,
+    /// panics of detached tasks dropped, no throttle.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of workers; 0 (the default) means `std::thread::available_parallelism`.
+    pub fn num_threads(mut self, num_threads: usize) -> Self {
+        self.num_threads = num_threads;
+        self
+    }
+
+    /// Names worker `i` `name(i)`.
+    pub fn thread_name(mut self, name: impl FnMut(usize) -> String + 'static) -> Self {
+        self.thread_name = Some(Box::new(name));
+        self
+    }
+
+    /// Stack size of each worker, in bytes.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs `handler(i)` on worker `i` before it takes any job, e.g. to pin it to its
+    /// CPU set. A panic in the handler goes to the panic handler; the worker still runs.
+    pub fn start_handler(mut self, handler: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.start_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// For each worker, the workers it steals from, nearest first (e.g. same core, same
+    /// cache, same package). The default is round-robin: worker `i` tries `i+1, i+2, …`.
+    /// Checked by [`build`](Self::build): one list per worker, indices in range and not
+    /// the worker itself. A worker left out of a list is never robbed by that thief.
+    pub fn steal_order(mut self, order: Vec<Vec<usize>>) -> Self {
+        self.steal_order = Some(order);
+        self
+    }
+
+    /// Called with the payload when a detached [`ThreadPool::spawn`] task panics. Without
+    /// one the payload is dropped (the panic hook has printed it). The worker survives
+    /// either way.
+    pub fn panic_handler(
+        mut self,
+        handler: impl Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
+    ) -> Self {
+        self.panic_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Lets at most `throttle.limit()` workers run tasks at once; each finished task is
+    /// reported to the throttle (which drives an adaptive limit).
+    pub fn throttle(mut self, throttle: Arc<Throttle>) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
+    /// Starts the workers.
+    ///
+    /// # Errors
+    ///
+    /// If the steal order does not have one list per worker, names a worker out of range
+    /// or a worker itself, or if the OS refuses to start a thread.
+    pub fn build(mut self) -> Result<ThreadPool, ThreadPoolBuildError> {
+        let n = match self.num_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let steal_order = match self.steal_order.take() {
+            Some(order) => {
+                validate_steal_order(&order, n)?;
+                order
+            }
+            None => round_robin(n),
+        };
+        let locals: Vec<_> = (0..n)
+            .map(|_| crossbeam_deque::Worker::new_lifo())
+            .collect();
+        let stealers = locals
+            .iter()
+            .map(crossbeam_deque::Worker::stealer)
+            .collect();
+        let registry = Arc::new(Registry::new(
+            stealers,
+            steal_order,
+            self.panic_handler.take(),
+            self.throttle.take(),
+        ));
+        let mut threads = Vec::with_capacity(n);
+        for (index, local) in locals.into_iter().enumerate() {
+            let mut thread = std::thread::Builder::new();
+            if let Some(name) = &mut self.thread_name {
+                thread = thread.name(name(index));
+            }
+            if let Some(bytes) = self.stack_size {
+                thread = thread.stack_size(bytes);
+            }
+            let worker_registry = Arc::clone(&registry);
+            let start = self.start_handler.clone();
+            match thread.spawn(move || worker::run(worker_registry, index, local, start)) {
+                Ok(handle) => threads.push(handle),
+                Err(error) => {
+                    registry.terminate();
+                    for handle in threads {
+                        let _ = handle.join();
+                    }
+                    return Err(ThreadPoolBuildError(ErrorKind::Spawn(error)));
+                }
+            }
+        }
+        Ok(ThreadPool::from_parts(registry, threads))
+    }
+}
+
+/// Worker `i` steals from `i+1, i+2, …` (wrapping).
+fn round_robin(n: usize) -> Vec<Vec<usize>> {
+    (0..n)
+        .map(|i| (1..n).map(|k| (i + k) % n).collect())
+        .collect()
+}
+
+fn validate_steal_order(order: &[Vec<usize>], n: usize) -> Result<(), ThreadPoolBuildError> {
+    if order.len() != n {
+        return Err(ThreadPoolBuildError(ErrorKind::StealOrderLength {
+            expected: n,
+            found: order.len(),
+        }));
+    }
+    for (worker, victims) in order.iter().enumerate() {
+        if let Some(&victim) = victims.iter().find(|&&v| v >= n || v == worker) {
+            return Err(ThreadPoolBuildError(ErrorKind::StealOrderVictim {
+                worker,
+                victim,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Why a [`ThreadPool`] could not be built (opaque, like rayon's).
+#[derive(Debug)]
+pub struct ThreadPoolBuildError(ErrorKind);
+
+#[derive(Debug)]
+enum ErrorKind {
+    StealOrderLength { expected: usize, found: usize },
+    StealOrderVictim { worker: usize, victim: usize },
+    Spawn(std::io::Error),
+}
+
+impl std::fmt::Display for ThreadPoolBuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            ErrorKind::StealOrderLength { expected, found } => write!(
+                f,
+                "steal order has {found} lists but the pool has {expected} workers"
+            ),
+            ErrorKind::StealOrderVictim { worker, victim } => write!(
+                f,
+                "steal order of worker {worker} names worker {victim}, which is itself or out of range"
+            ),
+            ErrorKind::Spawn(_) => f.write_str("could not start a worker thread"),
+        }
+    }
+}
+
+impl std::error::Error for ThreadPoolBuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            ErrorKind::Spawn(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ThreadPoolBuilder, round_robin};
+
+    #[test]
+    fn round_robin_skips_self() {
+        assert_eq!(round_robin(3), vec![vec![1, 2], vec![2, 0], vec![0, 1]]);
+        assert_eq!(round_robin(1), vec![Vec::<usize>::new()]);
+    }
+
+    #[test]
+    fn bad_steal_orders_are_rejected_with_the_offender() {
+        let short = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .steal_order(vec![vec![1]]);
+        assert_eq!(
+            short.build().unwrap_err().to_string(),
+            "steal order has 1 lists but the pool has 2 workers"
+        );
+        let own = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .steal_order(vec![vec![0], vec![0]]);
+        assert!(
+            own.build()
+                .unwrap_err()
+                .to_string()
+                .contains("worker 0 names worker 0")
+        );
+        let out = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .steal_order(vec![vec![1], vec![7]]);
+        assert!(
+            out.build()
+                .unwrap_err()
+                .to_string()
+                .contains("names worker 7")
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! Jobs: type-erased closures queued in the pool, stored inline when small.
+//!
+//! # Why inline storage (and `unsafe`)
+//!
+//! The first version boxed every closure (`Box<dyn FnOnce() + Send>`). The spawn
+//! benchmark (`benches/spawn.rs`, BENCHMARKS.md "Pool overhead") measured it at
+//! 147 ns/item for `spawn` and 130 ns/item for `spawn_batch` on this 2-core machine, far
+//! from the 30 and 10 ns targets: each task paid a `malloc` on the submitting thread and
+//! a `free` on the worker (the project measured such a cross-thread pair at 26–62 ns
+//! with glibc), plus the cache misses of touching that memory on both sides.
+//!
+//! A [`Job`] is now four words: a function pointer and three words of payload. A closure
+//! of at most three words (and alignment at most a word's) is moved into the payload;
+//! a larger one is boxed and the payload holds the box's pointer. The injector and the
+//! deques (crossbeam-deque) store `Job` values inline in their own buffers, which are
+//! allocated in blocks, so a small task costs no allocation of its own.
+//!
+//! The function pointer is monomorphised per closure type and knows how to either run
+//! or drop the closure in the payload; `Job::run` calls it once and forgets the job,
+//! `Drop` calls it to drop an unrun job. Exactly one of the two happens, so the closure
+//! is consumed exactly once.
+//!
+//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark)
+//! and the `membarrier` call of the sleep protocol (`sys.rs`).
+
+use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
+
+/// Words of inline closure storage: enough for a closure capturing a reference and an
+/// `Arc` (a scoped job) or three references; 4 words per job in total.
+const INLINE_WORDS: usize = 3;
+
+type Payload = [MaybeUninit<usize>; INLINE_WORDS];
+
+/// Runs (`run == true`) or drops (`false`) the closure stored in the payload.
+///
+/// Safety contract of every such function: `payload` holds a live closure of the type
+/// the function was instantiated for, stored as `Job::store` does, and it is called at
+/// most once per stored closure.
+type Vtable = unsafe fn(payload: *mut Payload, run: bool);
+
+/// A unit of work queued in the pool.
+///
+/// Scoped jobs borrow from their scope; [`Job::new_scoped`] erases that lifetime and the
+/// scope guarantees the job has run before the borrow ends.
+pub(crate) struct Job {
+    vtable: Vtable,
+    payload: Payload,
+}
+
+// SAFETY: every constructor requires the stored closure to be `Send`, and a `Job` only
+// gives access to the closure by value (running or dropping it), so sending the job
+// sends the closure.
+unsafe impl Send for Job {}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}
+
+impl Job {
+    /// Wraps a `'static` closure.
+    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> Self {
+        Self::store(f)
+    }
+
+    /// Wraps a closure that borrows for `'scope`.
+    ///
+    /// # Safety
+    ///
+    /// The caller must guarantee that the job is run (or dropped) before `'scope` ends;
+    /// `Scope` does so by waiting on its `CountLatch` before returning, also when the
+    /// scope body or a job panics.
+    pub(crate) unsafe fn new_scoped<'scope, F: FnOnce() + Send + 'scope>(f: F) -> Self {
+        // The lifetime is erased simply by storing: `Job` has none. What keeps the
+        // borrows valid is the caller's guarantee above.
+        Self::store(f)
+    }
+
+    fn store<F: FnOnce() + Send>(f: F) -> Self {
+        let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
+        let fits =
+            size_of::<F>() <= size_of::<Payload>() && align_of::<F>() <= align_of::<Payload>();
+        if fits {
+            // SAFETY: `payload` is valid for writes of `size_of::<F>()` bytes at an
+            // alignment of at least `align_of::<F>()` (checked just above).
+            unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
+            Job {
+                vtable: run_inline::<F>,
+                payload,
+            }
+        } else {
+            let boxed: *mut F = Box::into_raw(Box::new(f));
+            // SAFETY: a thin pointer is one word, the payload's first element.
+            unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
+            Job {
+                vtable: run_boxed::<F>,
+                payload,
+            }
+        }
+    }
+
+    /// Runs the job.
+    pub(crate) fn run(self) {
+        let mut job = ManuallyDrop::new(self);
+        // SAFETY: the payload holds the closure `vtable` was made for (see `store`), and
+        // `ManuallyDrop` keeps `Drop` from touching it again after this call consumed it.
+        unsafe { (job.vtable)(&mut job.payload, true) }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // SAFETY: a `Job` that is dropped was not run (`run` forgets it), so the payload
+        // still holds the closure `vtable` was made for; this consumes it once.
+        unsafe { (self.vtable)(&mut self.payload, false) }
+    }
+}
+
+/// # Safety
+///
+/// See [`Vtable`]: `payload` holds a live `F` written in place.
+unsafe fn run_inline<F: FnOnce()>(payload: *mut Payload, run: bool) {
+    // SAFETY: per the contract, an initialised `F` is stored at `payload`; reading moves
+    // it out, and the caller never reads it again.
+    let f = unsafe { payload.cast::<F>().read() };
+    if run {
+        f();
+    }
+}
+
+/// # Safety
+///
+/// See [`Vtable`]: `payload` holds a pointer from `Box::<F>::into_raw`.
+unsafe fn run_boxed<F: FnOnce()>(payload: *mut Payload, run: bool) {
+    // SAFETY: per the contract, the first word is a pointer from `Box::into_raw` that
+    // was not turned back into a box yet; doing so once takes ownership again.
+    let f = unsafe { Box::from_raw(payload.cast::<*mut F>().read()) };
+    if run {
+        f();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Job;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts drops of the captured value, inline and boxed, run and unrun.
+    #[test]
+    fn each_closure_is_run_or_dropped_exactly_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(AtomicUsize::new(0));
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let small = |drops: &Arc<AtomicUsize>, runs: &Arc<AtomicUsize>| {
+            let (c, runs) = (Counted(Arc::clone(drops)), Arc::clone(runs));
+            Job::new(move || {
+                let _c = &c;
+                runs.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+        let big = |drops: &Arc<AtomicUsize>, runs: &Arc<AtomicUsize>| {
+            let (c, runs, pad) = (Counted(Arc::clone(drops)), Arc::clone(runs), [7u64; 8]);
+            Job::new(move || {
+                let _c = &c;
+                assert_eq!(pad[7], 7);
+                runs.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+        small(&drops, &runs).run();
+        big(&drops, &runs).run();
+        drop(small(&drops, &runs));
+        drop(big(&drops, &runs));
+        let aligned = Job::new(move || assert_eq!(std::hint::black_box(1u128), 1));
+        aligned.run();
+        assert_eq!(runs.load(Ordering::Relaxed), 2);
+        assert_eq!(drops.load(Ordering::Relaxed), 4);
+    }
+}

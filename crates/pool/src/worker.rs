@@ -1,0 +1,203 @@
+//! A worker thread: its own deque, its main loop, and waiting on a latch while
+//! running other jobs.
+
+use crate::job::Job;
+use crate::latch::Latch;
+use crate::registry::Registry;
+use crate::submitter;
+use crossbeam_deque::Worker;
+use std::cell::{Cell, OnceCell, RefCell};
+use std::sync::Arc;
+
+/// Rounds a worker keeps looking for work before it goes to sleep; the same count as
+/// rayon-core's `ROUNDS_UNTIL_SLEEPY`. With [`back_off`], 26 of the 32 rounds yield the
+/// CPU, so the search outlasts the gaps of a busy producer (which then never pays a
+/// sleep and wake-up) while a truly idle pool reaches sleep quickly (`tests/idle.rs`).
+const SPIN_ROUNDS: u32 = 32;
+
+/// Rounds of busy spinning (doubling each round) before back-off turns to
+/// `yield_now`, as crossbeam-utils' `Backoff` does (`SPIN_LIMIT` 6).
+const SPIN_LIMIT: u32 = 6;
+
+/// Tasks a worker runs under one throttle permit before it gives the permit back and
+/// takes it again, so that a lowered limit takes effect within this many tasks.
+const PERMIT_REFRESH_TASKS: u32 = 64;
+
+thread_local! {
+    static CURRENT: OnceCell<WorkerThread> = const { OnceCell::new() };
+}
+
+/// What one worker thread owns; lives in a thread-local of that thread.
+#[derive(Debug)]
+pub(crate) struct WorkerThread {
+    index: usize,
+    registry: Arc<Registry>,
+    local: Worker<Job>,
+    holds_permit: Cell<bool>,
+    tasks_under_permit: Cell<u32>,
+    submitters: RefCell<submitter::Cache>,
+}
+
+/// Entry point of a worker thread.
+pub(crate) fn run(
+    registry: Arc<Registry>,
+    index: usize,
+    local: Worker<Job>,
+    start_handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+) {
+    if let Some(handler) = start_handler {
+        if let Err(payload) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(index)))
+        {
+            registry.handle_panic(payload);
+        }
+    }
+    let worker = WorkerThread {
+        index,
+        registry,
+        local,
+        holds_permit: Cell::new(false),
+        tasks_under_permit: Cell::new(0),
+        submitters: RefCell::default(),
+    };
+    CURRENT.with(|current| {
+        if current.set(worker).is_err() {
+            unreachable!("a worker thread runs one worker");
+        }
+        if let Some(worker) = current.get() {
+            worker.main_loop();
+        }
+    });
+}
+
+impl WorkerThread {
+    /// Calls `f` with the current thread's worker, if it is a worker of some pool.
+    pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        CURRENT.with(|current| f(current.get()))
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// True if this worker belongs to `registry`.
+    pub(crate) fn is_in(&self, registry: &Registry) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.registry), registry)
+    }
+
+    pub(crate) fn push_local(&self, job: Job) {
+        self.local.push(job);
+    }
+
+    fn main_loop(&self) {
+        let registry = &*self.registry;
+        self.work_until(|| registry.is_terminating() && !registry.has_work_for(self.index));
+        self.release_permit();
+    }
+
+    /// Runs other jobs until `latch` is set. The setter wakes this worker with
+    /// `Sleep::wake_specific` if it fell asleep meanwhile.
+    pub(crate) fn wait_until(&self, latch: &Latch) {
+        let held_permit = self.holds_permit.get();
+        self.work_until(|| latch.probe());
+        if held_permit {
+            self.take_permit();
+        }
+    }
+
+    /// Runs jobs until `is_done()`. When there are none it backs off for
+    /// `SPIN_ROUNDS`, then gives back its throttle permit and sleeps, with `is_done`
+    /// part of the final look (see `sleep.rs`).
+    fn work_until(&self, is_done: impl Fn() -> bool) {
+        let registry = &*self.registry;
+        let mut idle_rounds = 0;
+        while !is_done() {
+            if let Some(job) = self.find_work() {
+                self.execute(job);
+                idle_rounds = 0;
+                continue;
+            }
+            if idle_rounds < SPIN_ROUNDS {
+                back_off(idle_rounds);
+                idle_rounds += 1;
+                continue;
+            }
+            self.release_permit();
+            registry.sleep.sleep(self.index, || {
+                is_done() || registry.has_work_for(self.index)
+            });
+            idle_rounds = 0;
+        }
+    }
+
+    /// Own deque first (newest job, cache-warm), then jobs for this worker alone, then
+    /// a batch from the injector or a submitter queue, then the victims in steal order.
+    fn find_work(&self) -> Option<Job> {
+        let registry = &*self.registry;
+        if let Some(job) = self.local.pop() {
+            return Some(job);
+        }
+        if let Some(job) = registry.steal_inbox(self.index) {
+            return Some(job);
+        }
+        let shared = registry
+            .steal_injected(&self.local)
+            .or_else(|| registry.submitters().steal(&self.submitters, &self.local));
+        if let Some(job) = shared {
+            if !self.local.is_empty() {
+                // Took more than one: let a sleeper share them (cascading wake-up).
+                registry.sleep.notify_new_jobs(1);
+            }
+            return Some(job);
+        }
+        registry.steal_from_victims(self.index)
+    }
+
+    /// Runs one job under the throttle, handing a panic to the panic handler.
+    pub(crate) fn execute(&self, job: Job) {
+        let throttle = self.registry.throttle.as_deref();
+        if throttle.is_some() {
+            if self.tasks_under_permit.get() >= PERMIT_REFRESH_TASKS {
+                self.release_permit();
+            }
+            self.take_permit();
+        }
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run())) {
+            self.registry.handle_panic(payload);
+        }
+        if let Some(throttle) = throttle {
+            self.tasks_under_permit
+                .set(self.tasks_under_permit.get() + 1);
+            throttle.record_completions(1);
+        }
+    }
+
+    fn take_permit(&self) {
+        if let Some(throttle) = &self.registry.throttle {
+            if !self.holds_permit.replace(true) {
+                throttle.acquire_permit();
+                self.tasks_under_permit.set(0);
+            }
+        }
+    }
+
+    fn release_permit(&self) {
+        if let Some(throttle) = &self.registry.throttle {
+            if self.holds_permit.replace(false) {
+                throttle.release();
+            }
+        }
+    }
+}
+
+/// One round of back-off: spin `2^round` times while `round < SPIN_LIMIT`, then yield
+/// the CPU (on 2 cores the submitter often needs it).
+fn back_off(round: u32) {
+    if round < SPIN_LIMIT {
+        for _ in 0..1u32 << round {
+            std::hint::spin_loop();
+        }
+    } else {
+        std::thread::yield_now();
+    }
+}
