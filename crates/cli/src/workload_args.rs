@@ -24,6 +24,12 @@ pub(crate) struct WorkloadArgs {
     /// mixed: blocking per task in µs (default 800).
     #[arg(long, value_name = "US", help_heading = "Workload parameters")]
     pub(crate) block_us: Option<u64>,
+    /// sum: integers each thread sums (default 65536).
+    #[arg(long, value_name = "N", help_heading = "Workload parameters")]
+    pub(crate) count: Option<u64>,
+    /// sum: times each thread sums its slice (default 100).
+    #[arg(long, value_name = "N", help_heading = "Workload parameters")]
+    pub(crate) repeat: Option<u64>,
 }
 
 impl WorkloadArgs {
@@ -36,6 +42,8 @@ impl WorkloadArgs {
             tasks: self.tasks,
             compute_us: self.compute_us,
             block_us: self.block_us,
+            count: self.count,
+            repeat: self.repeat,
         }
     }
 }

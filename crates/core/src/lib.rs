@@ -16,7 +16,9 @@
 
 pub mod budget;
 pub mod measure;
+pub mod noise;
 pub mod stats;
+pub mod sweep;
 pub mod topology;
 pub mod workload;
 

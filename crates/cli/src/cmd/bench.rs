@@ -18,11 +18,14 @@ use crate::workload_args::WorkloadArgs;
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// The workload: raymesh, membw or mixed.
+    /// The workload: raymesh, membw, mixed or sum.
     workload: String,
-    /// Worker threads (default: the PUs this process may use).
+    /// Worker threads (default: the PUs this process may use; sum: 64, as in the article).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// At most K workers compute at once (a counting semaphore); default: no throttle.
+    #[arg(long, value_name = "K")]
+    throttle: Option<usize>,
     /// Measured runs.
     #[arg(long, default_value_t = 3, value_name = "R")]
     runs: usize,
@@ -43,6 +46,7 @@ struct Report {
     description: String,
     threads: usize,
     place: &'static str,
+    throttle: Option<usize>,
     verified: bool,
     wall_s: f64,
     throughput: Throughput,
@@ -62,21 +66,32 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         bail!("--runs must be at least 1");
     }
     let topo = crate::input::TopologyArgs::default().load()?;
+    let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
+    let workload = build(&args.workload_args.spec(&args.workload), llc)?;
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
-        None => CpuBudget::live(&topo).usable.len().max(1),
+        None => workload
+            .default_threads()
+            .unwrap_or_else(|| CpuBudget::live(&topo).usable.len().max(1)),
     };
-    let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-    let workload = build(&args.workload_args.spec(&args.workload), llc)?;
-    let config = RunConfig::threads(threads);
+    if args.throttle == Some(0) {
+        bail!("--throttle must be at least 1");
+    }
+    let throttle = args.throttle.map(coretune_pool::Throttle::new);
+    let config = RunConfig {
+        throttle: throttle.as_ref(),
+        ..RunConfig::threads(threads)
+    };
     let mut out = std::io::stdout().lock();
     if !args.json {
         writeln!(out, "{}: {}", workload.name(), workload.describe())?;
         writeln!(
             out,
-            "{threads} thread{}, placement os, {} run{} after {} warm-up",
+            "{threads} thread{}, placement os, {}, {} run{} after {} warm-up",
             if threads == 1 { "" } else { "s" },
+            args.throttle
+                .map_or("no throttle".into(), |k| format!("throttle {k}")),
             args.runs,
             if args.runs == 1 { "" } else { "s" },
             args.warmup
@@ -134,6 +149,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         description: workload.describe(),
         threads,
         place: "os",
+        throttle: args.throttle,
         verified: runs.iter().all(|r| r.verified),
         wall_s: med(&|r| r.measurement.wall.as_secs_f64()),
         throughput: Throughput {

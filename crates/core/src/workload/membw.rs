@@ -125,6 +125,14 @@ impl Workload for MemBw {
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
     ) -> Result<RunOutput, WorkloadError> {
+        if config.throttle.is_some() {
+            // Workers wait for each other at barriers between kernels: a throttle below the
+            // thread count would deadlock, and one at or above it would do nothing.
+            return Err(WorkloadError::BadParameter {
+                workload: "membw",
+                message: "a throttle does not apply (its kernels are separated by barriers)".into(),
+            });
+        }
         let n = self.params.elements;
         let threads = config.threads.max(1);
         // Zeroed allocations of this size are fresh mappings: no page exists until written.

@@ -166,7 +166,11 @@ impl Workload for Mixed {
                 if task >= tasks {
                     break;
                 }
-                local ^= compute(task, self.rounds);
+                {
+                    // Only the compute holds a permit: a blocked task is not running.
+                    let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
+                    local ^= compute(task, self.rounds);
+                }
                 runs[task].fetch_add(1, Ordering::Relaxed);
                 if !self.params.block.is_zero() {
                     std::thread::sleep(self.params.block);

@@ -10,6 +10,7 @@
 pub mod membw;
 pub mod mixed;
 pub mod raymesh;
+pub mod sum;
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -144,6 +145,9 @@ pub struct RunConfig<'a> {
     pub threads: usize,
     /// Called on worker `i`'s thread before it does any work: where placement pins it.
     pub start_hook: Option<&'a (dyn Fn(usize) + Sync)>,
+    /// At most this many workers compute at once: each workload holds a permit around its unit
+    /// of computation (a sum slice, a raymesh block, a mixed task's compute, not its blocking).
+    pub throttle: Option<&'a coretune_pool::Throttle>,
 }
 
 impl fmt::Debug for RunConfig<'_> {
@@ -151,6 +155,10 @@ impl fmt::Debug for RunConfig<'_> {
         f.debug_struct("RunConfig")
             .field("threads", &self.threads)
             .field("start_hook", &self.start_hook.is_some())
+            .field(
+                "throttle",
+                &self.throttle.map(coretune_pool::Throttle::limit),
+            )
             .finish()
     }
 }
@@ -161,6 +169,7 @@ impl RunConfig<'_> {
         RunConfig {
             threads,
             start_hook: None,
+            throttle: None,
         }
     }
 }
@@ -211,6 +220,12 @@ pub trait Workload: Send + Sync {
 
     /// A one-line description of this instance's parameters.
     fn describe(&self) -> String;
+
+    /// The thread count of the experiment, when the workload has one of its own (`sum`: the
+    /// article's 64 threads); `None` = as many as the CPUs the process may use.
+    fn default_threads(&self) -> Option<usize> {
+        None
+    }
 
     /// Runs once under `config`, recording each worker in `tracker`.
     ///
@@ -388,10 +403,16 @@ pub struct WorkloadSpec {
     /// mixed: blocking per task, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_us: Option<u64>,
+    /// sum: numbers per thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// sum: times each thread sums its slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u64>,
 }
 
 /// Names of the workloads [`build`] knows.
-pub const NAMES: &[&str] = &["raymesh", "membw", "mixed"];
+pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum"];
 
 /// Prepares the workload `spec` names. `llc_bytes` sizes membw (its arrays are 4 × the
 /// last-level cache by default).
@@ -427,6 +448,16 @@ pub fn build(spec: &WorkloadSpec, llc_bytes: usize) -> Result<Box<dyn Workload>,
                 p.block = Duration::from_micros(us);
             }
             Box::new(mixed::Mixed::new(p)?)
+        }
+        "sum" => {
+            let mut p = sum::Params::for_size(spec.size);
+            if let Some(count) = spec.count {
+                p.count = count;
+            }
+            if let Some(repeat) = spec.repeat {
+                p.repeat = repeat;
+            }
+            Box::new(sum::Sum::new(p)?)
         }
         other => {
             return Err(WorkloadError::BadParameter {
@@ -519,8 +550,8 @@ mod test {
             seen.fetch_or(1 << i, Ordering::Relaxed);
         };
         let config = RunConfig {
-            threads: 3,
             start_hook: Some(&hook),
+            ..RunConfig::threads(3)
         };
         let tracker = ThreadTracker::new();
         run_workers("test", &config, &tracker, |_, _| {}).unwrap();

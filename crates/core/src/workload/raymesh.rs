@@ -633,6 +633,7 @@ impl Workload for RayMesh {
         let next = AtomicUsize::new(0);
         run_workers("raymesh", config, tracker, |_, probe| {
             loop {
+                let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
                 let start = next.fetch_add(BLOCK, Ordering::Relaxed);
                 if start >= total {
                     break;

@@ -1,0 +1,161 @@
+//! Is the machine quiet enough to measure on? Load, steal time and other processes' CPU use
+//! around each run, read from `/proc`.
+//!
+//! - **load average** (`/proc/loadavg`, 1 minute) before the run;
+//! - **steal** (`/proc/stat`, the `steal` column of the `cpu` line): time a virtual machine's
+//!   vCPUs were runnable but the hypervisor ran something else, as a share of all CPU time
+//!   during the run;
+//! - **others' CPU**: CPU time all processes used during the run (`/proc/stat` busy time) minus
+//!   this process's own (`/proc/self/stat` utime + stime), in CPUs (1.0 = one CPU's worth of
+//!   time for the whole run).
+//!
+//! A run is *busy* when others used more than [`BUSY_OTHERS_CPUS`] CPUs or steal exceeded
+//! [`BUSY_STEAL`]. Clock ticks (`USER_HZ`) are 100 per second on every Linux ABI.
+
+use serde::{Deserialize, Serialize};
+
+/// Others' CPU use above which a run is flagged busy: a quarter of a CPU is enough to shift a
+/// 2-thread run on a 2-CPU machine by several percent.
+pub const BUSY_OTHERS_CPUS: f64 = 0.25;
+/// Steal share above which a run is flagged busy (5% of CPU time taken by the hypervisor).
+pub const BUSY_STEAL: f64 = 0.05;
+/// `USER_HZ`: the unit of `/proc/stat` and `/proc/PID/stat` times.
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// What the machine was doing around one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// 1-minute load average before the run.
+    pub loadavg: Option<f64>,
+    /// Share of CPU time stolen by the hypervisor during the run.
+    pub steal: Option<f64>,
+    /// CPUs' worth of time other processes used during the run.
+    pub others_cpus: Option<f64>,
+    /// Whether the run is flagged as taken on a busy machine.
+    pub busy: bool,
+}
+
+/// `/proc` counters at the start of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct NoiseProbe {
+    loadavg: Option<f64>,
+    system: Option<CpuTicks>,
+    own: Option<u64>,
+    start: std::time::Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct CpuTicks {
+    busy: u64,
+    steal: u64,
+    total: u64,
+}
+
+fn system_ticks() -> Option<CpuTicks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_line(stat.lines().next()?)
+}
+
+/// The aggregate `cpu` line: user nice system idle iowait irq softirq steal guest guest_nice.
+fn parse_cpu_line(line: &str) -> Option<CpuTicks> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
+    if v.len() < 8 {
+        return None;
+    }
+    // guest and guest_nice are already counted in user and nice.
+    let total: u64 = v[..8].iter().sum();
+    let idle = v[3] + v[4];
+    Some(CpuTicks {
+        busy: total - idle - v[7],
+        steal: v[7],
+        total,
+    })
+}
+
+/// utime + stime of this process (all threads, living and dead), in ticks.
+fn own_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+impl NoiseProbe {
+    /// Reads the counters before a run.
+    pub fn start() -> Self {
+        Self {
+            loadavg: loadavg(),
+            system: system_ticks(),
+            own: own_ticks(),
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Reads them again after the run and judges it.
+    pub fn finish(self) -> Noise {
+        let wall = self.start.elapsed().as_secs_f64().max(1e-9);
+        let (mut steal, mut others_cpus) = (None, None);
+        if let (Some(a), Some(b)) = (self.system, system_ticks()) {
+            let total = b.total.saturating_sub(a.total);
+            if total > 0 {
+                #[allow(clippy::cast_precision_loss)]
+                let share = b.steal.saturating_sub(a.steal) as f64 / total as f64;
+                steal = Some(share);
+            }
+            if let (Some(own_a), Some(own_b)) = (self.own, own_ticks()) {
+                let busy = b.busy.saturating_sub(a.busy);
+                let own = own_b.saturating_sub(own_a);
+                #[allow(clippy::cast_precision_loss)]
+                let others = busy.saturating_sub(own) as f64 / TICKS_PER_SEC / wall;
+                others_cpus = Some(others);
+            }
+        }
+        let busy = others_cpus.is_some_and(|o| o > BUSY_OTHERS_CPUS)
+            || steal.is_some_and(|s| s > BUSY_STEAL);
+        Noise {
+            loadavg: self.loadavg,
+            steal,
+            others_cpus,
+            busy,
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn cpu_line() {
+        let t = parse_cpu_line("cpu  100 5 50 1000 20 1 2 30 0 0").unwrap();
+        assert_eq!(t.total, 1208);
+        assert_eq!(t.steal, 30);
+        assert_eq!(t.busy, 1208 - 1020 - 30);
+        assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none());
+    }
+
+    #[test]
+    fn probe_reads_this_machine() {
+        let probe = NoiseProbe::start();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let n = probe.finish();
+        assert!(n.loadavg.is_some());
+        assert!(n.others_cpus.is_some_and(|o| o >= 0.0));
+        assert!(own_ticks().is_some());
+    }
+}

@@ -1,0 +1,306 @@
+use std::cell::Cell;
+use std::time::Duration;
+
+use super::recommend::recommend;
+use super::*;
+use crate::measure::{Measurement, MigrationSource, RssSource};
+use crate::workload::Unit;
+
+/// A run record with the given wall time (what a runner hands back).
+fn record(wall: f64, involuntary: u64) -> RunRecord {
+    RunRecord {
+        measurement: Measurement {
+            wall: Duration::from_secs_f64(wall),
+            user: Duration::from_secs_f64(wall),
+            sys: Duration::ZERO,
+            voluntary_ctx_switches: 1,
+            involuntary_ctx_switches: involuntary,
+            migrations: Some(0),
+            migrations_source: MigrationSource::Perf,
+            peak_rss_bytes: 1 << 20,
+            peak_rss_source: RssSource::Run,
+            threads: Vec::new(),
+        },
+        throughput: crate::workload::Throughput {
+            value: 1.0 / wall,
+            unit: Unit::TasksPerSec,
+        },
+        verified: true,
+        verify_error: None,
+        checksum: None,
+    }
+}
+
+fn plan(grid: Grid, strategy: Strategy) -> Plan {
+    Plan {
+        grid,
+        strategy,
+        runs: 3,
+        warmup: 1,
+        min_time: Duration::ZERO,
+        tolerance: 0.03,
+    }
+}
+
+fn grid(threads: Vec<usize>, places: &[&str], cpus: &[&str]) -> Grid {
+    Grid {
+        threads,
+        places: places.iter().map(|s| (*s).to_owned()).collect(),
+        cpus: cpus.iter().map(|s| (*s).to_owned()).collect(),
+        throttles: vec![None],
+    }
+}
+
+/// Deterministic ±0.5% jitter from the configuration and the run number.
+fn jitter(c: &Config, n: u64) -> f64 {
+    let mut h = c.threads as u64 * 0x9e37_79b9 + n * 0x85eb_ca6b + c.place.len() as u64 * 31;
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    #[allow(clippy::cast_precision_loss)]
+    let u = (h % 1000) as f64 / 1000.0;
+    1.0 + (u - 0.5) * 0.01
+}
+
+/// Runs a plan against a cost model; returns the log's lines. The k-th run of a configuration
+/// always measures the same, whatever the strategy, so strategies are compared on equal data.
+fn simulate(plan: &Plan, cost: &dyn Fn(&Config) -> f64) -> Vec<RunLine> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = RunLog::open(&dir.path().join("runs.jsonl")).unwrap();
+    let runs = std::cell::RefCell::new(std::collections::BTreeMap::<Config, u64>::new());
+    execute(
+        plan,
+        &mut log,
+        &mut |c| {
+            let mut runs = runs.borrow_mut();
+            let k = runs.entry(c.clone()).or_insert(0);
+            *k += 1;
+            Outcome::Done(record(cost(c) * jitter(c, *k), c.threads as u64 * 10))
+        },
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap();
+    log.lines().to_vec()
+}
+
+/// Scaling curves of the kind the built-in workloads produce: Amdahl plus a contention term
+/// that grows with threads past the cores, per placement.
+type CostModel = Box<dyn Fn(&Config) -> f64>;
+
+fn scenarios() -> Vec<(&'static str, CostModel)> {
+    vec![
+        (
+            "best at 18 threads on 4 cores (the article's renderer)",
+            Box::new(|c: &Config| {
+                let t = c.threads as f64;
+                let pin = if c.place == "os" { 1.0 } else { 1.04 };
+                pin * (1.0 / t.min(18.0) * 18.0 / 18.0 + 0.02 * (t - 18.0).max(0.0) + 0.3)
+            }),
+        ),
+        (
+            "CPU-bound: flat past the core count, pinning irrelevant",
+            Box::new(|c: &Config| {
+                let t = c.threads as f64;
+                2.0 / t.min(4.0) + 0.001 * t
+            }),
+        ),
+        (
+            "spread placement wins by 15%",
+            Box::new(|c: &Config| {
+                let t = c.threads as f64;
+                let pin = if c.place == "spread" { 0.85 } else { 1.0 };
+                pin * (4.0 / t.min(8.0) + 0.01 * t)
+            }),
+        ),
+        (
+            "blocking tasks: best far above the core count",
+            Box::new(|c: &Config| {
+                let t = c.threads as f64;
+                10.0 / t.min(20.0) + 0.002 * t
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn search_agrees_with_exhaustive_in_fewer_runs() {
+    let g = grid(
+        (1..=24).collect(),
+        &["os", "compact", "spread", "cores"],
+        &["all", "all ~pu:0"],
+    );
+    for (name, cost) in scenarios() {
+        let full = simulate(&plan(g.clone(), Strategy::Exhaustive), &cost);
+        let fast = simulate(&plan(g.clone(), Strategy::Search), &cost);
+        let a = recommend(&summarize(&full), 0.03).unwrap();
+        let b = recommend(&summarize(&fast), 0.03).unwrap();
+        assert_eq!(a.config, b.config, "{name}: exhaustive vs search");
+        assert!(
+            fast.len() * 2 < full.len(),
+            "{name}: search made {} runs, exhaustive {}",
+            fast.len(),
+            full.len()
+        );
+    }
+}
+
+#[test]
+fn interleaved_rounds_with_warmup_and_no_repeats() {
+    let g = grid(vec![1, 2], &["os", "spread"], &["all"]);
+    let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| 1.0 / c.threads as f64);
+    // 4 configurations × (1 warm-up + 3 runs).
+    assert_eq!(lines.len(), 16);
+    // Warm-ups first, then each round runs every configuration once before the next round.
+    assert!(lines[..4].iter().all(|l| l.warmup));
+    for round in lines[4..].chunks(4) {
+        let mut configs: Vec<&Config> = round.iter().map(|l| &l.config).collect();
+        configs.sort();
+        configs.dedup();
+        assert_eq!(configs.len(), 4, "every configuration once per round");
+    }
+    let summaries = summarize(&lines);
+    assert!(summaries.iter().all(|s| s.runs == 3 && s.failed == 0));
+    let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
+    assert!((two.speedup.unwrap() - 2.0).abs() < 0.05);
+    assert!((two.efficiency.unwrap() - 1.0).abs() < 0.03);
+}
+
+#[test]
+fn interrupted_sweep_resumes_without_losing_or_repeating_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.jsonl");
+    let g = grid(vec![1, 2, 3], &["os", "spread"], &["all"]);
+    let p = plan(g, Strategy::Exhaustive);
+    let cost = |c: &Config| 1.0 / c.threads as f64;
+    let made = Cell::new(0);
+    let mut log = RunLog::open(&path).unwrap();
+    let result = execute(
+        &p,
+        &mut log,
+        &mut |c| {
+            made.set(made.get() + 1);
+            Outcome::Done(record(cost(c), 0))
+        },
+        &mut |_| {},
+        &|| made.get() >= 10,
+    );
+    assert!(matches!(result, Err(SweepError::Interrupted)));
+    drop(log);
+    // A crash in the middle of writing leaves a torn line: it is dropped, not fatal.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"seq\": 10, \"thr")
+        .unwrap();
+    let mut log = RunLog::open(&path).unwrap();
+    assert_eq!(log.lines().len(), 10);
+    execute(
+        &p,
+        &mut log,
+        &mut |c| {
+            made.set(made.get() + 1);
+            Outcome::Done(record(cost(c), 0))
+        },
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap();
+    // 6 configurations × 4 runs, each made exactly once.
+    assert_eq!(made.get(), 24);
+    let lines = RunLog::open(&path).unwrap().lines().to_vec();
+    assert_eq!(lines.len(), 24);
+    for s in summarize(&lines) {
+        assert_eq!((s.runs, s.failed), (3, 0), "{}", s.config);
+    }
+}
+
+#[test]
+fn failures_are_logged_and_never_timed() {
+    let g = grid(vec![1, 2], &["os"], &["all"]);
+    let p = plan(g, Strategy::Exhaustive);
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = RunLog::open(&dir.path().join("runs.jsonl")).unwrap();
+    execute(
+        &p,
+        &mut log,
+        &mut |c| {
+            if c.threads == 2 {
+                Outcome::Failed("exit status 3".into())
+            } else {
+                Outcome::Done(record(1.0, 0))
+            }
+        },
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap();
+    let summaries = summarize(log.lines());
+    let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
+    assert_eq!((two.runs, two.failed), (0, 3));
+    assert!(two.wall.is_none());
+    let rec = recommend(&summaries, 0.03).unwrap();
+    assert_eq!(rec.config.threads, 1);
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("3 run(s) failed")),
+        "{:?}",
+        rec.warnings
+    );
+}
+
+#[test]
+fn ties_go_to_fewer_threads_and_no_pinning() {
+    let g = grid(vec![1, 2, 4], &["os", "spread"], &["all"]);
+    // 2 and 4 threads within 1%, spread 0.5% faster than os: noise.
+    let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| {
+        let base = match c.threads {
+            1 => 2.0,
+            2 => 1.005,
+            _ => 1.0,
+        };
+        base * if c.place == "spread" { 0.995 } else { 1.0 }
+    });
+    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    assert_eq!((rec.config.threads, rec.config.place.as_str()), (2, "os"));
+    assert!(!rec.beyond_noise);
+    assert!(
+        rec.reason
+            .contains("within noise: leave placement to the OS"),
+        "{}",
+        rec.reason
+    );
+}
+
+#[test]
+fn a_clear_winner_is_recommended_beyond_noise() {
+    let g = grid(vec![1, 2, 4], &["os", "spread"], &["all"]);
+    let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| {
+        let t = c.threads as f64;
+        (1.0 / t) * if c.place == "spread" { 0.8 } else { 1.0 }
+    });
+    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    assert_eq!(
+        (rec.config.threads, rec.config.place.as_str()),
+        (4, "spread")
+    );
+    assert!(rec.beyond_noise);
+    assert!(rec.reason.contains("beyond noise"), "{}", rec.reason);
+}
+
+#[test]
+fn oversubscription_shows_in_the_reason() {
+    let g = grid(vec![1, 2, 8], &["os"], &["all"]);
+    let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| match c.threads {
+        1 => 2.0,
+        2 => 1.0,
+        _ => 1.2,
+    });
+    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    assert_eq!(rec.config.threads, 2);
+    // The mock's involuntary switches are 10 per thread: 20 → 80.
+    assert!(
+        rec.reason.contains("involuntary context switches rise 4×"),
+        "{}",
+        rec.reason
+    );
+}
