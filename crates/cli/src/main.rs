@@ -28,7 +28,7 @@ enum Command {
     /// budget this process really has.
     Topo(cmd::topo::TopoArgs),
     /// Run one built-in workload in one configuration and report what each run cost.
-    Bench(cmd::bench::BenchArgs),
+    Bench(Box<cmd::bench::BenchArgs>),
 }
 
 /// Exit status for any error coretune reports itself (bad input, failed run).

@@ -30,6 +30,15 @@ pub(crate) struct WorkloadArgs {
     /// sum: times each thread sums its slice (default 100).
     #[arg(long, value_name = "N", help_heading = "Workload parameters")]
     pub(crate) repeat: Option<u64>,
+    /// spawn: work items per run (default 10000000).
+    #[arg(long, value_name = "N", help_heading = "Workload parameters")]
+    pub(crate) items: Option<usize>,
+    /// spawn: the pool: coretune, rayon, rayon-scope, tokio, crossbeam, mutex.
+    #[arg(long, value_name = "NAME", help_heading = "Workload parameters")]
+    pub(crate) pool: Option<String>,
+    /// spawn: submit with coretune's batch submission (spawn_batch).
+    #[arg(long, help_heading = "Workload parameters")]
+    pub(crate) batch: bool,
 }
 
 impl WorkloadArgs {
@@ -44,6 +53,9 @@ impl WorkloadArgs {
             block_us: self.block_us,
             count: self.count,
             repeat: self.repeat,
+            items: self.items,
+            pool: self.pool.clone(),
+            batch: self.batch,
         }
     }
 }

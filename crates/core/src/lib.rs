@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod budget;
+pub mod machine;
 pub mod measure;
 pub mod noise;
 pub mod stats;

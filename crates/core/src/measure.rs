@@ -194,6 +194,15 @@ impl ThreadTracker {
             .push(probe.record);
     }
 
+    /// Adds a record made by someone other than the worker (a pool's threads, read from
+    /// `/proc` by the workload).
+    pub fn push(&self, record: ThreadRecord) {
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(record);
+    }
+
     /// The records, by worker index.
     pub fn into_records(self) -> Vec<ThreadRecord> {
         let mut records = self

@@ -9,8 +9,6 @@
 //! Also measured: coretune batch submission, scope, a ~1 µs task, idle CPU use of a
 //! pool, and wake-up latency of a single spawn into a sleeping pool.
 
-mod peers;
-
 use coretune_pool::ThreadPool;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -160,12 +158,12 @@ fn tokio_spawn(n: usize) -> Cost {
 }
 
 fn injector_spawn(n: usize) -> Cost {
-    let pool = peers::InjectorPool::new(THREADS);
+    let pool = coretune_pool::peers::InjectorPool::new(THREADS);
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
 
 fn mutex_spawn(n: usize) -> Cost {
-    let pool = peers::MutexPool::new(THREADS);
+    let pool = coretune_pool::peers::MutexPool::new(THREADS);
     timed(n, |c| (0..n).for_each(|_| pool.spawn(move || c.item())))
 }
 

@@ -39,6 +39,8 @@ mod batch;
 mod builder;
 mod job;
 mod latch;
+#[cfg(not(loom))]
+pub mod peers;
 mod registry;
 mod scope;
 mod sleep;

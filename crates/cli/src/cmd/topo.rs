@@ -100,7 +100,7 @@ impl Facts {
             schema: SCHEMA,
             source: topo.source().to_string(),
             this_system: topo.is_this_system(),
-            summary: summary_line(&counts, &smt),
+            summary: coretune_core::machine::topology_summary(topo),
             counts,
             smt,
             numa_nodes: topo.numa_nodes(),
@@ -111,27 +111,6 @@ impl Facts {
             budget,
         }
     }
-}
-
-/// "2 packages, 8 NUMA nodes, 16 L3, 64 cores, 128 PUs, SMT 2".
-fn summary_line(c: &coretune_core::topology::Counts, smt: &coretune_core::topology::Smt) -> String {
-    let n = |count: usize, one: &str, many: &str| {
-        format!("{count} {}", if count == 1 { one } else { many })
-    };
-    let mut parts = vec![n(c.packages, "package", "packages")];
-    if c.dies > 0 {
-        parts.push(n(c.dies, "die", "dies"));
-    }
-    parts.push(n(c.numa_nodes, "NUMA node", "NUMA nodes"));
-    parts.push(format!("{} L3", c.l3));
-    parts.push(n(c.cores, "core", "cores"));
-    parts.push(n(c.pus, "PU", "PUs"));
-    parts.push(if smt.min == smt.max {
-        format!("SMT {}", smt.max)
-    } else {
-        format!("SMT {}-{}", smt.min, smt.max)
-    });
-    parts.join(", ")
 }
 
 fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {

@@ -10,6 +10,7 @@
 pub mod membw;
 pub mod mixed;
 pub mod raymesh;
+pub mod spawn;
 pub mod sum;
 
 use std::fmt;
@@ -138,13 +139,17 @@ impl Work {
     }
 }
 
+/// A start hook: called on worker `i`'s thread before it does any work (where placement pins
+/// it). Shared, because thread pools keep their start handler for their whole life.
+pub type StartHook = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
+
 /// How one run is configured.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct RunConfig<'a> {
     /// Worker threads.
     pub threads: usize,
     /// Called on worker `i`'s thread before it does any work: where placement pins it.
-    pub start_hook: Option<&'a (dyn Fn(usize) + Sync)>,
+    pub start_hook: Option<StartHook>,
     /// At most this many workers compute at once: each workload holds a permit around its unit
     /// of computation (a sum slice, a raymesh block, a mixed task's compute, not its blocking).
     pub throttle: Option<&'a coretune_pool::Throttle>,
@@ -318,7 +323,7 @@ where
             message: "needs at least 1 thread".into(),
         });
     }
-    let hook = config.start_hook;
+    let hook = config.start_hook.as_deref();
     let body = &body;
     // The first worker panic's message; the worker catches its own panic so the message is not
     // lost in `thread::scope`'s generic "a scoped thread panicked".
@@ -409,10 +414,19 @@ pub struct WorkloadSpec {
     /// sum: times each thread sums its slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u64>,
+    /// spawn: work items per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<usize>,
+    /// spawn: which pool (`coretune`, `rayon`, `rayon-scope`, `tokio`, `crossbeam`, `mutex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// spawn: coretune's batch submission.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 /// Names of the workloads [`build`] knows.
-pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum"];
+pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum", "spawn"];
 
 /// Prepares the workload `spec` names. `llc_bytes` sizes membw (its arrays are 4 × the
 /// last-level cache by default).
@@ -458,6 +472,22 @@ pub fn build(spec: &WorkloadSpec, llc_bytes: usize) -> Result<Box<dyn Workload>,
                 p.repeat = repeat;
             }
             Box::new(sum::Sum::new(p)?)
+        }
+        "spawn" => {
+            let mut p = spawn::Params::for_size(spec.size);
+            if let Some(items) = spec.items {
+                p.items = items;
+            }
+            if let Some(pool) = &spec.pool {
+                p.pool = pool
+                    .parse()
+                    .map_err(|message| WorkloadError::BadParameter {
+                        workload: "spawn",
+                        message,
+                    })?;
+            }
+            p.batch = spec.batch;
+            Box::new(spawn::Spawn::new(p)?)
         }
         other => {
             return Err(WorkloadError::BadParameter {
@@ -544,13 +574,14 @@ mod test {
 
     #[test]
     fn start_hook_runs_on_every_worker() {
+        use std::sync::Arc;
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let seen = AtomicUsize::new(0);
-        let hook = |i: usize| {
-            seen.fetch_or(1 << i, Ordering::Relaxed);
-        };
+        let seen = Arc::new(AtomicUsize::new(0));
+        let seen2 = Arc::clone(&seen);
         let config = RunConfig {
-            start_hook: Some(&hook),
+            start_hook: Some(Arc::new(move |i: usize| {
+                seen2.fetch_or(1 << i, Ordering::Relaxed);
+            })),
             ..RunConfig::threads(3)
         };
         let tracker = ThreadTracker::new();

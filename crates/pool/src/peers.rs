@@ -1,5 +1,6 @@
-//! Minimal peer pools for `spawn.rs`, written the obvious way so that the numbers say
-//! what a hand-rolled pool would cost. Not part of the library.
+//! Minimal peer pools, written the obvious way so that a comparison says what a hand-rolled pool
+//! would cost: the `spawn` benchmark and coretune's `spawn` workload run the same tasks on these
+//! and on [`ThreadPool`](crate::ThreadPool). For measurements, not for use.
 
 use crossbeam_deque::{Injector, Steal, Worker};
 use std::collections::VecDeque;
@@ -7,16 +8,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-pub(crate) type Task = Box<dyn FnOnce() + Send>;
+/// A boxed task, as both peers queue them.
+pub type Task = Box<dyn FnOnce() + Send>;
 
 /// Workers steal batches from one crossbeam `Injector`; idle workers yield (no sleep).
-pub(crate) struct InjectorPool {
+#[allow(missing_debug_implementations)]
+pub struct InjectorPool {
     shared: Arc<(Injector<Task>, AtomicBool)>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl InjectorPool {
-    pub(crate) fn new(n: usize) -> Self {
+    /// Starts `n` workers.
+    pub fn new(n: usize) -> Self {
         let shared = Arc::new((Injector::<Task>::new(), AtomicBool::new(false)));
         let threads = (0..n)
             .map(|_| {
@@ -45,7 +49,8 @@ impl InjectorPool {
         InjectorPool { shared, threads }
     }
 
-    pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
+    /// Queues a task.
+    pub fn spawn(&self, task: impl FnOnce() + Send + 'static) {
         self.shared.0.push(Box::new(task));
     }
 }
@@ -64,13 +69,15 @@ impl Drop for InjectorPool {
 type MutexShared = (Mutex<(VecDeque<Task>, bool)>, Condvar);
 
 /// One `Mutex<VecDeque>` and a `Condvar`; idle workers block.
-pub(crate) struct MutexPool {
+#[allow(missing_debug_implementations)]
+pub struct MutexPool {
     shared: Arc<MutexShared>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl MutexPool {
-    pub(crate) fn new(n: usize) -> Self {
+    /// Starts `n` workers.
+    pub fn new(n: usize) -> Self {
         let shared = Arc::new((Mutex::new((VecDeque::<Task>::new(), false)), Condvar::new()));
         let threads = (0..n)
             .map(|_| {
@@ -97,7 +104,8 @@ impl MutexPool {
         MutexPool { shared, threads }
     }
 
-    pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
+    /// Queues a task.
+    pub fn spawn(&self, task: impl FnOnce() + Send + 'static) {
         let mut queue = self.shared.0.lock().expect("no panics under the lock");
         queue.0.push_back(Box::new(task));
         drop(queue);

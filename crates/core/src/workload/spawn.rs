@@ -1,0 +1,459 @@
+//! `spawn`: what a thread pool itself costs — the benchmark this field knows.
+//!
+//! The main thread queues `items` (10,000,000 by default) empty work items; each decrements a
+//! shared atomic counter, and the one that brings it to zero signals the waiting main thread.
+//! The figure is wall time per item from the first submission until the main thread wakes, with
+//! the pool built before the clock starts. The same shape runs on coretune's pool and on its
+//! peers, selected with `--pool`, so one command compares them:
+//!
+//! | `--pool` | what queues the items |
+//! |---|---|
+//! | `coretune` | `coretune_pool::ThreadPool::spawn` (or `spawn_batch` with `--batch`) |
+//! | `rayon` | `rayon::ThreadPool::spawn` |
+//! | `rayon-scope` | `rayon::ThreadPool::scope` + `Scope::spawn` |
+//! | `tokio` | tokio's multi-thread runtime, `Runtime::spawn` of an `async` block |
+//! | `crossbeam` | a minimal pool on one `crossbeam_deque::Injector` ([`coretune_pool::peers`]) |
+//! | `mutex` | a `Mutex<VecDeque>` + `Condvar` pool ([`coretune_pool::peers`]) |
+//!
+//! Each pool's workers are started with the run's start hook where the pool lets a caller run
+//! code on its threads (coretune, rayon, tokio), so placement applies to them; the two minimal
+//! peers have no such hook and run unpinned. The countdown is leaked (64 bytes a run) so that
+//! `'static` tasks hold a plain reference: a reference count per task would be measured instead
+//! of the pool, as in `crates/pool/benches/spawn.rs`.
+//!
+//! Verification: the counter reached exactly zero and every item ran once (a second atomic counts
+//! executions, read after the main thread wakes).
+//!
+//! Per-thread records: pools own their threads, so instead of the workers reporting themselves,
+//! the pool's threads are read from `/proc/self/task` after the countdown (the CPU each was last
+//! on, and `se.nr_migrations` since the pool started).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError};
+use crate::measure::{MigrationSource, ThreadRecord, ThreadTracker};
+
+/// Which pool runs the items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    /// coretune's pool.
+    Coretune,
+    /// `rayon::ThreadPool::spawn`.
+    Rayon,
+    /// `rayon::ThreadPool::scope`.
+    RayonScope,
+    /// tokio's multi-thread runtime.
+    Tokio,
+    /// A minimal crossbeam `Injector` pool.
+    Crossbeam,
+    /// A `Mutex<VecDeque>` + `Condvar` pool.
+    Mutex,
+}
+
+impl PoolKind {
+    /// Every pool, in `--help` order.
+    pub const ALL: [PoolKind; 6] = [
+        PoolKind::Coretune,
+        PoolKind::Rayon,
+        PoolKind::RayonScope,
+        PoolKind::Tokio,
+        PoolKind::Crossbeam,
+        PoolKind::Mutex,
+    ];
+
+    /// The `--pool` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Coretune => "coretune",
+            PoolKind::Rayon => "rayon",
+            PoolKind::RayonScope => "rayon-scope",
+            PoolKind::Tokio => "tokio",
+            PoolKind::Crossbeam => "crossbeam",
+            PoolKind::Mutex => "mutex",
+        }
+    }
+}
+
+impl FromStr for PoolKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PoolKind::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PoolKind::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown pool '{s}' (expected {})", names.join(", "))
+            })
+    }
+}
+
+/// Parameters of a spawn instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Work items per run.
+    pub items: usize,
+    /// The pool.
+    pub pool: PoolKind,
+    /// coretune only: submit with `spawn_batch` instead of one `spawn` per item.
+    pub batch: bool,
+}
+
+impl Params {
+    /// Small 100,000 items, default 10,000,000 (the benchmark's), large 50,000,000.
+    pub fn for_size(size: Size) -> Self {
+        let items = match size {
+            Size::Small => 100_000,
+            Size::Default => 10_000_000,
+            Size::Large => 50_000_000,
+        };
+        Self {
+            items,
+            pool: PoolKind::Coretune,
+            batch: false,
+        }
+    }
+}
+
+/// The countdown every item runs.
+#[derive(Debug)]
+struct Countdown {
+    remaining: AtomicUsize,
+    ran: AtomicUsize,
+    done: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Countdown {
+    fn leak(n: usize) -> &'static Countdown {
+        Box::leak(Box::new(Countdown {
+            remaining: AtomicUsize::new(n),
+            ran: AtomicUsize::new(0),
+            done: Mutex::new(false),
+            signal: Condvar::new(),
+        }))
+    }
+
+    fn item(&self) {
+        self.ran.fetch_add(1, Ordering::Relaxed);
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self
+                .done
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+            self.signal.notify_one();
+        }
+    }
+
+    fn wait(&self) {
+        let mut done = self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while !*done {
+            done = self
+                .signal
+                .wait(done)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+/// The result: how many items ran and what the counter ended at.
+#[derive(Debug)]
+pub struct Counts {
+    /// Items queued.
+    pub items: usize,
+    /// Executions counted.
+    pub ran: usize,
+    /// The countdown's final value.
+    pub remaining: usize,
+}
+
+/// The prepared workload.
+#[derive(Debug)]
+pub struct Spawn {
+    params: Params,
+}
+
+impl Spawn {
+    /// # Errors
+    ///
+    /// [`WorkloadError::BadParameter`] for zero items, or `batch` with a pool other than
+    /// coretune's.
+    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+        if params.items == 0 {
+            return Err(WorkloadError::BadParameter {
+                workload: "spawn",
+                message: "--items must be at least 1".into(),
+            });
+        }
+        if params.batch && params.pool != PoolKind::Coretune {
+            return Err(WorkloadError::BadParameter {
+                workload: "spawn",
+                message: format!(
+                    "--batch is coretune's batch submission; pool '{}' has none",
+                    params.pool.name()
+                ),
+            });
+        }
+        Ok(Self { params })
+    }
+}
+
+/// Thread ids of this process, with each one's `se.nr_migrations` and last CPU.
+fn task_migrations() -> BTreeMap<i32, (u64, Option<usize>)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return BTreeMap::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let tid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let sched = std::fs::read_to_string(e.path().join("sched")).ok()?;
+            let n = sched
+                .lines()
+                .find(|l| l.starts_with("se.nr_migrations"))?
+                .rsplit(':')
+                .next()?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((tid, (n, last_cpu(tid))))
+        })
+        .collect()
+}
+
+/// The CPU a thread last ran on (field 39 of `/proc/self/task/TID/stat`).
+fn last_cpu(tid: i32) -> Option<usize> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(36)?.parse().ok()
+}
+
+impl Workload for Spawn {
+    fn name(&self) -> &'static str {
+        "spawn"
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} empty items counted down on the {} pool{}",
+            self.params.items,
+            self.params.pool.name(),
+            if self.params.batch {
+                " (batch submission)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn run(
+        &self,
+        config: &RunConfig<'_>,
+        tracker: &ThreadTracker,
+    ) -> Result<RunOutput, WorkloadError> {
+        let Params { items, pool, batch } = self.params;
+        let threads = config.threads;
+        if threads == 0 {
+            return Err(WorkloadError::BadParameter {
+                workload: "spawn",
+                message: "needs at least 1 thread".into(),
+            });
+        }
+        let system = |e: String| WorkloadError::System {
+            workload: "spawn",
+            message: e,
+        };
+        let hook = config.start_hook.clone();
+        let countdown = Countdown::leak(items);
+        let before = task_migrations();
+        let elapsed: Duration;
+        let after: BTreeMap<i32, (u64, Option<usize>)>;
+        // Each arm builds its pool, then times submission to wake-up, then reads the pool's
+        // threads before the pool is dropped.
+        macro_rules! timed {
+            ($submit:expr) => {{
+                let start = Instant::now();
+                $submit;
+                countdown.wait();
+                let e = start.elapsed();
+                (e, task_migrations())
+            }};
+        }
+        match pool {
+            PoolKind::Coretune => {
+                let mut builder = coretune_pool::ThreadPoolBuilder::new().num_threads(threads);
+                if let Some(hook) = hook {
+                    builder = builder.start_handler(move |i| hook(i));
+                }
+                let p = builder.build().map_err(|e| system(e.to_string()))?;
+                (elapsed, after) = if batch {
+                    timed!(p.spawn_batch((0..items).map(|_| move || countdown.item())))
+                } else {
+                    timed!((0..items).for_each(|_| p.spawn(move || countdown.item())))
+                };
+            }
+            PoolKind::Rayon | PoolKind::RayonScope => {
+                let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+                if let Some(hook) = hook {
+                    builder = builder.start_handler(move |i| hook(i));
+                }
+                let p = builder.build().map_err(|e| system(e.to_string()))?;
+                (elapsed, after) = if pool == PoolKind::Rayon {
+                    timed!((0..items).for_each(|_| p.spawn(move || countdown.item())))
+                } else {
+                    timed!(p.scope(|s| (0..items).for_each(|_| s.spawn(move |_| countdown.item()))))
+                };
+            }
+            PoolKind::Tokio => {
+                let mut builder = tokio::runtime::Builder::new_multi_thread();
+                builder.worker_threads(threads);
+                if let Some(hook) = hook {
+                    // tokio numbers no threads: number them in start order.
+                    let next = std::sync::Arc::new(AtomicUsize::new(0));
+                    builder.on_thread_start(move || hook(next.fetch_add(1, Ordering::Relaxed)));
+                }
+                let rt = builder.build().map_err(|e| system(e.to_string()))?;
+                (elapsed, after) = timed!((0..items).for_each(|_| {
+                    rt.spawn(async move { countdown.item() });
+                }));
+            }
+            PoolKind::Crossbeam => {
+                let p = coretune_pool::peers::InjectorPool::new(threads);
+                (elapsed, after) =
+                    timed!((0..items).for_each(|_| p.spawn(move || countdown.item())));
+            }
+            PoolKind::Mutex => {
+                let p = coretune_pool::peers::MutexPool::new(threads);
+                (elapsed, after) =
+                    timed!((0..items).for_each(|_| p.spawn(move || countdown.item())));
+            }
+        }
+        let main = nix::unistd::gettid().as_raw();
+        for (worker, (&tid, &(n, cpu))) in after
+            .iter()
+            .filter(|(tid, _)| **tid != main && !before.contains_key(tid))
+            .enumerate()
+        {
+            tracker.push(ThreadRecord {
+                worker,
+                tid,
+                cpus_seen: cpu.map(|c| (c, 1)).into_iter().collect(),
+                migrations: Some(n),
+                migrations_source: Some(MigrationSource::SchedStat),
+            });
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let amount = items as f64;
+        Ok(RunOutput {
+            work: Work {
+                amount,
+                unit: Unit::NsPerItem,
+                kernel_time: Some(elapsed),
+            },
+            result: Box::new(Counts {
+                items,
+                ran: countdown.ran.load(Ordering::Relaxed),
+                remaining: countdown.remaining.load(Ordering::Relaxed),
+            }),
+        })
+    }
+
+    fn verify(&self, output: &RunOutput) -> Result<(), String> {
+        let c = output
+            .result
+            .downcast_ref::<Counts>()
+            .ok_or("spawn: result is not a spawn result")?;
+        if c.remaining != 0 || c.ran != c.items {
+            return Err(format!(
+                "spawn: {} of {} items ran, countdown at {}",
+                c.ran, c.items, c.remaining
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::workload::run_measured;
+
+    #[test]
+    fn every_pool_runs_every_item_once() {
+        for pool in PoolKind::ALL {
+            let w = Spawn::new(Params {
+                items: 20_000,
+                pool,
+                batch: false,
+            })
+            .unwrap();
+            let r = run_measured(&w, &RunConfig::threads(2)).unwrap();
+            assert!(r.verified, "{}: {:?}", pool.name(), r.verify_error);
+            assert_eq!(r.throughput.unit, Unit::NsPerItem);
+            assert!(r.throughput.value > 0.0);
+        }
+        let batch = Spawn::new(Params {
+            items: 20_000,
+            pool: PoolKind::Coretune,
+            batch: true,
+        })
+        .unwrap();
+        assert!(
+            run_measured(&batch, &RunConfig::threads(2))
+                .unwrap()
+                .verified
+        );
+    }
+
+    #[test]
+    fn start_hook_reaches_the_pool_threads() {
+        use std::sync::Arc;
+        for pool in [PoolKind::Coretune, PoolKind::Rayon, PoolKind::Tokio] {
+            let seen = Arc::new(AtomicUsize::new(0));
+            let seen2 = Arc::clone(&seen);
+            let config = RunConfig {
+                start_hook: Some(Arc::new(move |_| {
+                    seen2.fetch_add(1, Ordering::Relaxed);
+                })),
+                ..RunConfig::threads(2)
+            };
+            let w = Spawn::new(Params {
+                items: 1000,
+                pool,
+                batch: false,
+            })
+            .unwrap();
+            run_measured(&w, &config).unwrap();
+            assert!(seen.load(Ordering::Relaxed) >= 2, "{}", pool.name());
+        }
+    }
+
+    #[test]
+    fn verification_catches_a_lost_item_and_bad_parameters_are_errors() {
+        let w = Spawn::new(Params::for_size(Size::Small)).unwrap();
+        let mut out = w
+            .run(&RunConfig::threads(2), &ThreadTracker::new())
+            .unwrap();
+        assert_eq!(w.verify(&out), Ok(()));
+        out.result.downcast_mut::<Counts>().unwrap().ran -= 1;
+        assert!(w.verify(&out).unwrap_err().contains("99999 of 100000"));
+        let err = Spawn::new(Params {
+            items: 10,
+            pool: PoolKind::Rayon,
+            batch: true,
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("--batch"), "{err}");
+        assert!(
+            "nope"
+                .parse::<PoolKind>()
+                .unwrap_err()
+                .contains("unknown pool 'nope'")
+        );
+    }
+}
