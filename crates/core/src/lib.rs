@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod budget;
+pub mod cpuset;
 pub mod topology;
 
 pub use hwlocality::cpu::cpuset::CpuSet;
