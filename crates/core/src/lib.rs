@@ -16,6 +16,7 @@
 
 pub mod budget;
 pub mod cpuset;
+pub mod placement;
 pub mod topology;
 
 pub use hwlocality::cpu::cpuset::CpuSet;

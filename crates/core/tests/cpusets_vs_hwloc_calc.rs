@@ -47,7 +47,8 @@ fn term(s: &Synthetic, physical: bool) -> BoxedStrategy<String> {
         } else {
             Format::Taskset
         };
-        f.render(&set).expect("hwloc and taskset formats take any set")
+        f.render(&set)
+            .expect("hwloc and taskset formats take any set")
     });
     let atom = prop_oneof![
         1 => Just("all".to_owned()),
