@@ -1,1 +1,71 @@
-fn main() {}
+//! `coretune`: how many threads, on which CPUs, with how many running at once — measured.
+//!
+//! Each subcommand lives in its own module under `cmd/`; shared options (the `--input` topology)
+//! in `input.rs`. Errors are printed as one line, `coretune: <what>: <why>`, with exit status 2;
+//! a closed stdout (`coretune topo | head`) is not an error.
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod input;
+mod workload_args;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// How many threads, on which CPUs, with how many running at once: measured.
+#[derive(Debug, Parser)]
+#[command(name = "coretune", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// What this machine is: packages, NUMA nodes, L3 groups, cores, SMT, CPU kinds, and the CPU
+    /// budget this process really has.
+    Topo(cmd::topo::TopoArgs),
+    /// Run one built-in workload in one configuration and report what each run cost.
+    Bench(cmd::bench::BenchArgs),
+}
+
+/// Exit status for any error coretune reports itself (bad input, failed run).
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topo(args) => cmd::topo::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = io::stdout().flush();
+            eprintln!("coretune: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// A reader that went away (`| head`) is not a failure (ripgrep does the same).
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -42,6 +42,15 @@ pub struct Quota {
     pub file: PathBuf,
 }
 
+/// The CPUs a cgroup cpuset allows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CgroupCpuset {
+    /// The CPUs.
+    pub cpus: Vec<usize>,
+    /// The file they came from (as the live machine names it).
+    pub file: PathBuf,
+}
+
 /// The CPU budget of this process, and each input to it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuBudget {
@@ -50,7 +59,7 @@ pub struct CpuBudget {
     /// This process's affinity mask, when readable.
     pub affinity: Option<Vec<usize>>,
     /// The cgroup cpuset, and the file it came from.
-    pub cgroup_cpuset: Option<(PathBuf, Vec<usize>)>,
+    pub cgroup_cpuset: Option<CgroupCpuset>,
     /// The smallest CPU quota on the path from this process's cgroup to the root.
     pub quota: Option<Quota>,
     /// CPUs isolated from the scheduler's load balancing.
@@ -95,7 +104,7 @@ impl CpuBudget {
             .copied()
             .filter(|cpu| online.as_ref().is_none_or(|l| l.contains(cpu)))
             .filter(|cpu| affinity.as_ref().is_none_or(|l| l.contains(cpu)))
-            .filter(|cpu| cgroup_cpuset.as_ref().is_none_or(|(_, l)| l.contains(cpu)))
+            .filter(|cpu| cgroup_cpuset.as_ref().is_none_or(|c| c.cpus.contains(cpu)))
             .collect();
         let usable_set = set_from_indexes(usable.iter().copied());
         let usable_cores = topology
@@ -144,14 +153,10 @@ impl fmt::Display for CpuBudget {
                 write!(f, "; online {}", format_list(online))?;
             }
         }
-        if let Some((file, cpus)) = &self.cgroup_cpuset {
-            if cpus.len() < self.topology_pus.len() {
-                write!(
-                    f,
-                    "; cgroup cpuset {} ({})",
-                    format_list(cpus),
-                    file.display()
-                )?;
+        if let Some(cpuset) = &self.cgroup_cpuset {
+            if cpuset.cpus.len() < self.topology_pus.len() {
+                let (cpus, file) = (format_list(&cpuset.cpus), cpuset.file.display());
+                write!(f, "; cgroup cpuset {cpus} ({file})")?;
             }
         }
         match &self.quota {
@@ -292,7 +297,7 @@ fn v1_line<'a>(lines: &'a [CgroupLine], controller: &str) -> Option<&'a CgroupLi
         .find(|l| l.controllers.iter().any(|c| c == controller))
 }
 
-fn cgroup_cpuset(root: &Path, lines: &[CgroupLine]) -> Option<(PathBuf, Vec<usize>)> {
+fn cgroup_cpuset(root: &Path, lines: &[CgroupLine]) -> Option<CgroupCpuset> {
     let v2_mount = root.join("sys/fs/cgroup");
     if let Some(line) = v2_line(lines) {
         if let Some(dir) = cgroup_dir(&v2_mount, line) {
@@ -302,7 +307,8 @@ fn cgroup_cpuset(root: &Path, lines: &[CgroupLine]) -> Option<(PathBuf, Vec<usiz
                 .and_then(|s| parse_list(&s))
             {
                 if !cpus.is_empty() {
-                    return Some((strip_root(root, &file), cpus));
+                    let file = strip_root(root, &file);
+                    return Some(CgroupCpuset { cpus, file });
                 }
             }
         }
@@ -314,7 +320,10 @@ fn cgroup_cpuset(root: &Path, lines: &[CgroupLine]) -> Option<(PathBuf, Vec<usiz
         .find_map(|name| {
             let file = dir.join(name);
             let cpus = parse_list(&std::fs::read_to_string(&file).ok()?)?;
-            (!cpus.is_empty()).then(|| (strip_root(root, &file), cpus))
+            (!cpus.is_empty()).then(|| CgroupCpuset {
+                cpus,
+                file: strip_root(root, &file),
+            })
         })
 }
 

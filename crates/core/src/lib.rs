@@ -16,7 +16,11 @@
 
 pub mod budget;
 pub mod cpuset;
+pub mod measure;
 pub mod placement;
+pub mod stats;
 pub mod topology;
+pub mod workload;
 
+pub use hwlocality;
 pub use hwlocality::cpu::cpuset::CpuSet;

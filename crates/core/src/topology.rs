@@ -80,12 +80,14 @@ impl fmt::Display for TopologySource {
 #[non_exhaustive]
 pub enum TopologyError {
     /// The topology file could not be read.
-    #[error("{path}: {source}")]
+    // The I/O error is part of the message rather than a `source`, so that `{:#}` chains do not
+    // print it twice.
+    #[error("{path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// hwloc refused the XML; `reason` says what coretune could tell about why.
     #[error("{input}: hwloc rejected the XML: {reason}")]
@@ -146,9 +148,9 @@ impl Topology {
         let builder = match source {
             TopologySource::Live => builder,
             TopologySource::XmlFile(path) => {
-                let xml = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+                let xml = std::fs::read_to_string(path).map_err(|error| TopologyError::Read {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
                 builder
                     .from_xml(&xml)
@@ -230,6 +232,20 @@ impl Topology {
     /// L3 caches (hwloc's `l3cache` in `hwloc-calc`), in logical order.
     pub fn l3_caches(&self) -> Vec<&TopologyObject> {
         self.objects(ObjectType::L3Cache)
+    }
+
+    /// Size of the largest cache (the last level: L3, or L2 where there is no L3), in bytes;
+    /// `None` when hwloc knows no cache sizes.
+    pub fn last_level_cache_bytes(&self) -> Option<usize> {
+        [ObjectType::L3Cache, ObjectType::L2Cache]
+            .into_iter()
+            .flat_map(|ty| self.objects(ty))
+            .filter_map(|obj| match obj.attributes() {
+                Some(ObjectAttributes::Cache(cache)) => cache.size(),
+                _ => None,
+            })
+            .map(|size| usize::try_from(size.get()).unwrap_or(usize::MAX))
+            .max()
     }
 
     /// Counts by object type, with the meaning of `expected.json`'s `counts`.
@@ -461,16 +477,15 @@ pub struct CpuKindInfo {
     /// PUs of this kind (OS indexes).
     pub pus: Vec<usize>,
     /// What hwloc knows of it (CoreType, FrequencyMaxMHz, LinuxCapacity, ...).
-    pub infos: Vec<(String, String)>,
+    pub infos: BTreeMap<String, String>,
 }
 
 impl CpuKindInfo {
     /// A short name: hwloc's `CoreType` when present, else `kind N`.
     pub fn label(&self) -> String {
         self.infos
-            .iter()
-            .find(|(k, _)| k == "CoreType")
-            .map_or_else(|| format!("kind {}", self.index), |(_, v)| v.clone())
+            .get("CoreType")
+            .map_or_else(|| format!("kind {}", self.index), Clone::clone)
     }
 }
 

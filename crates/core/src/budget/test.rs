@@ -147,7 +147,7 @@ fn v1_cfs_quota_and_cpuset() {
         Path::new("/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us")
     );
     assert_eq!(
-        budget.cgroup_cpuset.as_ref().unwrap().1,
+        budget.cgroup_cpuset.as_ref().unwrap().cpus,
         (2..=9).collect::<Vec<_>>()
     );
     // PUs 2-9 are cores 1-4.

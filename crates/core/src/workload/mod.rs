@@ -1,0 +1,530 @@
+//! Built-in workloads: real jobs that check their own answers, so that `coretune tune` works with
+//! nothing installed and a broken parallel run can never look fast.
+//!
+//! Each workload is prepared once (inputs generated, reference answers computed), then run any
+//! number of times under a [`RunConfig`] — thread count, a start hook that pins worker `i` to its
+//! CPU set, and optionally a limit on how many workers compute at once — and each run's output is
+//! verified outside the measured region. [`run_measured`] is the one place that measures a run
+//! ([`crate::measure`]), used by `coretune bench` and by every run of a sweep.
+
+pub mod membw;
+pub mod mixed;
+pub mod raymesh;
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{Measurement, Probe, ThreadProbe, ThreadTracker};
+
+/// How big a job to run. Each workload maps these to its own parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Size {
+    /// Well under a second on one thread: tests and quick looks.
+    Small,
+    /// The workload's reference size (raymesh: the article's 3 × 975,065 rays).
+    #[default]
+    Default,
+    /// Several times the default, for machines with many cores.
+    Large,
+}
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "small" => Ok(Size::Small),
+            "default" => Ok(Size::Default),
+            "large" => Ok(Size::Large),
+            other => Err(format!(
+                "unknown size '{other}' (expected small, default or large)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Size::Small => "small",
+            Size::Default => "default",
+            Size::Large => "large",
+        })
+    }
+}
+
+/// The unit of a workload's own throughput figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Nanoseconds per work item (lower is better).
+    #[serde(rename = "ns/item")]
+    NsPerItem,
+    /// Million rays per second.
+    #[serde(rename = "Mrays/s")]
+    MraysPerSec,
+    /// Gigabytes (10^9 bytes) per second.
+    #[serde(rename = "GB/s")]
+    GbPerSec,
+    /// Tasks per second.
+    #[serde(rename = "tasks/s")]
+    TasksPerSec,
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::NsPerItem => "ns/item",
+            Unit::MraysPerSec => "Mrays/s",
+            Unit::GbPerSec => "GB/s",
+            Unit::TasksPerSec => "tasks/s",
+        })
+    }
+}
+
+/// A workload's throughput figure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// The number.
+    pub value: f64,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+impl fmt::Display for Throughput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.value;
+        let digits = if v >= 100.0 {
+            0
+        } else if v >= 10.0 {
+            1
+        } else {
+            2
+        };
+        write!(f, "{v:.digits$} {}", self.unit)
+    }
+}
+
+/// The work a run did, from which its throughput follows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    /// How many units of work (rays, bytes, tasks, items).
+    pub amount: f64,
+    /// What the throughput is expressed in.
+    pub unit: Unit,
+    /// The time of the measured kernel, when the workload times a part of its run (STREAM times
+    /// its loops, not the first-touch initialisation); `None` = the whole run's wall time.
+    pub kernel_time: Option<Duration>,
+}
+
+impl Work {
+    /// Throughput over `wall` (or the kernel time, when the workload measured one).
+    pub fn throughput(&self, wall: Duration) -> Throughput {
+        let secs = self.kernel_time.unwrap_or(wall).as_secs_f64().max(1e-12);
+        let value = match self.unit {
+            Unit::NsPerItem => secs * 1e9 / self.amount.max(1.0),
+            Unit::MraysPerSec => self.amount / secs / 1e6,
+            Unit::GbPerSec => self.amount / secs / 1e9,
+            Unit::TasksPerSec => self.amount / secs,
+        };
+        Throughput {
+            value,
+            unit: self.unit,
+        }
+    }
+}
+
+/// How one run is configured.
+#[derive(Clone, Copy)]
+pub struct RunConfig<'a> {
+    /// Worker threads.
+    pub threads: usize,
+    /// Called on worker `i`'s thread before it does any work: where placement pins it.
+    pub start_hook: Option<&'a (dyn Fn(usize) + Sync)>,
+}
+
+impl fmt::Debug for RunConfig<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("threads", &self.threads)
+            .field("start_hook", &self.start_hook.is_some())
+            .finish()
+    }
+}
+
+impl RunConfig<'_> {
+    /// `threads` workers, unpinned.
+    pub fn threads(threads: usize) -> RunConfig<'static> {
+        RunConfig {
+            threads,
+            start_hook: None,
+        }
+    }
+}
+
+/// What a run produced, to be verified.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The work done.
+    pub work: Work,
+    /// The workload's result, opaque to the harness.
+    pub result: Box<dyn std::any::Any + Send>,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkloadError {
+    /// A parameter is out of range.
+    #[error("{workload}: {message}")]
+    BadParameter {
+        /// The workload.
+        workload: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// A worker thread panicked; the run is void.
+    #[error("{workload}: a worker panicked: {message}")]
+    Panicked {
+        /// The workload.
+        workload: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// The operating system refused a thread or a resource.
+    #[error("{workload}: {message}")]
+    System {
+        /// The workload.
+        workload: &'static str,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A built-in workload.
+pub trait Workload: Send + Sync {
+    /// Its name on the command line.
+    fn name(&self) -> &'static str;
+
+    /// A one-line description of this instance's parameters.
+    fn describe(&self) -> String;
+
+    /// Runs once under `config`, recording each worker in `tracker`.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkloadError`] when the run could not complete.
+    fn run(
+        &self,
+        config: &RunConfig<'_>,
+        tracker: &ThreadTracker,
+    ) -> Result<RunOutput, WorkloadError>;
+
+    /// Checks a run's result. `Err` says what is wrong.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first discrepancy found.
+    fn verify(&self, output: &RunOutput) -> Result<(), String>;
+
+    /// A checksum of the run's result, equal across correct runs of the same instance
+    /// (`None` for workloads whose result is only a count).
+    fn checksum(&self, output: &RunOutput) -> Option<u64> {
+        let _ = output;
+        None
+    }
+}
+
+/// One measured, verified run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// What it cost.
+    #[serde(flatten)]
+    pub measurement: Measurement,
+    /// The workload's own figure.
+    pub throughput: Throughput,
+    /// Whether verification passed.
+    pub verified: bool,
+    /// Why verification failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_error: Option<String>,
+    /// The result checksum, for workloads that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<u64>,
+}
+
+/// Runs `workload` once under `config`: measures the run, then verifies its result outside the
+/// measured region.
+///
+/// # Errors
+///
+/// The workload's error when the run itself failed (a failed *verification* is not an error:
+/// it is recorded in the returned record as `verified: false`).
+pub fn run_measured(
+    workload: &dyn Workload,
+    config: &RunConfig<'_>,
+) -> Result<RunRecord, WorkloadError> {
+    let tracker = ThreadTracker::new();
+    let probe = Probe::start();
+    let output = workload.run(config, &tracker)?;
+    let measurement = probe.finish(tracker.into_records());
+    let verdict = workload.verify(&output);
+    Ok(RunRecord {
+        throughput: output.work.throughput(measurement.wall),
+        verified: verdict.is_ok(),
+        verify_error: verdict.err(),
+        checksum: workload.checksum(&output),
+        measurement,
+    })
+}
+
+/// Runs `body(worker, probe)` on `config.threads` scoped threads, each started with the start
+/// hook and recorded in `tracker`; a panic in any worker becomes [`WorkloadError::Panicked`].
+///
+/// # Errors
+///
+/// [`WorkloadError::BadParameter`] for zero threads, [`WorkloadError::Panicked`] when a worker
+/// panicked, [`WorkloadError::System`] when a thread could not be created.
+pub fn run_workers<F>(
+    workload: &'static str,
+    config: &RunConfig<'_>,
+    tracker: &ThreadTracker,
+    body: F,
+) -> Result<(), WorkloadError>
+where
+    F: Fn(usize, &mut ThreadProbe) + Sync,
+{
+    if config.threads == 0 {
+        return Err(WorkloadError::BadParameter {
+            workload,
+            message: "needs at least 1 thread".into(),
+        });
+    }
+    let hook = config.start_hook;
+    let body = &body;
+    // The first worker panic's message; the worker catches its own panic so the message is not
+    // lost in `thread::scope`'s generic "a scoped thread panicked".
+    let panicked = std::sync::Mutex::new(None::<String>);
+    let panicked_ref = &panicked;
+    std::thread::scope(|s| -> Result<(), WorkloadError> {
+        for worker in 0..config.threads {
+            std::thread::Builder::new()
+                .name(format!("{workload}-{worker}"))
+                .spawn_scoped(s, move || {
+                    let ran = catch_unwind(AssertUnwindSafe(|| {
+                        if let Some(hook) = hook {
+                            hook(worker);
+                        }
+                        let mut probe = tracker.start(worker);
+                        body(worker, &mut probe);
+                        tracker.finish(probe);
+                    }));
+                    if let Err(panic) = ran {
+                        let mut first = panicked_ref
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        first.get_or_insert_with(|| panic_message(panic.as_ref()));
+                    }
+                })
+                .map_err(|e| WorkloadError::System {
+                    workload,
+                    message: format!("cannot start worker thread {worker}: {e}"),
+                })?;
+        }
+        Ok(())
+    })?;
+    match panicked
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        Some(message) => Err(WorkloadError::Panicked { workload, message }),
+        None => Ok(()),
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+/// FNV-1a over 64-bit words: a cheap, stable checksum of a result table.
+pub(crate) fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Which workload to build, at what size, with which overrides: the command line's workload
+/// options as data (also recorded with every sweep, so a run can be repeated).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    /// `raymesh`, `membw` or `mixed`.
+    pub name: String,
+    /// Size preset; the overrides below win over it.
+    pub size: Size,
+    /// raymesh: rays per table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rays: Option<usize>,
+    /// membw: MiB per array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mib: Option<usize>,
+    /// mixed: tasks per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<usize>,
+    /// mixed: compute per task, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_us: Option<u64>,
+    /// mixed: blocking per task, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_us: Option<u64>,
+}
+
+/// Names of the workloads [`build`] knows.
+pub const NAMES: &[&str] = &["raymesh", "membw", "mixed"];
+
+/// Prepares the workload `spec` names. `llc_bytes` sizes membw (its arrays are 4 × the
+/// last-level cache by default).
+///
+/// # Errors
+///
+/// [`WorkloadError::BadParameter`] for an unknown name or a parameter out of range.
+pub fn build(spec: &WorkloadSpec, llc_bytes: usize) -> Result<Box<dyn Workload>, WorkloadError> {
+    Ok(match spec.name.as_str() {
+        "raymesh" => {
+            let mut p = raymesh::Params::for_size(spec.size);
+            if let Some(rays) = spec.rays {
+                p.rays = rays;
+            }
+            Box::new(raymesh::RayMesh::new(p)?)
+        }
+        "membw" => {
+            let mut p = membw::Params::for_size(spec.size, llc_bytes);
+            if let Some(mib) = spec.mib {
+                p.elements = mib << 17;
+            }
+            Box::new(membw::MemBw::new(p)?)
+        }
+        "mixed" => {
+            let mut p = mixed::Params::for_size(spec.size);
+            if let Some(tasks) = spec.tasks {
+                p.tasks = tasks;
+            }
+            if let Some(us) = spec.compute_us {
+                p.compute = Duration::from_micros(us);
+            }
+            if let Some(us) = spec.block_us {
+                p.block = Duration::from_micros(us);
+            }
+            Box::new(mixed::Mixed::new(p)?)
+        }
+        other => {
+            return Err(WorkloadError::BadParameter {
+                workload: "workload",
+                message: format!(
+                    "unknown workload '{other}' (built in: {})",
+                    NAMES.join(", ")
+                ),
+            });
+        }
+    })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn build_knows_every_name_and_rejects_others() {
+        for name in NAMES {
+            let spec = WorkloadSpec {
+                name: (*name).into(),
+                size: Size::Small,
+                ..WorkloadSpec::default()
+            };
+            assert_eq!(build(&spec, 1 << 20).unwrap().name(), *name);
+        }
+        let spec = WorkloadSpec {
+            name: "nope".into(),
+            ..WorkloadSpec::default()
+        };
+        let err = build(&spec, 1 << 20).err().unwrap().to_string();
+        assert!(err.contains("unknown workload 'nope'"), "{err}");
+        let spec = WorkloadSpec {
+            name: "raymesh".into(),
+            rays: Some(0),
+            ..WorkloadSpec::default()
+        };
+        assert!(build(&spec, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn throughput_units() {
+        let w = Work {
+            amount: 2e6,
+            unit: Unit::MraysPerSec,
+            kernel_time: None,
+        };
+        assert!((w.throughput(Duration::from_secs(2)).value - 1.0).abs() < 1e-12);
+        let w = Work {
+            amount: 1e6,
+            unit: Unit::NsPerItem,
+            kernel_time: None,
+        };
+        assert!((w.throughput(Duration::from_millis(30)).value - 30.0).abs() < 1e-9);
+        let w = Work {
+            amount: 8e9,
+            unit: Unit::GbPerSec,
+            kernel_time: Some(Duration::from_secs(2)),
+        };
+        assert!((w.throughput(Duration::from_secs(100)).value - 4.0).abs() < 1e-12);
+        assert_eq!(
+            serde_json::to_value(Unit::MraysPerSec).unwrap(),
+            serde_json::json!("Mrays/s")
+        );
+    }
+
+    #[test]
+    fn worker_panic_becomes_an_error() {
+        let tracker = ThreadTracker::new();
+        let err = run_workers("test", &RunConfig::threads(2), &tracker, |i, _| {
+            assert!(i != 1, "worker one fails");
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("worker one fails"), "{err}");
+    }
+
+    #[test]
+    fn zero_threads_is_a_parameter_error() {
+        let tracker = ThreadTracker::new();
+        let err = run_workers("test", &RunConfig::threads(0), &tracker, |_, _| {}).unwrap_err();
+        assert!(matches!(err, WorkloadError::BadParameter { .. }));
+    }
+
+    #[test]
+    fn start_hook_runs_on_every_worker() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let seen = AtomicUsize::new(0);
+        let hook = |i: usize| {
+            seen.fetch_or(1 << i, Ordering::Relaxed);
+        };
+        let config = RunConfig {
+            threads: 3,
+            start_hook: Some(&hook),
+        };
+        let tracker = ThreadTracker::new();
+        run_workers("test", &config, &tracker, |_, _| {}).unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 0b111);
+        assert_eq!(tracker.into_records().len(), 3);
+    }
+}
