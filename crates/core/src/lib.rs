@@ -16,9 +16,11 @@
 
 pub mod budget;
 pub mod cpuset;
+pub mod launch;
 pub mod measure;
 pub mod placement;
 pub mod stats;
+mod sys;
 pub mod topology;
 pub mod workload;
 

@@ -4,6 +4,8 @@
 //! Where hwloc-calc only warns (an object that does not exist) or prints `0x0`, coretune must
 //! refuse with an error instead.
 
+#[path = "util/strategies.rs"]
+mod strategies;
 mod util;
 
 use std::process::Command;
@@ -11,7 +13,7 @@ use std::process::Command;
 use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
 use coretune_core::topology::{Topology, TopologySource, set_from_indexes};
 use proptest::prelude::*;
-use util::strategies::{Synthetic, synthetic};
+use strategies::{Synthetic, synthetic};
 
 fn hwloc_calc_available() -> bool {
     Command::new("hwloc-calc")
@@ -40,7 +42,7 @@ fn term(s: &Synthetic, physical: bool) -> BoxedStrategy<String> {
                 .prop_map(move |(i, r)| format!("{on}:{i}.{inn}:{r}"))
         });
     let pus = s.pus();
-    let mask = (util::strategies::cpu_indexes(pus), any::<bool>()).prop_map(|(cpus, hwloc)| {
+    let mask = (strategies::cpu_indexes(pus), any::<bool>()).prop_map(|(cpus, hwloc)| {
         let set = set_from_indexes(cpus);
         let f = if hwloc {
             Format::Hwloc

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns, where clippy.toml does not reach
 
+#[path = "util/strategies.rs"]
+mod strategies;
 mod util;
 
 use std::collections::HashSet;
@@ -217,11 +219,11 @@ proptest! {
 
     #[test]
     fn placement_invariants_for_any_thread_count(
-        s in util::strategies::synthetic(),
+        s in strategies::synthetic(),
         threads in 1usize..200,
         policy in policy(),
         binding in binding(),
-        subset in util::strategies::cpu_indexes(64),
+        subset in strategies::cpu_indexes(64),
     ) {
         let topo = Topology::load(&coretune_core::topology::TopologySource::Synthetic(s.description())).unwrap();
         let mut cpus = coretune_core::topology::set_from_indexes(subset);

@@ -1,8 +1,6 @@
 //! Shared helpers for the core crate's integration tests.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-pub mod strategies;
-
 use std::path::PathBuf;
 
 use coretune_core::topology::{Topology, TopologySource};

@@ -1,4 +1,5 @@
 //! proptest strategies shared by the core crate's property tests.
+#![allow(dead_code, unreachable_pub)]
 
 use proptest::prelude::*;
 
