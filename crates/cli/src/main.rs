@@ -29,6 +29,12 @@ enum Command {
     Topo(cmd::topo::TopoArgs),
     /// Run one built-in workload in one configuration and report what each run cost.
     Bench(Box<cmd::bench::BenchArgs>),
+    /// Evaluate a CPU-set expression (hwloc-calc's syntax and more) and print it in one format.
+    Cpus(cmd::cpus::CpusArgs),
+    /// Plan which CPUs each of N threads runs on, and print how to apply it.
+    Place(cmd::place::PlaceArgs),
+    /// Run a command on a CPU set with its thread-count variables set, or rebind a process.
+    Run(cmd::run::RunArgs),
 }
 
 /// Exit status for any error coretune reports itself (bad input, failed run).
@@ -39,6 +45,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
+        Command::Cpus(args) => cmd::cpus::run(&args),
+        Command::Place(args) => cmd::place::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -15,11 +15,15 @@
 #![deny(unsafe_code)]
 
 pub mod budget;
+pub mod cpuset;
+pub mod launch;
 pub mod machine;
 pub mod measure;
 pub mod noise;
+pub mod placement;
 pub mod stats;
 pub mod sweep;
+mod sys;
 pub mod topology;
 pub mod workload;
 

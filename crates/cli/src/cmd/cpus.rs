@@ -1,0 +1,118 @@
+//! `coretune cpus EXPR...`: evaluate a CPU-set expression and print it in one format.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
+use coretune_core::hwlocality::object::types::ObjectType;
+use coretune_core::topology::set_to_vec;
+use serde::Serialize;
+
+use crate::input::TopologyArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct CpusArgs {
+    /// The expression: CPU lists (0-3,8), masks (0xff, 0b1010, win:FC), objects (numa:1,
+    /// core:0-3, numa:1.core:0-3, l3:2, pu:0, all), cpukind:N, pcores, ecores, with hwloc-calc's
+    /// operators ~X (remove), xX (intersect), ^X (xor); several arguments apply left to right.
+    #[arg(required = true, value_name = "EXPR")]
+    expr: Vec<String>,
+    /// Output format: list, hwloc (hex), taskset, windows, powershell, binary, count, json,
+    /// numactl, omp, slurm, systemd, likwid.
+    #[arg(long, default_value = "list", value_name = "FORMAT")]
+    to: Format,
+    /// Object indexes are OS (physical) indexes, as hwloc-calc --pi.
+    #[arg(long)]
+    physical: bool,
+    /// Print the logical indexes of the objects of this type the set intersects (hwloc-calc -I).
+    #[arg(long, value_name = "TYPE")]
+    objects: Option<ObjectKind>,
+    /// Print the set in every format, with its warnings, as JSON.
+    #[arg(long, conflicts_with_all = ["to", "objects"])]
+    json: bool,
+    #[command(flatten)]
+    topology: TopologyArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ObjectKind {
+    Core,
+    Numa,
+    L3,
+    Package,
+}
+
+impl ObjectKind {
+    fn object_type(self) -> ObjectType {
+        match self {
+            ObjectKind::Core => ObjectType::Core,
+            ObjectKind::Numa => ObjectType::NUMANode,
+            ObjectKind::L3 => ObjectType::L3Cache,
+            ObjectKind::Package => ObjectType::Package,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct CpusJson {
+    expr: String,
+    pus: Vec<usize>,
+    count: usize,
+    list: String,
+    hwloc: String,
+    taskset: String,
+    windows: String,
+    warnings: Vec<String>,
+}
+
+pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
+    let topo = args.topology.load()?;
+    let expr = CpuSetExpr::from_args(&args.expr).context("cpus")?;
+    let resolved = expr
+        .resolve(
+            &topo,
+            &ResolveOptions {
+                physical: args.physical,
+            },
+        )
+        .context("cpus")?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = CpusJson {
+            expr: expr.source().to_owned(),
+            pus: set_to_vec(&resolved.set),
+            count: set_to_vec(&resolved.set).len(),
+            list: Format::List.render(&resolved.set)?,
+            hwloc: Format::Hwloc.render(&resolved.set)?,
+            taskset: Format::Taskset.render(&resolved.set)?,
+            windows: Format::Windows.render(&resolved.set)?,
+            warnings: resolved.warnings.iter().map(ToString::to_string).collect(),
+        };
+        serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for warning in &resolved.warnings {
+        eprintln!("coretune: warning: {warning}");
+    }
+    if let Some(kind) = args.objects {
+        let indexes: Vec<String> = topo
+            .objects(kind.object_type())
+            .into_iter()
+            .filter(|o| o.cpuset().is_some_and(|s| s.intersects(&resolved.set)))
+            .map(|o| {
+                if args.physical {
+                    o.os_index().unwrap_or_default().to_string()
+                } else {
+                    o.logical_index().to_string()
+                }
+            })
+            .collect();
+        writeln!(out, "{}", indexes.join(","))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{}", args.to.render(&resolved.set).context("cpus")?)?;
+    Ok(ExitCode::SUCCESS)
+}

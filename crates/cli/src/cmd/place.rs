@@ -1,0 +1,153 @@
+//! `coretune place`: which CPUs each of N threads gets, and how to tell other tools.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
+use coretune_core::placement::{Binding, Placement, Policy, plan};
+use coretune_core::topology::Topology;
+use serde::Serialize;
+
+use crate::input::TopologyArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct PlaceArgs {
+    /// Number of threads.
+    #[arg(long, short = 't')]
+    threads: usize,
+    /// Policy: os (no pinning), compact, spread (hwloc-distrib), cores, round-robin.
+    #[arg(long, short = 'p', default_value = "spread")]
+    policy: Policy,
+    /// Limit the placement to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    cpus: Option<String>,
+    /// Object indexes in --cpus are OS (physical) indexes.
+    #[arg(long)]
+    physical: bool,
+    /// Each thread's set: its PU, its whole core, or one set shared by all threads.
+    #[arg(long, default_value = "pu")]
+    bind: Binding,
+    /// Print the placement as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    topology: TopologyArgs,
+}
+
+/// The CPU set `--cpus EXPR` names, with its warnings printed to stderr.
+pub(crate) fn cpus_option(
+    topo: &Topology,
+    expr: Option<&str>,
+    physical: bool,
+) -> anyhow::Result<Option<coretune_core::CpuSet>> {
+    let Some(expr) = expr else { return Ok(None) };
+    let resolved = expr
+        .parse::<CpuSetExpr>()
+        .and_then(|e| e.resolve(topo, &ResolveOptions { physical }))
+        .context("--cpus")?;
+    for warning in &resolved.warnings {
+        eprintln!("coretune: warning: --cpus {warning}");
+    }
+    Ok(Some(resolved.usable(topo)))
+}
+
+#[derive(Serialize)]
+struct ThreadJson<'a> {
+    thread: usize,
+    #[serde(flatten)]
+    place: &'a coretune_core::placement::ThreadPlacement,
+    steal_order: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct PlaceJson<'a> {
+    policy: Policy,
+    binding: Binding,
+    threads: Vec<ThreadJson<'a>>,
+    omp_places: Option<String>,
+    omp_proc_bind: &'static str,
+    taskset: String,
+    likwid_pin: Option<String>,
+}
+
+pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
+    let topo = args.topology.load()?;
+    let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
+    let placement =
+        plan(&topo, args.threads, args.policy, cpus.as_ref(), args.bind).context("place")?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = PlaceJson {
+            policy: placement.policy,
+            binding: placement.binding,
+            threads: placement
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, place)| ThreadJson {
+                    thread: i,
+                    place,
+                    steal_order: placement.steal_order(i),
+                })
+                .collect(),
+            omp_places: placement.omp_places(),
+            omp_proc_bind: placement.omp_proc_bind(),
+            taskset: placement.taskset_list(),
+            likwid_pin: placement.likwid_pin(),
+        };
+        serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
+        writeln!(out)?;
+    } else {
+        out.write_all(render_text(&placement).as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_text(p: &Placement) -> String {
+    use coretune_core::budget::format_list;
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} threads, policy {}, bound per {}",
+        p.len(),
+        p.policy,
+        p.binding
+    );
+    let opt = |v: Option<usize>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    for (i, t) in p.threads.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "thread {i:>3}: cpus {:<12} core {:<4} numa {:<3} l3 {}",
+            format_list(&t.pus),
+            opt(t.core),
+            opt(t.numa),
+            opt(t.l3)
+        );
+    }
+    let _ = writeln!(s);
+    match p.omp_places() {
+        Some(places) => {
+            let _ = writeln!(
+                s,
+                "OpenMP:     OMP_NUM_THREADS={} OMP_PLACES='{places}' OMP_PROC_BIND={}",
+                p.len(),
+                p.omp_proc_bind()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "OpenMP:     OMP_NUM_THREADS={} OMP_PROC_BIND=false",
+                p.len()
+            );
+        }
+    }
+    let _ = writeln!(s, "taskset:    taskset -c {} CMD", p.taskset_list());
+    if let Some(likwid) = p.likwid_pin() {
+        let _ = writeln!(s, "likwid-pin: likwid-pin -c {likwid} CMD");
+    }
+    s
+}

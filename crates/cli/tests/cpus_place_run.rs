@@ -1,0 +1,279 @@
+//! `coretune cpus`, `place` and `run` from the command line, including a real OpenMP program run
+//! through `coretune run` whose threads land where `coretune place` planned them.
+
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns, where clippy.toml does not reach
+
+mod util;
+
+use std::process::Command as StdCommand;
+
+use util::coretune;
+
+const SYNTH: &str = "pack:2 numa:1 core:4 pu:2";
+
+fn stdout(args: &[&str]) -> String {
+    let out = coretune().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "coretune {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn cpus_prints_one_line_per_format() {
+    let cases = [
+        (vec!["all", "~pu:0"], "hwloc", "0x0000fffe\n"),
+        (vec!["all ~pu:0"], "taskset", "0xfffe\n"),
+        (vec!["numa:1.core:0-1", "0"], "list", "0,8-11\n"),
+        (vec!["core:0-3"], "windows", "win:FF\n"),
+        (vec!["core:0"], "binary", "0b11\n"),
+    ];
+    for (expr, to, want) in cases {
+        let mut args = vec!["cpus", "--input", SYNTH, "--to", to];
+        args.extend(expr.iter().copied());
+        assert_eq!(stdout(&args), want, "{expr:?} --to {to}");
+    }
+    assert_eq!(
+        stdout(&["cpus", "--input", SYNTH, "--objects", "core", "1-4"]),
+        "0,1,2\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&[
+        "cpus", "--input", SYNTH, "--json", "pu:0", "pu:8",
+    ]))
+    .unwrap();
+    assert_eq!(json["pus"], serde_json::json!([0, 8]));
+    assert_eq!(json["hwloc"], "0x00000101");
+    assert!(json["warnings"].as_array().unwrap().len() >= 2, "{json}");
+}
+
+#[test]
+fn cpus_matches_hwloc_calc_on_the_corpus() {
+    let expected = util::expected();
+    for file in util::corpus_files() {
+        let path = util::fixture(&file);
+        let want = expected[&file]["queries"]["all ~pu:0"]["cpuset"]
+            .as_str()
+            .unwrap();
+        let got = stdout(&["cpus", "--input", &path, "--to", "hwloc", "all", "~pu:0"]);
+        assert_eq!(got.trim_end(), want, "{file}");
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_fails() {
+    let cases = [
+        (
+            vec!["cpus", "--input", SYNTH, "numa:7"],
+            "'numa:7': index 7 past the last numa (there are 2)",
+        ),
+        (
+            vec!["cpus", "--input", SYNTH, "bogus:1"],
+            "unknown object type 'bogus'",
+        ),
+        (
+            vec!["cpus", "--input", SYNTH, "99"],
+            "CPU 99 does not exist",
+        ),
+        (
+            vec!["cpus", "--input", SYNTH, "0-3", "~0-3"],
+            "the result is empty",
+        ),
+        (
+            vec!["run", "--", "coretune-no-such-command"],
+            "'coretune-no-such-command': command not found",
+        ),
+        (
+            vec!["run", "--pid", "4000000", "--cpus", "all"],
+            "no process with pid 4000000",
+        ),
+        (
+            vec![
+                "place",
+                "--input",
+                SYNTH,
+                "--threads",
+                "0",
+                "--policy",
+                "spread",
+            ],
+            "at least 1 thread",
+        ),
+        (
+            vec![
+                "place",
+                "--input",
+                SYNTH,
+                "--threads",
+                "2",
+                "--policy",
+                "sideways",
+            ],
+            "unknown placement policy",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = coretune().args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
+        assert!(
+            errors.iter().any(|l| l.contains(want)),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn place_json_lists_threads_in_order() {
+    let json: serde_json::Value = serde_json::from_str(&stdout(&[
+        "place",
+        "--input",
+        SYNTH,
+        "--threads",
+        "4",
+        "--policy",
+        "spread",
+        "--cpus",
+        "all ~pu:0",
+        "--json",
+    ]))
+    .unwrap();
+    let pus: Vec<serde_json::Value> = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pus"].clone())
+        .collect();
+    // hwloc-distrib --single 4 on the machine without PU 0: core 0 keeps only PU 1.
+    assert_eq!(
+        pus,
+        serde_json::json!([[1], [4], [8], [12]])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(json["omp_places"], "{1},{4},{8},{12}");
+    let text = stdout(&[
+        "place",
+        "--input",
+        SYNTH,
+        "--threads",
+        "2",
+        "--policy",
+        "cores",
+    ]);
+    assert!(
+        text.contains("OMP_PLACES='{0},{2}' OMP_PROC_BIND=close"),
+        "{text}"
+    );
+    assert!(text.contains("taskset -c 0,2"), "{text}");
+    assert!(text.contains("likwid-pin -c 0,2"), "{text}");
+}
+
+#[test]
+fn run_passes_exit_status_env_and_cpu_set() {
+    let out = coretune()
+        .args(["run", "--cpus", "pu:0", "--threads", "3", "--", "sh", "-c"])
+        .arg("echo $OMP_NUM_THREADS $RAYON_NUM_THREADS $GOMAXPROCS; grep Cpus_allowed_list /proc/self/status; exit 7")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("3 3 3\n"), "{text}");
+    let first_pu = stdout(&["cpus", "pu:0"]);
+    assert!(
+        text.contains(&format!("Cpus_allowed_list:\t{}", first_pu.trim())),
+        "{text}"
+    );
+}
+
+/// gcc with OpenMP, or `None` (and a note) when this machine cannot build OpenMP programs.
+fn build_openmp(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let src = dir.join("omp.c");
+    std::fs::write(
+        &src,
+        "#include <omp.h>\nint main(void) {\n#pragma omp parallel\n{ volatile int t = omp_get_thread_num(); (void)t; }\nreturn 0;\n}\n",
+    )
+    .unwrap();
+    let exe = dir.join("omp");
+    let built = StdCommand::new("gcc")
+        .arg("-fopenmp")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output();
+    match built {
+        Ok(o) if o.status.success() => Some(exe),
+        Ok(o) => {
+            eprintln!(
+                "note: gcc -fopenmp failed (libgomp missing?), skipping: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("note: gcc not found ({e}), skipping the OpenMP test");
+            None
+        }
+    }
+}
+
+#[test]
+fn openmp_threads_land_where_place_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_openmp(dir.path()) else {
+        return;
+    };
+    for policy in ["cores", "compact", "spread"] {
+        let plan: serde_json::Value = serde_json::from_str(&stdout(&[
+            "place",
+            "--threads",
+            "2",
+            "--policy",
+            policy,
+            "--json",
+        ]))
+        .unwrap();
+        let planned: Vec<String> = plan["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let pus: Vec<String> = t["pus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                pus.join(",")
+            })
+            .collect();
+        let out = coretune()
+            .args(["run", "--threads", "2", "--place", policy, "--"])
+            .arg(&exe)
+            .env("OMP_DISPLAY_AFFINITY", "TRUE")
+            .env("OMP_AFFINITY_FORMAT", "omp-thread %n affinity %A")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // libgomp prints the display on stderr, one line per thread, in any order.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let mut reported: Vec<(usize, String)> = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("omp-thread "))
+            .map(|l| {
+                let (n, aff) = l.split_once(" affinity ").unwrap();
+                (n.parse().unwrap(), aff.trim().to_owned())
+            })
+            .collect();
+        reported.sort();
+        let reported: Vec<String> = reported.into_iter().map(|(_, a)| a).collect();
+        assert_eq!(reported, planned, "{policy}: libgomp says {stderr}");
+    }
+}

@@ -1,0 +1,322 @@
+//! Output formats for a CPU set: what each tool that takes a CPU set wants to be given.
+
+use std::fmt;
+use std::str::FromStr;
+
+use hwlocality::cpu::cpuset::CpuSet;
+
+use crate::budget::format_list;
+use crate::topology::set_to_vec;
+
+/// A way to write a CPU set down.
+///
+/// The formats marked *parseable* read back through [`CpuSetExpr`](super::CpuSetExpr) to the same
+/// set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// Sorted, range-compressed OS indexes: `0-3,8` (Linux's cpulist). Parseable.
+    List,
+    /// hwloc's bitmap string, exactly as `hwloc-calc` prints it: 32-bit words, most significant
+    /// first, comma-separated, all-zero words empty, `0x0` for an all-zero lowest word. Parseable.
+    Hwloc,
+    /// One hex number, as `hwloc-calc --taskset` prints it and `taskset` takes it: `0xff`.
+    /// Parseable.
+    Taskset,
+    /// Windows `start /affinity` hex with coretune's `win:` prefix: `win:FC` for processor group
+    /// 0, `win:0:FFFFFFFFFFFFFFFF,1:3` (one mask per 64-CPU group, with its number) otherwise.
+    /// Parseable. hwloc numbers Windows CPUs `64 × group + bit`, which is what this assumes.
+    Windows,
+    /// PowerShell's `(Get-Process).ProcessorAffinity`: the group-0 mask in decimal. Fails for CPUs
+    /// past 63, which `ProcessorAffinity` cannot express.
+    PowerShell,
+    /// `0b1010`, most significant bit first. Parseable.
+    Binary,
+    /// The number of CPUs.
+    Count,
+    /// A JSON array of OS indexes: `[0,1,2,3,8]`.
+    Json,
+    /// `numactl --physcpubind=` value (a CPU list). Parseable.
+    Numactl,
+    /// `OMP_PLACES` with one place per CPU, runs written as intervals: `{0}:4,{8}`.
+    OmpPlaces,
+    /// Slurm `--cpu-bind=` value: `mask_cpu:0xff`. Parseable.
+    Slurm,
+    /// systemd `CPUAffinity=` / `AllowedCPUs=` value (a CPU list). Parseable.
+    Systemd,
+    /// `likwid-pin -c` value: a CPU list, which likwid reads as OS indexes. Parseable.
+    Likwid,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 13] = [
+        Format::List,
+        Format::Hwloc,
+        Format::Taskset,
+        Format::Windows,
+        Format::PowerShell,
+        Format::Binary,
+        Format::Count,
+        Format::Json,
+        Format::Numactl,
+        Format::OmpPlaces,
+        Format::Slurm,
+        Format::Systemd,
+        Format::Likwid,
+    ];
+
+    /// Whether [`CpuSetExpr`](super::CpuSetExpr) reads this format's output back.
+    pub fn is_parseable(self) -> bool {
+        !matches!(
+            self,
+            Format::PowerShell | Format::Count | Format::Json | Format::OmpPlaces
+        )
+    }
+
+    /// Writes `set` in this format.
+    ///
+    /// # Errors
+    ///
+    /// [`FormatError::TooWide`] for [`Format::PowerShell`] when the set has CPUs past 63.
+    pub fn render(self, set: &CpuSet) -> Result<String, FormatError> {
+        let cpus = set_to_vec(set);
+        Ok(match self {
+            Format::List | Format::Numactl | Format::Systemd | Format::Likwid => format_list(&cpus),
+            Format::Hwloc => hwloc_string(&cpus),
+            Format::Taskset => format!("0x{}", hex_digits(&cpus, false)),
+            Format::Slurm => format!("mask_cpu:0x{}", hex_digits(&cpus, false)),
+            Format::Windows => windows_string(&cpus),
+            Format::PowerShell => {
+                if let Some(&past) = cpus.iter().find(|&&c| c >= 64) {
+                    return Err(FormatError::TooWide {
+                        format: self,
+                        cpu: past,
+                    });
+                }
+                cpus.iter().map(|&c| 1u64 << c).sum::<u64>().to_string()
+            }
+            Format::Binary => {
+                let Some(&last) = cpus.last() else {
+                    return Ok("0b0".to_owned());
+                };
+                let mut bits = vec![b'0'; last + 1];
+                for &c in &cpus {
+                    bits[last - c] = b'1';
+                }
+                format!("0b{}", String::from_utf8_lossy(&bits))
+            }
+            Format::Count => cpus.len().to_string(),
+            Format::Json => {
+                let items: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+                format!("[{}]", items.join(","))
+            }
+            Format::OmpPlaces => omp_places(&cpus),
+        })
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::List => "list",
+            Format::Hwloc => "hwloc",
+            Format::Taskset => "taskset",
+            Format::Windows => "windows",
+            Format::PowerShell => "powershell",
+            Format::Binary => "binary",
+            Format::Count => "count",
+            Format::Json => "json",
+            Format::Numactl => "numactl",
+            Format::OmpPlaces => "omp",
+            Format::Slurm => "slurm",
+            Format::Systemd => "systemd",
+            Format::Likwid => "likwid",
+        })
+    }
+}
+
+impl FromStr for Format {
+    type Err = FormatError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase();
+        let alias = match lower.as_str() {
+            "hex" => Some(Format::Hwloc),
+            "win" => Some(Format::Windows),
+            "ps" => Some(Format::PowerShell),
+            "bin" => Some(Format::Binary),
+            "omp_places" | "omp-places" => Some(Format::OmpPlaces),
+            _ => None,
+        };
+        alias
+            .or_else(|| Format::ALL.into_iter().find(|f| f.to_string() == lower))
+            .ok_or_else(|| FormatError::Unknown(s.to_owned()))
+    }
+}
+
+/// Why a set could not be written in a format.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The format name is not one of [`Format::ALL`].
+    #[error(
+        "unknown format '{0}' (known: list, hwloc, taskset, windows, powershell, binary, count, \
+         json, numactl, omp, slurm, systemd, likwid)"
+    )]
+    Unknown(String),
+    /// The format cannot express a CPU this far up.
+    #[error("{format} cannot express CPU {cpu} (only CPUs 0-63 of processor group 0)")]
+    TooWide {
+        /// The format.
+        format: Format,
+        /// The first CPU it cannot express.
+        cpu: usize,
+    },
+}
+
+/// The set's 32-bit words, least significant first, with at least one word.
+fn words32(cpus: &[usize]) -> Vec<u32> {
+    let n = cpus.last().map_or(1, |&c| c / 32 + 1);
+    let mut words = vec![0u32; n];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    words
+}
+
+/// hwloc's `hwloc_bitmap_snprintf` for a finite set.
+fn hwloc_string(cpus: &[usize]) -> String {
+    let words = words32(cpus);
+    let mut out = String::new();
+    for (i, &w) in words.iter().enumerate().rev() {
+        let first = i + 1 == words.len();
+        if !first {
+            out.push(',');
+        }
+        if w != 0 {
+            out.push_str(&format!("0x{w:08x}"));
+        } else if i == 0 {
+            out.push_str("0x0");
+        }
+    }
+    out
+}
+
+/// Hex digits of the whole mask without leading zeros (`0` for the empty set).
+fn hex_digits(cpus: &[usize], upper: bool) -> String {
+    let words = words32(cpus);
+    let mut out = String::new();
+    for &w in words.iter().rev() {
+        if out.is_empty() {
+            if w != 0 {
+                out = format!("{w:x}");
+            }
+        } else {
+            out.push_str(&format!("{w:08x}"));
+        }
+    }
+    if out.is_empty() {
+        out.push('0');
+    }
+    if upper { out.to_ascii_uppercase() } else { out }
+}
+
+fn windows_string(cpus: &[usize]) -> String {
+    let mut groups: Vec<(usize, u64)> = Vec::new();
+    for &c in cpus {
+        let g = c / 64;
+        match groups.last_mut() {
+            Some((last, mask)) if *last == g => *mask |= 1 << (c % 64),
+            _ => groups.push((g, 1 << (c % 64))),
+        }
+    }
+    match groups.as_slice() {
+        [] => "win:0".to_owned(),
+        [(0, mask)] => format!("win:{mask:X}"),
+        _ => {
+            let parts: Vec<String> = groups.iter().map(|(g, m)| format!("{g}:{m:X}")).collect();
+            format!("win:{}", parts.join(","))
+        }
+    }
+}
+
+fn omp_places(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut len = 1;
+        while i + len < cpus.len() && cpus[i + len] == start + len {
+            len += 1;
+        }
+        parts.push(if len == 1 {
+            format!("{{{start}}}")
+        } else {
+            format!("{{{start}}}:{len}")
+        });
+        i += len;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::topology::set_from_indexes;
+
+    fn render(format: Format, cpus: &[usize]) -> String {
+        format
+            .render(&set_from_indexes(cpus.iter().copied()))
+            .unwrap()
+    }
+
+    #[test]
+    fn hwloc_strings_match_hwloc_calc_output() {
+        // Strings printed by hwloc-calc 2.9 (see expected.json and the module docs).
+        assert_eq!(render(Format::Hwloc, &[]), "0x0");
+        assert_eq!(render(Format::Hwloc, &[0, 1, 2, 3]), "0x0000000f");
+        assert_eq!(
+            render(Format::Hwloc, &[32, 64]),
+            "0x00000001,0x00000001,0x0"
+        );
+        assert_eq!(render(Format::Hwloc, &[0, 64]), "0x00000001,,0x00000001");
+        assert_eq!(render(Format::Hwloc, &[193]), "0x00000002,,,,,,0x0");
+    }
+
+    #[test]
+    fn other_formats() {
+        let cpus = [0, 1, 2, 3, 8];
+        assert_eq!(render(Format::List, &cpus), "0-3,8");
+        assert_eq!(render(Format::Taskset, &cpus), "0x10f");
+        assert_eq!(render(Format::Taskset, &[]), "0x0");
+        assert_eq!(
+            render(Format::Taskset, &[192]),
+            format!("0x1{}", "0".repeat(48))
+        );
+        assert_eq!(render(Format::Binary, &cpus), "0b100001111");
+        assert_eq!(render(Format::Count, &cpus), "5");
+        assert_eq!(render(Format::Json, &cpus), "[0,1,2,3,8]");
+        assert_eq!(render(Format::OmpPlaces, &cpus), "{0}:4,{8}");
+        assert_eq!(render(Format::Slurm, &cpus), "mask_cpu:0x10f");
+        assert_eq!(render(Format::PowerShell, &cpus), "271");
+        assert_eq!(render(Format::Windows, &[2, 3]), "win:C");
+        assert_eq!(render(Format::Windows, &[0, 65]), "win:0:1,1:2");
+        assert_eq!(
+            Format::PowerShell.render(&set_from_indexes([1, 64])),
+            Err(FormatError::TooWide {
+                format: Format::PowerShell,
+                cpu: 64
+            })
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(f.to_string().parse::<Format>(), Ok(f));
+        }
+        assert_eq!("hex".parse::<Format>(), Ok(Format::Hwloc));
+        assert!("xml".parse::<Format>().is_err());
+    }
+}

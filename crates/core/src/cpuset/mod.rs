@@ -1,0 +1,504 @@
+//! CPU sets: an expression language for naming them, output formats, and warnings about sets
+//! that are likely to measure something other than what was meant.
+//!
+//! The language is a superset of the part of `hwloc-calc`'s location syntax people use (see
+//! [`expr`] for the table). Where `hwloc-calc` accepts the same input on the same topology, the
+//! answer is the same; the differences are deliberate and all on inputs hwloc would only warn
+//! about:
+//!
+//! - a plain `0-3,8` is a Linux CPU list here (hwloc-calc reads `1,3` as two hex words and ignores
+//!   `0-3`);
+//! - an index past the last object, an OS index no object has, a CPU the machine does not have, a
+//!   type the machine does not have, and an empty result are errors here (hwloc-calc warns and
+//!   carries on, or prints `0x0`).
+//!
+//! ```
+//! use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
+//! use coretune_core::topology::{Topology, TopologySource};
+//!
+//! let topo = Topology::load(&TopologySource::Synthetic("pack:2 core:4 pu:2".into()))?;
+//! let expr: CpuSetExpr = "all ~core:0".parse()?;
+//! let resolved = expr.resolve(&topo, &ResolveOptions::default())?;
+//! assert_eq!(Format::List.render(&resolved.set)?, "2-15");
+//! assert_eq!(Format::Hwloc.render(&resolved.set)?, "0x0000fffc");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod expr;
+mod format;
+mod warn;
+
+pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, ObjKind, Op, Term};
+pub use format::{Format, FormatError};
+pub use warn::{Warning, warnings};
+
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::memory::nodeset::NodeSet;
+use hwlocality::object::TopologyObject;
+
+use crate::topology::{Topology, set_from_indexes, set_to_vec};
+
+/// The largest CPU index an expression may name. Linux's `NR_CPUS` tops out at 8192; this leaves
+/// room while keeping a typo such as `0-4000000000` from allocating gigabytes.
+pub const MAX_CPU: usize = 65_535;
+
+/// Why an expression could not be parsed or evaluated. Every variant keeps the expression and the
+/// offending part, and its message is one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CpuSetError {
+    /// The text is not valid syntax.
+    #[error("'{part}': {reason}")]
+    Syntax {
+        /// The whole expression.
+        input: String,
+        /// The term that failed.
+        part: String,
+        /// Byte offset of `part` in `input`.
+        offset: usize,
+        /// What was expected.
+        reason: String,
+    },
+    /// A location names an object type coretune does not know.
+    #[error(
+        "'{part}': unknown object type '{name}' (known: pu, core, package, numa, die, l1, l2, \
+         l3, machine, cpukind)"
+    )]
+    UnknownType {
+        /// The whole expression.
+        input: String,
+        /// The term that failed.
+        part: String,
+        /// The type name as written.
+        name: String,
+    },
+    /// The topology has no object of the named type (e.g. `die:0` where hwloc reports no dies).
+    #[error("'{part}': this machine has no {kind} objects")]
+    TypeNotPresent {
+        /// The term that failed.
+        part: String,
+        /// The type.
+        kind: ObjKind,
+    },
+    /// A logical index is past the last object (counted inside the enclosing object, if any).
+    #[error("'{part}': index {index} past the last {kind} (there are {count}{within})")]
+    IndexOutOfRange {
+        /// The term that failed.
+        part: String,
+        /// The type.
+        kind: ObjKind,
+        /// The index asked for.
+        index: usize,
+        /// How many there are.
+        count: usize,
+        /// `" in numa:1"` when counted inside another object, else empty.
+        within: String,
+    },
+    /// No object of that type has this OS (physical) index.
+    #[error("'{part}': no {kind} has OS index {index} (they have {available})")]
+    NoSuchOsIndex {
+        /// The term that failed.
+        part: String,
+        /// The type.
+        kind: ObjKind,
+        /// The OS index asked for.
+        index: usize,
+        /// The OS indexes there are, as a list.
+        available: String,
+    },
+    /// A list or mask names CPUs the machine does not have at all.
+    #[error("'{part}': CPU {cpus} does not exist (this machine has CPUs {existing})")]
+    NoSuchCpu {
+        /// The term that failed.
+        part: String,
+        /// The missing CPUs, as a list.
+        cpus: String,
+        /// The CPUs the machine has (online or not), as a list.
+        existing: String,
+    },
+    /// `cpukind:N` past the last kind, or any kind on a machine hwloc has no kinds for.
+    #[error("'{part}': {reason}")]
+    NoSuchKind {
+        /// The term that failed.
+        part: String,
+        /// What hwloc knows.
+        reason: String,
+    },
+    /// The expression evaluates to no CPU at all.
+    #[error("'{input}': the result is empty")]
+    Empty {
+        /// The whole expression.
+        input: String,
+    },
+    /// The expression only names CPUs that are offline or not allowed to this process.
+    #[error("'{input}': CPUs {cpus} are all offline or not allowed (usable: {usable})")]
+    Unusable {
+        /// The whole expression.
+        input: String,
+        /// The CPUs named, as a list.
+        cpus: String,
+        /// The usable CPUs, as a list.
+        usable: String,
+    },
+}
+
+impl CpuSetError {
+    /// The error as two extra lines: the expression and a caret under the offending term, when the
+    /// error points at one term of `input`.
+    pub fn caret(&self, input: &str) -> Option<String> {
+        let part = match self {
+            CpuSetError::Syntax { part, .. }
+            | CpuSetError::UnknownType { part, .. }
+            | CpuSetError::TypeNotPresent { part, .. }
+            | CpuSetError::IndexOutOfRange { part, .. }
+            | CpuSetError::NoSuchOsIndex { part, .. }
+            | CpuSetError::NoSuchCpu { part, .. }
+            | CpuSetError::NoSuchKind { part, .. } => part,
+            _ => return None,
+        };
+        let start = input.find(part.as_str())?;
+        let width = part.chars().count().max(1);
+        let pad = input[..start].chars().count();
+        Some(format!(
+            "  {input}\n  {}{}",
+            " ".repeat(pad),
+            "^".repeat(width)
+        ))
+    }
+}
+
+/// How to evaluate an expression.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResolveOptions {
+    /// Object indexes are OS (physical) indexes, as `hwloc-calc --pi`; CPU lists and masks are
+    /// always OS indexes.
+    pub physical: bool,
+}
+
+/// An evaluated expression: the CPU set and what is worth knowing about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The CPUs, as OS indexes. May include offline or disallowed CPUs named explicitly (see
+    /// [`Resolved::usable`]).
+    pub set: CpuSet,
+    /// Things that may make a measurement on this set misleading.
+    pub warnings: Vec<Warning>,
+}
+
+impl Resolved {
+    /// The CPUs of the set that this topology can run threads on.
+    pub fn usable(&self, topology: &Topology) -> CpuSet {
+        let mut set = self.set.clone();
+        set &= topology.cpuset();
+        set
+    }
+}
+
+impl CpuSetExpr {
+    /// Evaluates the expression on a topology, left to right, and collects warnings.
+    ///
+    /// # Errors
+    ///
+    /// [`CpuSetError`] naming the term: an unknown or absent object type, an index past the last
+    /// object, an OS index no object has, a CPU the machine does not have, a CPU kind hwloc does
+    /// not report; or the whole expression, when the result is empty or only offline or
+    /// disallowed CPUs.
+    pub fn resolve(
+        &self,
+        topology: &Topology,
+        options: &ResolveOptions,
+    ) -> Result<Resolved, CpuSetError> {
+        let mut set = CpuSet::new();
+        for term in &self.terms {
+            let part = eval_atom(topology, term, options)?;
+            match term.op {
+                Op::Union => set |= &part,
+                Op::Remove => set -= &part,
+                Op::Intersect => set &= &part,
+                Op::Xor => set ^= &part,
+            }
+        }
+        if set.is_empty() {
+            return Err(CpuSetError::Empty {
+                input: self.source.clone(),
+            });
+        }
+        let mut usable = set.clone();
+        usable &= topology.cpuset();
+        if usable.is_empty() {
+            return Err(CpuSetError::Unusable {
+                input: self.source.clone(),
+                cpus: list_of(&set),
+                usable: list_of(&topology.cpuset()),
+            });
+        }
+        let warnings = warnings(topology, &set);
+        Ok(Resolved { set, warnings })
+    }
+}
+
+/// Parses and evaluates in one step.
+///
+/// # Errors
+///
+/// As [`CpuSetExpr::from_str`](std::str::FromStr) and [`CpuSetExpr::resolve`].
+pub fn resolve(
+    expr: &str,
+    topology: &Topology,
+    options: &ResolveOptions,
+) -> Result<Resolved, CpuSetError> {
+    expr.parse::<CpuSetExpr>()?.resolve(topology, options)
+}
+
+fn list_of(set: &CpuSet) -> String {
+    crate::budget::format_list(&set_to_vec(set))
+}
+
+fn eval_atom(
+    topology: &Topology,
+    term: &Term,
+    options: &ResolveOptions,
+) -> Result<CpuSet, CpuSetError> {
+    match &term.atom {
+        Atom::All => Ok(topology.cpuset()),
+        Atom::Cpus(cpus) => {
+            let complete = topology.hwloc().complete_cpuset();
+            let missing: Vec<usize> = cpus
+                .iter()
+                .copied()
+                .filter(|&c| !set_from_indexes([c]).intersects(&*complete))
+                .collect();
+            if !missing.is_empty() {
+                return Err(CpuSetError::NoSuchCpu {
+                    part: term.text.clone(),
+                    cpus: crate::budget::format_list(&missing),
+                    existing: list_of(&complete.clone_target()),
+                });
+            }
+            Ok(set_from_indexes(cpus.iter().copied()))
+        }
+        Atom::Kind(sel) => eval_kind(topology, term, *sel),
+        Atom::Location(levels) => {
+            let mut out = CpuSet::new();
+            let root = Scope {
+                cpus: topology.hwloc().complete_cpuset().clone_target(),
+                nodes: topology.hwloc().complete_nodeset().clone_target(),
+            };
+            eval_levels(topology, term, levels, &root, "", options, &mut out)?;
+            Ok(out)
+        }
+    }
+}
+
+fn eval_kind(topology: &Topology, term: &Term, sel: KindSel) -> Result<CpuSet, CpuSetError> {
+    let kinds = topology.cpu_kinds();
+    let err = |reason: String| CpuSetError::NoSuchKind {
+        part: term.text.clone(),
+        reason,
+    };
+    let kind = match sel {
+        KindSel::Rank(n) => kinds.get(n).ok_or_else(|| {
+            if kinds.is_empty() {
+                err("hwloc reports no CPU kinds for this machine".to_owned())
+            } else {
+                err(format!(
+                    "index {n} past the last cpukind (there are {})",
+                    kinds.len()
+                ))
+            }
+        })?,
+        KindSel::PCores | KindSel::ECores if kinds.len() < 2 => {
+            return Err(err(format!(
+                "this machine is not hybrid: hwloc reports {} kind{} of core, so there are no \
+                 separate performance and efficiency cores",
+                kinds.len(),
+                if kinds.len() == 1 { "" } else { "s" }
+            )));
+        }
+        KindSel::PCores => &kinds[kinds.len() - 1],
+        KindSel::ECores => &kinds[0],
+    };
+    Ok(set_from_indexes(kind.pus.iter().copied()))
+}
+
+/// The CPUs and NUMA nodes a location step looks inside.
+struct Scope {
+    cpus: CpuSet,
+    nodes: NodeSet,
+}
+
+/// Objects of `kind` inside `scope`, as hwloc-calc 2.9 counts them: the object has CPUs or NUMA
+/// nodes, its CPUs (if any) are in the scope's and its nodes (if any) are in the scope's, in
+/// logical order. So a package whose PUs are all disallowed, or a CPU-less NUMA node, still takes
+/// an index (and adds no CPU).
+fn objects_inside<'t>(
+    topology: &'t Topology,
+    kind: ObjKind,
+    scope: &Scope,
+) -> Vec<&'t TopologyObject> {
+    topology
+        .hwloc()
+        .objects_with_type(kind.object_type())
+        .filter(|obj| {
+            let cpus = obj.cpuset().map(|s| s.clone_target()).unwrap_or_default();
+            let nodes = obj.nodeset().map(|s| s.clone_target()).unwrap_or_default();
+            !(cpus.is_empty() && nodes.is_empty())
+                && (cpus.is_empty() || scope.cpus.includes(&cpus))
+                && (nodes.is_empty() || scope.nodes.includes(&nodes))
+        })
+        .collect()
+}
+
+fn eval_levels(
+    topology: &Topology,
+    term: &Term,
+    levels: &[Level],
+    root: &Scope,
+    within: &str,
+    options: &ResolveOptions,
+    out: &mut CpuSet,
+) -> Result<(), CpuSetError> {
+    let Some((level, rest)) = levels.split_first() else {
+        return Ok(());
+    };
+    if topology
+        .hwloc()
+        .objects_with_type(level.kind.object_type())
+        .next()
+        .is_none()
+    {
+        return Err(CpuSetError::TypeNotPresent {
+            part: term.text.clone(),
+            kind: level.kind,
+        });
+    }
+    let objects = objects_inside(topology, level.kind, root);
+    let width = objects.len();
+    let out_of_range = |index: usize| CpuSetError::IndexOutOfRange {
+        part: term.text.clone(),
+        kind: level.kind,
+        index,
+        count: width,
+        within: within.to_owned(),
+    };
+    let by_os_index = options.physical
+        && !matches!(
+            level.range,
+            IndexRange::All | IndexRange::Odd | IndexRange::Even
+        );
+    let selected: Vec<&TopologyObject> = if by_os_index {
+        select_by_os_index(term, level, &objects)?
+    } else {
+        let positions: Vec<usize> = match level.range {
+            IndexRange::All => (0..width).collect(),
+            IndexRange::Odd => (1..width).step_by(2).collect(),
+            IndexRange::Even => (0..width).step_by(2).collect(),
+            IndexRange::Span(a, b) => (a..=b).collect(),
+            IndexRange::From(a) => (a..width.max(a + 1)).collect(),
+            IndexRange::Wrap(first, count) => {
+                // hwloc-calc: `for (i = first, j = 0; j < amount; i++, j++) if (i >= width) i = 0;`
+                let mut i = first;
+                let mut v = Vec::new();
+                for _ in 0..count.min(MAX_CPU) {
+                    if i >= width {
+                        i = 0;
+                    }
+                    v.push(i);
+                    i += 1;
+                }
+                v
+            }
+        };
+        positions
+            .into_iter()
+            .map(|i| objects.get(i).copied().ok_or_else(|| out_of_range(i)))
+            .collect::<Result<_, _>>()?
+    };
+    if selected.is_empty() {
+        // hwloc-calc: "failed to use any single object in index range".
+        let first = match level.range {
+            IndexRange::All | IndexRange::Even => 0,
+            IndexRange::Odd => 1,
+            IndexRange::Span(a, _) | IndexRange::From(a) | IndexRange::Wrap(a, _) => a,
+        };
+        return Err(out_of_range(first));
+    }
+    for obj in selected {
+        let Some(set) = obj.cpuset() else { continue };
+        if rest.is_empty() {
+            *out |= &*set;
+        } else {
+            let index = if options.physical {
+                obj.os_index().unwrap_or_default()
+            } else {
+                objects
+                    .iter()
+                    .position(|o| std::ptr::eq(*o, obj))
+                    .unwrap_or_default()
+            };
+            let inner = format!(
+                "{within}{}{}:{index}",
+                if within.is_empty() { " in " } else { "." },
+                level.kind
+            );
+            let scope = Scope {
+                cpus: set.clone_target(),
+                nodes: obj.nodeset().map(|s| s.clone_target()).unwrap_or_default(),
+            };
+            eval_levels(topology, term, rest, &scope, &inner, options, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// `--pi`: objects by OS index among those inside the enclosing object.
+fn select_by_os_index<'t>(
+    term: &Term,
+    level: &Level,
+    objects: &[&'t TopologyObject],
+) -> Result<Vec<&'t TopologyObject>, CpuSetError> {
+    let missing = |index: usize| {
+        let mut os: Vec<usize> = objects.iter().filter_map(|o| o.os_index()).collect();
+        os.sort_unstable();
+        CpuSetError::NoSuchOsIndex {
+            part: term.text.clone(),
+            kind: level.kind,
+            index,
+            available: crate::budget::format_list(&os),
+        }
+    };
+    let find = |i: usize| {
+        objects
+            .iter()
+            .copied()
+            .find(|o| o.os_index() == Some(i))
+            .ok_or_else(|| missing(i))
+    };
+    match level.range {
+        IndexRange::Span(a, b) => (a..=b).map(find).collect(),
+        IndexRange::From(a) => {
+            let found: Vec<_> = objects
+                .iter()
+                .copied()
+                .filter(|o| o.os_index().is_some_and(|os| os >= a))
+                .collect();
+            if found.is_empty() {
+                return Err(missing(a));
+            }
+            Ok(found)
+        }
+        IndexRange::Wrap(first, count) => {
+            // Wrap in OS-index order: the next `count` objects from `first`, then from the lowest.
+            let mut sorted: Vec<_> = objects.to_vec();
+            sorted.sort_by_key(|o| o.os_index());
+            let start = sorted
+                .iter()
+                .position(|o| o.os_index() == Some(first))
+                .ok_or_else(|| missing(first))?;
+            Ok((0..count.min(sorted.len()))
+                .map(|k| sorted[(start + k) % sorted.len()])
+                .collect())
+        }
+        IndexRange::All | IndexRange::Odd | IndexRange::Even => Ok(objects.to_vec()),
+    }
+}

@@ -1,0 +1,236 @@
+//! Warnings about a CPU set: not errors, but reasons a measurement on it may mislead.
+
+use std::fmt;
+
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::object::types::ObjectType;
+
+use crate::budget::format_list;
+use crate::topology::{Topology, set_to_vec};
+
+/// Something about a CPU set worth knowing before measuring on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// CPU 0 is in the set.
+    IncludesCpu0,
+    /// The set takes some PUs of a core but not their SMT siblings.
+    SplitsSmt {
+        /// For each split core: its logical index, the PUs taken, the siblings left out.
+        cores: Vec<(usize, Vec<usize>, Vec<usize>)>,
+    },
+    /// The set has cores of more than one kind (hybrid P/E machines).
+    MixesCpuKinds {
+        /// For each kind present: its name and the set's PUs of that kind.
+        kinds: Vec<(String, Vec<usize>)>,
+    },
+    /// The set spans NUMA nodes.
+    SpansNuma {
+        /// For each node: its OS index and the set's PUs in it.
+        nodes: Vec<(usize, Vec<usize>)>,
+    },
+    /// The set spans L3 caches (on AMD, CCXs).
+    SpansL3 {
+        /// For each L3: its logical index and the set's PUs under it.
+        caches: Vec<(usize, Vec<usize>)>,
+    },
+    /// The set crosses a Windows processor group boundary (64 CPUs each).
+    CrossesProcessorGroups {
+        /// For each group: its number and the set's CPUs in it.
+        groups: Vec<(usize, Vec<usize>)>,
+    },
+    /// The set names CPUs that are offline.
+    Offline {
+        /// The offline CPUs named.
+        cpus: Vec<usize>,
+    },
+    /// The set names CPUs this process may not use (cgroup cpuset, affinity).
+    Disallowed {
+        /// The disallowed CPUs named.
+        cpus: Vec<usize>,
+    },
+}
+
+fn groups_text(groups: &[(impl fmt::Display, Vec<usize>)], what: &str) -> String {
+    groups
+        .iter()
+        .map(|(name, cpus)| format!("{what}{name}: {}", format_list(cpus)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::IncludesCpu0 => f.write_str(
+                "includes CPU 0: the kernel runs much of its housekeeping and many interrupts \
+                 there, so a thread on CPU 0 is interrupted more often than the others \
+                 (exclude it with '~pu:0')",
+            ),
+            Warning::SplitsSmt { cores } => {
+                let parts: Vec<String> = cores
+                    .iter()
+                    .map(|(core, taken, left)| {
+                        format!(
+                            "core {core}: {} without {}",
+                            format_list(taken),
+                            format_list(left)
+                        )
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "splits SMT siblings ({}): whatever runs on the left-out siblings shares \
+                     those cores' execution units and caches with this set",
+                    parts.join("; ")
+                )
+            }
+            Warning::MixesCpuKinds { kinds } => write!(
+                f,
+                "mixes kinds of core ({}): threads on the slower kind finish their share later, \
+                 and a static split of work waits for them",
+                groups_text(kinds, "")
+            ),
+            Warning::SpansNuma { nodes } => write!(
+                f,
+                "spans NUMA nodes ({}): memory first touched on one node is slower to reach from \
+                 the others",
+                groups_text(nodes, "node ")
+            ),
+            Warning::SpansL3 { caches } => write!(
+                f,
+                "spans L3 caches ({}): threads under different L3s do not share cache, so \
+                 shared data moves between them",
+                groups_text(caches, "L3 ")
+            ),
+            Warning::CrossesProcessorGroups { groups } => write!(
+                f,
+                "crosses Windows processor groups ({}): on Windows a thread runs in one group \
+                 at a time and a process starts in one group only",
+                groups_text(groups, "group ")
+            ),
+            Warning::Offline { cpus } => write!(
+                f,
+                "names offline CPUs {}: nothing can run there, binding ignores them",
+                format_list(cpus)
+            ),
+            Warning::Disallowed { cpus } => write!(
+                f,
+                "names CPUs {} that this process may not use (cgroup cpuset or affinity): \
+                 binding ignores them",
+                format_list(cpus)
+            ),
+        }
+    }
+}
+
+fn part_in(set: &CpuSet, of: &CpuSet) -> Vec<usize> {
+    let mut both = set.clone();
+    both &= of;
+    set_to_vec(&both)
+}
+
+/// Everything worth warning about `set` on `topology`, in the order of [`Warning`]'s variants.
+pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if set.is_set(0) {
+        out.push(Warning::IncludesCpu0);
+    }
+    let mut usable = set.clone();
+    usable &= topology.cpuset();
+
+    let split: Vec<(usize, Vec<usize>, Vec<usize>)> = topology
+        .objects(ObjectType::Core)
+        .into_iter()
+        .filter_map(|core| {
+            let pus = core.cpuset()?.clone_target();
+            let taken = part_in(&usable, &pus);
+            let mut left = pus.clone();
+            left -= &usable;
+            (!taken.is_empty() && !left.is_empty())
+                .then(|| (core.logical_index(), taken, set_to_vec(&left)))
+        })
+        .collect();
+    if !split.is_empty() {
+        out.push(Warning::SplitsSmt { cores: split });
+    }
+
+    let kinds = topology.cpu_kinds();
+    if kinds.len() >= 2 {
+        let present: Vec<(String, Vec<usize>)> = kinds
+            .iter()
+            .map(|k| {
+                let pus: Vec<usize> = k
+                    .pus
+                    .iter()
+                    .copied()
+                    .filter(|&c| usable.is_set(c))
+                    .collect();
+                (k.label(), pus)
+            })
+            .filter(|(_, pus)| !pus.is_empty())
+            .collect();
+        if present.len() >= 2 {
+            out.push(Warning::MixesCpuKinds { kinds: present });
+        }
+    }
+
+    let nodes: Vec<(usize, Vec<usize>)> = topology
+        .hwloc()
+        .objects_with_type(ObjectType::NUMANode)
+        .filter_map(|node| {
+            let pus = part_in(&usable, &node.cpuset()?.clone_target());
+            (!pus.is_empty()).then(|| (node.os_index().unwrap_or(node.logical_index()), pus))
+        })
+        .collect();
+    if nodes.len() >= 2 {
+        out.push(Warning::SpansNuma { nodes });
+    }
+
+    let caches: Vec<(usize, Vec<usize>)> = topology
+        .l3_caches()
+        .into_iter()
+        .filter_map(|l3| {
+            let pus = part_in(&usable, &l3.cpuset()?.clone_target());
+            (!pus.is_empty()).then(|| (l3.logical_index(), pus))
+        })
+        .collect();
+    if caches.len() >= 2 {
+        out.push(Warning::SpansL3 { caches });
+    }
+
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for cpu in set.iter_set().map(usize::from) {
+        match groups.last_mut() {
+            Some((g, cpus)) if *g == cpu / 64 => cpus.push(cpu),
+            _ => groups.push((cpu / 64, vec![cpu])),
+        }
+    }
+    if groups.len() >= 2 {
+        out.push(Warning::CrossesProcessorGroups { groups });
+    }
+
+    let mut unusable = set.clone();
+    unusable -= topology.cpuset();
+    if !unusable.is_empty() {
+        let missing = topology.missing_pus();
+        let named = set_to_vec(&unusable);
+        let disallowed: Vec<usize> = named
+            .iter()
+            .copied()
+            .filter(|c| missing.disallowed.contains(c))
+            .collect();
+        let offline: Vec<usize> = named
+            .iter()
+            .copied()
+            .filter(|c| !missing.disallowed.contains(c))
+            .collect();
+        if !offline.is_empty() {
+            out.push(Warning::Offline { cpus: offline });
+        }
+        if !disallowed.is_empty() {
+            out.push(Warning::Disallowed { cpus: disallowed });
+        }
+    }
+    out
+}

@@ -1,0 +1,269 @@
+//! Applying a placement to other programs: the CPU set of a command started by coretune (set
+//! before `exec`, so every thread it makes inherits it), the thread-count variables common
+//! runtimes read, and rebinding a running process with all its threads.
+//!
+//! | variable | read by | set to |
+//! |---|---|---|
+//! | `OMP_NUM_THREADS` | OpenMP runtimes (libgomp, libomp, Intel) | N |
+//! | `OMP_PLACES`, `OMP_PROC_BIND` | OpenMP | one place per thread and `close` when pinned, else `OMP_PROC_BIND=false` |
+//! | `RAYON_NUM_THREADS` | Rust rayon's global pool | N |
+//! | `MKL_NUM_THREADS` | Intel MKL | N |
+//! | `OPENBLAS_NUM_THREADS` | OpenBLAS | N |
+//! | `BLIS_NUM_THREADS` | BLIS | N |
+//! | `NUMEXPR_NUM_THREADS` | Python numexpr | N |
+//! | `JULIA_NUM_THREADS` | Julia | N |
+//! | `GOMAXPROCS` | Go runtime | N |
+//! | `TBB_NUM_THREADS` | programs that size oneTBB's arena from it (oneTBB itself reads no variable) | N |
+
+use std::fs;
+use std::io;
+use std::process::{Command, ExitStatus};
+
+use hwlocality::cpu::cpuset::CpuSet;
+
+use crate::placement::Placement;
+use crate::sys;
+
+/// The thread-count environment for `threads` threads, plus OpenMP's placement variables when a
+/// pinned placement is given (see the module table).
+pub fn thread_env(threads: usize, placement: Option<&Placement>) -> Vec<(&'static str, String)> {
+    let n = threads.to_string();
+    let mut env: Vec<(&'static str, String)> = [
+        "OMP_NUM_THREADS",
+        "RAYON_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "JULIA_NUM_THREADS",
+        "GOMAXPROCS",
+        "TBB_NUM_THREADS",
+    ]
+    .into_iter()
+    .map(|k| (k, n.clone()))
+    .collect();
+    if let Some(p) = placement {
+        if let Some(places) = p.omp_places() {
+            env.push(("OMP_PLACES", places));
+        }
+        env.push(("OMP_PROC_BIND", p.omp_proc_bind().to_owned()));
+    }
+    env
+}
+
+/// Why a program could not be started, waited for, or rebound.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The program is not on `PATH` (or the path does not exist).
+    #[error("'{program}': command not found")]
+    CommandNotFound {
+        /// The program as given.
+        program: String,
+    },
+    /// The program exists but could not be started (not executable, affinity refused, ...).
+    #[error("'{program}': cannot start it: {source}")]
+    Spawn {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Waiting for the child failed.
+    #[error("waiting for '{program}': {source}")]
+    Wait {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// No process has this pid.
+    #[error("no process with pid {pid}")]
+    NoSuchProcess {
+        /// The pid.
+        pid: u32,
+    },
+    /// The process belongs to another user.
+    #[error(
+        "pid {pid} belongs to uid {owner}, not to you (uid {me}): changing another user's CPU \
+         affinity needs root or CAP_SYS_NICE (EPERM)"
+    )]
+    PermissionDenied {
+        /// The pid.
+        pid: u32,
+        /// Its owner's uid.
+        owner: String,
+        /// This process's uid.
+        me: String,
+    },
+    /// The kernel refused the set for a thread.
+    #[error("thread {tid} of pid {pid}: {source}{hint}")]
+    Affinity {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: i32,
+        /// The OS error.
+        source: io::Error,
+        /// An explanation for EINVAL (no allowed CPU in the set), else empty.
+        hint: &'static str,
+    },
+}
+
+/// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
+/// forwarded to it, and returns its exit status.
+///
+/// # Errors
+///
+/// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
+/// refuses), [`LaunchError::Wait`].
+pub fn run(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    if let Some(cpus) = cpus {
+        sys::bind_before_exec(&mut cmd, cpus).map_err(|source| LaunchError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+    }
+    let mut child = cmd.spawn().map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => LaunchError::CommandNotFound {
+            program: program.clone(),
+        },
+        _ => LaunchError::Spawn {
+            program: program.clone(),
+            source,
+        },
+    })?;
+    // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
+    // process group.
+    let _ = sys::forward_signals_to(child.id());
+    child
+        .wait()
+        .map_err(|source| LaunchError::Wait { program, source })
+}
+
+/// The exit code a launcher should end with for a child's status: its code, or 128 + the signal
+/// that killed it (the shell's convention).
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// Binds every thread of process `pid` to `cpus`, as `taskset -a -p` does, and returns the
+/// thread ids it bound. Threads created afterwards inherit the set from the thread that creates
+/// them only if that thread was already rebound.
+///
+/// # Errors
+///
+/// [`LaunchError::NoSuchProcess`], [`LaunchError::PermissionDenied`] (another user's process),
+/// [`LaunchError::Affinity`] when the kernel refuses the set for a thread.
+pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<i32>, LaunchError> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|_| LaunchError::NoSuchProcess { pid })?;
+    let mut tids: Vec<i32> = tasks
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    let mut bound = Vec::new();
+    for tid in tids {
+        match sys::set_task_affinity(tid, cpus) {
+            Ok(()) => bound.push(tid),
+            // A thread that exited meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                return Err(LaunchError::PermissionDenied {
+                    pid,
+                    owner: uid_of(&format!("/proc/{pid}/status")),
+                    me: uid_of("/proc/self/status"),
+                });
+            }
+            Err(source) => {
+                let hint = if source.raw_os_error() == Some(libc::EINVAL) {
+                    " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
+                } else {
+                    ""
+                };
+                return Err(LaunchError::Affinity {
+                    pid,
+                    tid,
+                    source,
+                    hint,
+                });
+            }
+        }
+    }
+    if bound.is_empty() {
+        return Err(LaunchError::NoSuchProcess { pid });
+    }
+    Ok(bound)
+}
+
+/// The CPUs thread or process `tid` may run on (0 = the calling thread).
+///
+/// # Errors
+///
+/// The OS error (no such thread, or not on Linux).
+pub fn affinity_of(tid: i32) -> io::Result<CpuSet> {
+    sys::task_affinity(tid)
+}
+
+/// The real uid in a `/proc/*/status` file, or `?`.
+fn uid_of(status: &str) -> String {
+    fs::read_to_string(status)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::placement::{Binding, Policy, plan};
+    use crate::topology::{Topology, TopologySource};
+
+    #[test]
+    fn env_has_every_runtime_and_omp_placement() {
+        let topo = Topology::load(&TopologySource::Synthetic("core:2 pu:2".into())).unwrap();
+        let p = plan(&topo, 2, Policy::Cores, None, Binding::Pu).unwrap();
+        let env = thread_env(2, Some(&p));
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
+        for k in [
+            "OMP_NUM_THREADS",
+            "RAYON_NUM_THREADS",
+            "GOMAXPROCS",
+            "TBB_NUM_THREADS",
+        ] {
+            assert_eq!(get(k), Some("2"), "{k}");
+        }
+        assert_eq!(get("OMP_PLACES"), Some("{0},{2}"));
+        assert_eq!(get("OMP_PROC_BIND"), Some("close"));
+        let unpinned = thread_env(2, None);
+        assert!(
+            unpinned.iter().all(|(k, _)| !k.starts_with("OMP_P")),
+            "{unpinned:?}"
+        );
+    }
+
+    #[test]
+    fn missing_pid_and_command_are_named() {
+        let err =
+            rebind_process(u32::MAX - 1, &crate::topology::set_from_indexes([0])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("no process with pid {}", u32::MAX - 1)
+        );
+        let err = run(Command::new("/nonexistent/coretune-test-cmd"), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "'/nonexistent/coretune-test-cmd': command not found"
+        );
+    }
+}
