@@ -189,6 +189,26 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// A start hook that binds worker `i` (its calling thread) to thread `i`'s CPU set, wrapping
+    /// around past the last thread. `None` for the `os` policy over the whole machine: the
+    /// workers then keep this process's own affinity (binding them to "all PUs" could widen a
+    /// `taskset` the user started coretune under).
+    ///
+    /// The hook panics with a message naming the worker and its CPUs if the kernel refuses the
+    /// binding; the workload harness turns that into an error for the run.
+    pub fn pin_hook(&self, topology: &Topology) -> Option<crate::workload::StartHook> {
+        let sets = self.cpusets();
+        if sets.is_empty() || (!self.is_pinned() && sets.iter().all(|s| *s == topology.cpuset())) {
+            return None;
+        }
+        Some(std::sync::Arc::new(move |worker: usize| {
+            let set = &sets[worker % sets.len()];
+            if let Err(e) = crate::sys::set_task_affinity(0, set) {
+                panic!("pinning worker {worker} to CPUs {set}: {e}");
+            }
+        }))
+    }
+
     /// Number of threads.
     pub fn len(&self) -> usize {
         self.threads.len()

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::budget::{CpuBudget, format_list};
+use coretune_core::placement::{Binding, Policy, plan};
 use coretune_core::stats::median;
 use coretune_core::workload::{RunConfig, RunRecord, Throughput, build, run_measured};
 use serde::Serialize;
@@ -26,6 +27,15 @@ pub(crate) struct BenchArgs {
     /// At most K workers compute at once (a counting semaphore); default: no throttle.
     #[arg(long, value_name = "K")]
     throttle: Option<usize>,
+    /// Placement: os (no pinning), compact, spread, cores, round-robin.
+    #[arg(long, default_value = "os")]
+    place: Policy,
+    /// Limit the workers to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    cpus: Option<String>,
+    /// Each worker's set: its PU, its whole core, or one set shared by all workers.
+    #[arg(long, default_value = "pu")]
+    bind: Binding,
     /// Measured runs.
     #[arg(long, default_value_t = 3, value_name = "R")]
     runs: usize,
@@ -45,7 +55,8 @@ struct Report {
     workload: String,
     description: String,
     threads: usize,
-    place: &'static str,
+    place: String,
+    cpus: String,
     throttle: Option<usize>,
     verified: bool,
     wall_s: f64,
@@ -79,8 +90,12 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         bail!("--throttle must be at least 1");
     }
     let throttle = args.throttle.map(coretune_pool::Throttle::new);
+    let cpus = crate::cmd::place::cpus_option(&topo, args.cpus.as_deref(), false)?;
+    let placement =
+        plan(&topo, threads, args.place, cpus.as_ref(), args.bind).context("--place")?;
     let config = RunConfig {
         throttle: throttle.as_ref(),
+        start_hook: placement.pin_hook(&topo),
         ..RunConfig::threads(threads)
     };
     let mut out = std::io::stdout().lock();
@@ -88,8 +103,12 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}: {}", workload.name(), workload.describe())?;
         writeln!(
             out,
-            "{threads} thread{}, placement os, {}, {} run{} after {} warm-up",
+            "{threads} thread{}, placement {}{}, {}, {} run{} after {} warm-up",
             if threads == 1 { "" } else { "s" },
+            args.place,
+            args.cpus
+                .as_ref()
+                .map_or(String::new(), |c| format!(" on '{c}'")),
             args.throttle
                 .map_or("no throttle".into(), |k| format!("throttle {k}")),
             args.runs,
@@ -148,7 +167,8 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         workload: workload.name().to_owned(),
         description: workload.describe(),
         threads,
-        place: "os",
+        place: args.place.to_string(),
+        cpus: args.cpus.clone().unwrap_or_else(|| "all".into()),
         throttle: args.throttle,
         verified: runs.iter().all(|r| r.verified),
         wall_s: med(&|r| r.measurement.wall.as_secs_f64()),
