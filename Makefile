@@ -12,7 +12,7 @@ export RUSTDOCFLAGS ?= -D warnings
 .PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests docs
 
 tune: setup build
-	./target/release/coretune topo
+	./target/release/coretune tune
 
 setup:
 	@scripts/setup.sh

@@ -7,6 +7,7 @@
 
 mod cmd;
 mod input;
+mod report;
 mod workload_args;
 
 use std::io::{self, Write};
@@ -35,6 +36,12 @@ enum Command {
     Place(cmd::place::PlaceArgs),
     /// Run a command on a CPU set with its thread-count variables set, or rebind a process.
     Run(cmd::run::RunArgs),
+    /// Sweep threads x placement x CPU set x throttle for a workload or a program, recommend one
+    /// configuration, and write a results folder.
+    Tune(Box<cmd::tune::TuneArgs>),
+    /// Compare two sweeps (summary.json files or results folders): per-configuration ratios,
+    /// markers beyond a threshold, geometric mean; --fail-above for CI gates.
+    Compare(cmd::compare::CompareArgs),
 }
 
 /// Exit status for any error coretune reports itself (bad input, failed run).
@@ -48,6 +55,8 @@ fn main() -> ExitCode {
         Command::Cpus(args) => cmd::cpus::run(&args),
         Command::Place(args) => cmd::place::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Tune(args) => cmd::tune::run(&args),
+        Command::Compare(args) => cmd::compare::run(&args),
     };
     match result {
         Ok(code) => code,

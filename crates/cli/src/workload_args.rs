@@ -7,8 +7,8 @@ use coretune_core::workload::{Size, WorkloadSpec};
 #[derive(Debug, Clone, Args)]
 pub(crate) struct WorkloadArgs {
     /// Size preset: small (well under a second on one thread), default, large.
-    #[arg(long, default_value = "default", value_parser = clap::value_parser!(Size))]
-    pub(crate) size: Size,
+    #[arg(long, value_parser = clap::value_parser!(Size))]
+    pub(crate) size: Option<Size>,
     /// raymesh: rays per table (3 tables; default 975065).
     #[arg(long, value_name = "N", help_heading = "Workload parameters")]
     pub(crate) rays: Option<usize>,
@@ -45,7 +45,7 @@ impl WorkloadArgs {
     pub(crate) fn spec(&self, name: &str) -> WorkloadSpec {
         WorkloadSpec {
             name: name.to_owned(),
-            size: self.size,
+            size: self.size.unwrap_or_default(),
             rays: self.rays,
             mib: self.mib,
             tasks: self.tasks,

@@ -13,6 +13,7 @@
 //! | `NUMEXPR_NUM_THREADS` | Python numexpr | N |
 //! | `JULIA_NUM_THREADS` | Julia | N |
 //! | `GOMAXPROCS` | Go runtime | N |
+//! | `TOKIO_WORKER_THREADS` | Rust tokio's multi-thread runtime (`#[tokio::main]`) | N |
 //! | `TBB_NUM_THREADS` | programs that size oneTBB's arena from it (oneTBB itself reads no variable) | N |
 
 use std::fs;
@@ -37,6 +38,7 @@ pub fn thread_env(threads: usize, placement: Option<&Placement>) -> Vec<(&'stati
         "NUMEXPR_NUM_THREADS",
         "JULIA_NUM_THREADS",
         "GOMAXPROCS",
+        "TOKIO_WORKER_THREADS",
         "TBB_NUM_THREADS",
     ]
     .into_iter()
@@ -117,7 +119,25 @@ pub enum LaunchError {
 ///
 /// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
 /// refuses), [`LaunchError::Wait`].
-pub fn run(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchError> {
+pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = spawn(cmd, cpus)?;
+    // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
+    // process group.
+    let _ = sys::forward_signals_to(child.id());
+    child
+        .wait()
+        .map_err(|source| LaunchError::Wait { program, source })
+}
+
+/// Starts `cmd` bound to `cpus` (when given) and returns the running child; the caller waits
+/// (a sweep does, with a timeout).
+///
+/// # Errors
+///
+/// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
+/// refuses).
+pub fn spawn(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<std::process::Child, LaunchError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     if let Some(cpus) = cpus {
         sys::bind_before_exec(&mut cmd, cpus).map_err(|source| LaunchError::Spawn {
@@ -125,21 +145,10 @@ pub fn run(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, Launch
             source,
         })?;
     }
-    let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => LaunchError::CommandNotFound {
-            program: program.clone(),
-        },
-        _ => LaunchError::Spawn {
-            program: program.clone(),
-            source,
-        },
-    })?;
-    // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
-    // process group.
-    let _ = sys::forward_signals_to(child.id());
-    child
-        .wait()
-        .map_err(|source| LaunchError::Wait { program, source })
+    cmd.spawn().map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => LaunchError::CommandNotFound { program },
+        _ => LaunchError::Spawn { program, source },
+    })
 }
 
 /// The exit code a launcher should end with for a child's status: its code, or 128 + the signal

@@ -290,6 +290,65 @@ impl Probe {
     }
 }
 
+/// Measures a child process run by the caller: wall time, and the CPU time, context switches and
+/// peak RSS of waited-for children (`getrusage(RUSAGE_CHILDREN)` before and after, so the caller
+/// must wait for the child before [`ChildProbe::finish`] and run one child at a time). Migrations
+/// of another process are not counted.
+#[derive(Debug)]
+pub struct ChildProbe {
+    start: Instant,
+    usage: Option<Usage>,
+}
+
+impl ChildProbe {
+    /// Starts measuring, just before the child is started.
+    pub fn start() -> Self {
+        Self {
+            usage: getrusage(UsageWho::RUSAGE_CHILDREN).ok(),
+            start: Instant::now(),
+        }
+    }
+
+    /// The wall time so far.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Stops measuring, after the child was waited for.
+    pub fn finish(self) -> Measurement {
+        let wall = self.start.elapsed();
+        let end = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
+        let (user, sys, vcs, ivcs, maxrss) = match (&self.usage, &end) {
+            (Some(a), Some(b)) => (
+                tv(b.user_time()).saturating_sub(tv(a.user_time())),
+                tv(b.system_time()).saturating_sub(tv(a.system_time())),
+                delta(
+                    a.voluntary_context_switches(),
+                    b.voluntary_context_switches(),
+                ),
+                delta(
+                    a.involuntary_context_switches(),
+                    b.involuntary_context_switches(),
+                ),
+                u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
+            ),
+            _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
+        };
+        Measurement {
+            wall,
+            user,
+            sys,
+            voluntary_ctx_switches: vcs,
+            involuntary_ctx_switches: ivcs,
+            migrations: None,
+            migrations_source: MigrationSource::Unavailable,
+            peak_rss_bytes: maxrss,
+            peak_rss_source: RssSource::Process,
+            threads: Vec::new(),
+        }
+    }
+}
+
 fn tv(t: nix::sys::time::TimeVal) -> Duration {
     let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
     let micros = u64::try_from(t.tv_usec()).unwrap_or(0);

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub(crate) mod bench;
+pub(crate) mod compare;
 pub(crate) mod cpus;
 pub(crate) mod place;
 pub(crate) mod run;
 pub(crate) mod topo;
+pub(crate) mod tune;

@@ -209,6 +209,8 @@ pub struct Progress<'a> {
     pub remaining_in_stage: usize,
     /// Stage number (0-based).
     pub stage: usize,
+    /// Every run in the log so far (including earlier invocations').
+    pub lines: &'a [RunLine],
 }
 
 /// Why a sweep stopped early.
@@ -331,6 +333,10 @@ pub fn execute(
                 let noise = NoiseProbe::start();
                 let outcome = run(&config);
                 let noise = noise.finish();
+                // A run cut short by Ctrl-C is the run in flight: dropped, not logged as failed.
+                if stop() && !matches!(outcome, Outcome::Done(_)) {
+                    return Err(SweepError::Interrupted);
+                }
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
@@ -352,12 +358,13 @@ pub fn execute(
                 })
                 .map_err(SweepError::Log)?;
                 done += 1;
-                let line = log.lines().last().expect("just appended");
+                let lines = log.lines();
                 progress(&Progress {
-                    line,
+                    line: lines.last().expect("just appended"),
                     done,
                     remaining_in_stage: total - i - 1,
                     stage,
+                    lines,
                 });
             }
         }

@@ -83,14 +83,18 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
             }
         ));
     } else {
+        let why = if chosen_est.median <= best.median * (1.0 + tolerance) {
+            format!("within the {:.0}% tolerance", tolerance * 100.0)
+        } else {
+            "within noise (the 95% intervals of the medians overlap)".to_owned()
+        };
         reason.push(format!(
-            "{} is fastest, but only {:.1}% faster than {} ({:.3} s median{speed}), within noise \
-             or the {:.0}% tolerance: the simpler one is recommended.",
+            "{} is fastest, but only {:.1}% faster than {} ({:.3} s median{speed}), {why}: the \
+             simpler one is recommended.",
             fastest.config,
             pct(best.median, chosen_est.median),
             chosen.config,
             chosen_est.median,
-            tolerance * 100.0
         ));
     }
 

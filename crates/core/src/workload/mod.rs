@@ -74,6 +74,9 @@ pub enum Unit {
     /// Tasks per second.
     #[serde(rename = "tasks/s")]
     TasksPerSec,
+    /// Whole runs per second (an external program, whose work coretune cannot count).
+    #[serde(rename = "runs/s")]
+    RunsPerSec,
 }
 
 impl fmt::Display for Unit {
@@ -83,6 +86,7 @@ impl fmt::Display for Unit {
             Unit::MraysPerSec => "Mrays/s",
             Unit::GbPerSec => "GB/s",
             Unit::TasksPerSec => "tasks/s",
+            Unit::RunsPerSec => "runs/s",
         })
     }
 }
@@ -130,7 +134,7 @@ impl Work {
             Unit::NsPerItem => secs * 1e9 / self.amount.max(1.0),
             Unit::MraysPerSec => self.amount / secs / 1e6,
             Unit::GbPerSec => self.amount / secs / 1e9,
-            Unit::TasksPerSec => self.amount / secs,
+            Unit::TasksPerSec | Unit::RunsPerSec => self.amount / secs,
         };
         Throughput {
             value,

@@ -1,0 +1,85 @@
+//! `summary.csv`: one row per configuration, the same fields as `summary.json`'s `configs`
+//! (the interval as two columns, per-run times left out).
+
+use serde::Serialize;
+
+use super::{ConfigRow, Reporter, SweepReport};
+
+pub(crate) struct Csv;
+
+/// The CSV row: [`ConfigRow`] flattened to scalars.
+#[derive(Serialize)]
+struct Row<'a> {
+    threads: usize,
+    place: &'a str,
+    cpus: &'a str,
+    throttle: Option<usize>,
+    median_s: Option<f64>,
+    ci_low_s: Option<f64>,
+    ci_high_s: Option<f64>,
+    mean_s: Option<f64>,
+    stddev_s: Option<f64>,
+    min_s: Option<f64>,
+    max_s: Option<f64>,
+    mad_s: Option<f64>,
+    runs: usize,
+    failed: usize,
+    speedup: Option<f64>,
+    efficiency: Option<f64>,
+    throughput: Option<f64>,
+    throughput_unit: Option<String>,
+    voluntary_ctx_switches: Option<f64>,
+    involuntary_ctx_switches: Option<f64>,
+    migrations: Option<f64>,
+    busy_runs: usize,
+    outliers: usize,
+    bimodal: bool,
+    recommended: bool,
+}
+
+impl<'a> Row<'a> {
+    fn of(c: &'a ConfigRow, recommended: bool) -> Self {
+        Self {
+            threads: c.threads,
+            place: &c.place,
+            cpus: &c.cpus,
+            throttle: c.throttle,
+            median_s: c.median_s,
+            ci_low_s: c.ci_s.map(|c| c.0),
+            ci_high_s: c.ci_s.map(|c| c.1),
+            mean_s: c.mean_s,
+            stddev_s: c.stddev_s,
+            min_s: c.min_s,
+            max_s: c.max_s,
+            mad_s: c.mad_s,
+            runs: c.runs,
+            failed: c.failed,
+            speedup: c.speedup,
+            efficiency: c.efficiency,
+            throughput: c.throughput.map(|t| t.value),
+            throughput_unit: c.throughput.map(|t| t.unit.to_string()),
+            voluntary_ctx_switches: c.voluntary_ctx_switches,
+            involuntary_ctx_switches: c.involuntary_ctx_switches,
+            migrations: c.migrations,
+            busy_runs: c.busy_runs,
+            outliers: c.outliers,
+            bimodal: c.bimodal,
+            recommended,
+        }
+    }
+}
+
+impl Reporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "summary.csv"
+    }
+
+    fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>> {
+        let chosen = report.recommended_row().map(ConfigRow::key);
+        let mut w = ::csv::Writer::from_writer(Vec::new());
+        for c in &report.configs {
+            w.serialize(Row::of(c, Some(c.key()) == chosen))?;
+        }
+        Ok(w.into_inner()?)
+    }
+}

@@ -1,0 +1,84 @@
+//! `summary.md`: the table, the recommendation and how to apply it, for pasting into an issue or
+//! a pull request.
+
+use std::fmt::Write as _;
+
+use super::{Reporter, SweepReport, secs};
+
+pub(crate) struct Markdown;
+
+impl Reporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "summary.md"
+    }
+
+    fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>> {
+        let mut s = String::new();
+        writeln!(s, "# coretune: {}", report.target.label())?;
+        writeln!(s)?;
+        writeln!(
+            s,
+            "Machine: {} ({}; kernel {}).",
+            report.machine.topology, report.machine.cpu_model, report.machine.kernel
+        )?;
+        writeln!(
+            s,
+            "{} measured runs ({} failed, {} on a busy machine), {} warm-up.",
+            report.runs.measured, report.runs.failed, report.runs.busy, report.runs.warmup
+        )?;
+        writeln!(s)?;
+        writeln!(
+            s,
+            "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] | Speedup | Efficiency | Runs |"
+        )?;
+        writeln!(s, "|---:|---|---|---:|---:|---|---:|---:|---:|")?;
+        let chosen = report.recommended_row().map(super::ConfigRow::key);
+        for c in &report.configs {
+            let mark = if Some(c.key()) == chosen {
+                " **←**"
+            } else {
+                ""
+            };
+            writeln!(
+                s,
+                "| {} | {} | `{}` | {} | {}{mark} | {} | {} | {} | {}{} |",
+                c.threads,
+                c.place,
+                c.cpus,
+                c.throttle.map_or("none".into(), |k| k.to_string()),
+                c.median_s.map_or("failed".into(), secs),
+                c.ci_s.map_or(String::new(), |(lo, hi)| format!(
+                    "{} – {}",
+                    secs(lo),
+                    secs(hi)
+                )),
+                c.speedup.map_or(String::new(), |x| format!("{x:.2}×")),
+                c.efficiency
+                    .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
+                c.runs,
+                if c.failed > 0 {
+                    format!(" (+{} failed)", c.failed)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        if let Some(r) = &report.recommendation {
+            writeln!(s)?;
+            writeln!(s, "## Recommendation: {}", r.config)?;
+            writeln!(s)?;
+            writeln!(s, "{}", r.reason)?;
+            for w in &r.warnings {
+                writeln!(s, "\n> {w}")?;
+            }
+            if !r.apply.is_empty() {
+                writeln!(s, "\n```")?;
+                for line in &r.apply {
+                    writeln!(s, "{line}")?;
+                }
+                writeln!(s, "```")?;
+            }
+        }
+        Ok(s.into_bytes())
+    }
+}

@@ -1,0 +1,121 @@
+//! The terminal table: one row per configuration with speedup and efficiency, the recommended
+//! one marked; colour when stdout is a terminal, plain when piped.
+
+use std::fmt::Write as _;
+
+use anstyle::{AnsiColor, Style};
+
+use super::{SweepReport, secs};
+
+/// Renders the table, the recommendation, its reason and how to apply it.
+pub(crate) fn render(report: &SweepReport, color: bool) -> String {
+    let paint = |style: Style, text: &str| {
+        if color {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    };
+    let bold = Style::new().bold();
+    let green = Style::new().fg_color(Some(AnsiColor::Green.into())).bold();
+    let red = Style::new().fg_color(Some(AnsiColor::Red.into()));
+    let dim = Style::new().dimmed();
+    let chosen = report.recommended_row().map(super::ConfigRow::key);
+    let fastest = report.recommendation.as_ref().map(|r| {
+        (
+            r.fastest.threads,
+            r.fastest.place.clone(),
+            r.fastest.cpus.clone(),
+            r.fastest.throttle,
+        )
+    });
+    let cpus_width = report
+        .configs
+        .iter()
+        .map(|c| c.cpus.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut s = String::new();
+    let header = format!(
+        "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
+        "threads",
+        "place",
+        "cpus",
+        "throttle",
+        "median s",
+        "95% interval",
+        "speedup",
+        "eff.",
+        "invol.cs",
+        "runs"
+    );
+    let _ = writeln!(s, "{}", paint(bold, &header));
+    for c in &report.configs {
+        let mark = match (Some(c.key()) == chosen, Some(c.key()) == fastest) {
+            (true, true) => "  ← recommended, fastest",
+            (true, false) => "  ← recommended",
+            (false, true) => "  (fastest)",
+            _ => "",
+        };
+        let flags = format!(
+            "{}{}",
+            if c.bimodal { " bimodal" } else { "" },
+            if c.busy_runs > 0 { " busy" } else { "" }
+        );
+        let row = format!(
+            "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
+            c.threads,
+            c.place,
+            c.cpus,
+            c.throttle.map_or("none".into(), |k| k.to_string()),
+            c.median_s.map_or("failed".into(), secs),
+            c.ci_s.map_or(String::new(), |(lo, hi)| format!(
+                "{} – {}",
+                secs(lo),
+                secs(hi)
+            )),
+            c.speedup.map_or(String::new(), |x| format!("{x:.2}×")),
+            c.efficiency
+                .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
+            c.involuntary_ctx_switches
+                .map_or(String::new(), |x| format!("{x:.0}")),
+            if c.failed > 0 {
+                format!("{}+{}✗", c.runs, c.failed)
+            } else {
+                c.runs.to_string()
+            },
+        );
+        let style = if Some(c.key()) == chosen {
+            green
+        } else if c.median_s.is_none() {
+            red
+        } else {
+            Style::new()
+        };
+        let _ = writeln!(s, "{}{}{}", paint(style, &row), mark, paint(dim, &flags));
+    }
+    match &report.recommendation {
+        Some(r) => {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "{} {}", paint(bold, "Recommendation:"), r.config);
+            let _ = writeln!(s, "{}", r.reason);
+            for w in &r.warnings {
+                let _ = writeln!(s, "{} {w}", paint(red, "warning:"));
+            }
+            if !r.apply.is_empty() {
+                let _ = writeln!(s, "{}", paint(bold, "Apply it:"));
+                for line in &r.apply {
+                    let _ = writeln!(s, "  {line}");
+                }
+            }
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "\nNo configuration completed a verified run: nothing to recommend."
+            );
+        }
+    }
+    s
+}
