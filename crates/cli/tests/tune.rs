@@ -1,6 +1,8 @@
 //! `coretune tune` and `coretune compare` end to end, on tiny sweeps: the results folder and its
 //! schema, external commands with placeholders, failures, kill-and-resume, and hyperfine.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
 mod util;
 
 use std::path::Path;
