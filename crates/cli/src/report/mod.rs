@@ -312,3 +312,6 @@ pub(crate) fn secs(x: f64) -> String {
         format!("{x:.4}")
     }
 }
+
+#[cfg(test)]
+mod test;
