@@ -98,8 +98,8 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
         ));
     }
 
-    // Pinning: the best pinned configuration against the best OS-placed one with the same CPU
-    // set and throttle.
+    // Pinning: at the recommended thread count, the best pinned placement against the OS's
+    // (same CPU set and throttle).
     let best_of = |pred: &dyn Fn(&Config) -> bool| {
         measured
             .iter()
@@ -107,28 +107,32 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
             .min_by(|a, b| a.1.median.total_cmp(&b.1.median))
             .copied()
     };
-    let same = |c: &Config| c.cpus == chosen.config.cpus && c.throttle == chosen.config.throttle;
-    if let (Some((os, os_e)), Some((pinned, pin_e))) = (
+    let same = |c: &Config| {
+        c.threads == chosen.config.threads
+            && c.cpus == chosen.config.cpus
+            && c.throttle == chosen.config.throttle
+    };
+    if let (Some((_, os_e)), Some((pinned, pin_e))) = (
         best_of(&|c| same(c) && c.place == "os"),
         best_of(&|c| same(c) && c.place != "os"),
     ) {
         let gain = pct(pin_e.median, os_e.median);
-        if ties(&pin_e, &os_e, tolerance) && ties(&os_e, &pin_e, tolerance) {
+        let n = chosen.config.threads;
+        if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
             reason.push(format!(
-                "Pinning ({}) {} {:.1}%, within noise: leave placement to the OS.",
-                pinned.config.place,
-                if gain >= 0.0 { "gains" } else { "loses" },
-                gain.abs()
+                "At {n} threads pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
+                pinned.config.place
             ));
-        } else if gain > 0.0 {
+        } else if gain >= 0.0 {
             reason.push(format!(
-                "Pinning ({}) gains {gain:.1}% over the OS's placement ({} threads), beyond noise.",
-                pinned.config.place, os.config.threads
+                "At {n} threads pinning ({}) gains {gain:.1}%, within noise: leave placement to \
+                 the OS.",
+                pinned.config.place
             ));
         } else {
             reason.push(format!(
-                "Pinning costs {:.1}% ({} vs the OS's placement): leave placement to the OS.",
-                -gain, pinned.config.place
+                "At {n} threads pinning ({}) costs {:.1}%: leave placement to the OS.",
+                pinned.config.place, -gain
             ));
         }
     }
