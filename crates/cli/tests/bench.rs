@@ -64,3 +64,51 @@ fn bad_arguments_are_one_line_errors() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn throttle_is_a_limit_or_adaptive_and_adaptive_runs_log_a_trace() {
+    let args = |throttle: &str| {
+        util::json(&[
+            "bench",
+            "mixed",
+            "--size",
+            "small",
+            "--threads",
+            "4",
+            "--throttle",
+            throttle,
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ])
+    };
+    let fixed = args("3");
+    assert_eq!(fixed["throttle"], 3);
+    assert_eq!(fixed["verified"], true, "{fixed}");
+    assert_eq!(fixed["throttle_trace"].as_array().unwrap().len(), 0);
+    let adaptive = args("adaptive");
+    assert_eq!(adaptive["throttle"], "adaptive");
+    assert_eq!(adaptive["verified"], true, "{adaptive}");
+    // 400 tasks that each sleep 800 µs on 4 threads last at least 80 ms, so the 50 ms sampler
+    // takes at least one sample (it looks at the clock every 64 completions).
+    let trace = adaptive["throttle_trace"].as_array().unwrap();
+    assert!(!trace.is_empty(), "{adaptive}");
+    for s in trace {
+        assert_eq!(s["run"], 1);
+        assert!(s["t_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!((1..=4).contains(&s["limit"].as_u64().unwrap()), "{s}");
+        assert!(s["throughput"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    let out = util::coretune()
+        .args(["bench", "sum", "--throttle", "fast"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("neither a positive integer nor 'adaptive'"),
+        "{stderr}"
+    );
+}

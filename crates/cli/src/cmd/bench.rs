@@ -24,9 +24,10 @@ pub(crate) struct BenchArgs {
     /// Worker threads (default: the PUs this process may use; sum: 64, as in the article).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// At most K workers compute at once (a counting semaphore); default: no throttle.
-    #[arg(long, value_name = "K")]
-    throttle: Option<usize>,
+    /// At most K workers compute at once (a counting semaphore), or 'adaptive': a limit that
+    /// climbs from the core count while measured throughput improves; default: no throttle.
+    #[arg(long, value_name = "K|adaptive")]
+    throttle: Option<ThrottleArg>,
     /// Placement: os (no pinning), compact, spread, cores, round-robin.
     #[arg(long, default_value = "os")]
     place: Policy,
@@ -49,6 +50,77 @@ pub(crate) struct BenchArgs {
     json: bool,
 }
 
+/// `--throttle`: a fixed limit or the adaptive (hill-climbing) one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+enum ThrottleArg {
+    /// At most K at once.
+    Fixed(usize),
+    /// `Throttle::adaptive` between 1 and the thread count, starting at the core count.
+    #[serde(serialize_with = "adaptive_name")]
+    Adaptive,
+}
+
+fn adaptive_name<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("adaptive")
+}
+
+impl std::str::FromStr for ThrottleArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "adaptive" {
+            return Ok(ThrottleArg::Adaptive);
+        }
+        match s.parse::<usize>() {
+            Ok(0) => Err("--throttle must be at least 1".into()),
+            Ok(k) => Ok(ThrottleArg::Fixed(k)),
+            Err(_) => Err(format!(
+                "'{s}' is neither a positive integer nor 'adaptive'"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for ThrottleArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ThrottleArg::Fixed(k) => write!(f, "throttle {k}"),
+            ThrottleArg::Adaptive => f.write_str("adaptive throttle"),
+        }
+    }
+}
+
+impl ThrottleArg {
+    /// A fresh throttle for one run: an adaptive one starts its climb anew every run, so each
+    /// run's throughput includes the climb.
+    fn build(self, threads: usize, cores: usize) -> coretune_pool::Throttle {
+        match self {
+            ThrottleArg::Fixed(k) => coretune_pool::Throttle::new(k),
+            ThrottleArg::Adaptive => {
+                coretune_pool::Throttle::adaptive(coretune_pool::AdaptiveConfig {
+                    min: 1,
+                    max: threads,
+                    initial: cores.min(threads),
+                    ..coretune_pool::AdaptiveConfig::default()
+                })
+            }
+        }
+    }
+}
+
+/// One sample of an adaptive throttle's trace.
+#[derive(Debug, Serialize)]
+struct TracePoint {
+    /// Measured run (1-based) whose throttle took the sample.
+    run: usize,
+    /// Time since that run's throttle was created.
+    t_s: f64,
+    /// Limit in force during the sample.
+    limit: usize,
+    /// Completions (work units) per second during the sample.
+    throughput: f64,
+}
+
 /// `coretune bench --json`'s object.
 #[derive(Debug, Serialize)]
 struct Report {
@@ -57,13 +129,15 @@ struct Report {
     threads: usize,
     place: String,
     cpus: String,
-    throttle: Option<usize>,
+    throttle: Option<ThrottleArg>,
     verified: bool,
     wall_s: f64,
     throughput: Throughput,
     ctx_switches: CtxSwitches,
     migrations: Option<f64>,
     runs: Vec<RunRecord>,
+    /// Every measured run's adaptive-throttle samples (empty without `--throttle adaptive`).
+    throttle_trace: Vec<TracePoint>,
 }
 
 #[derive(Debug, Serialize)]
@@ -86,18 +160,16 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             .default_threads()
             .unwrap_or_else(|| CpuBudget::live(&topo).usable.len().max(1)),
     };
-    if args.throttle == Some(0) {
-        bail!("--throttle must be at least 1");
-    }
-    let throttle = args.throttle.map(coretune_pool::Throttle::new);
+    // Where an adaptive throttle starts: the CPUs this process may use.
+    let usable = CpuBudget::live(&topo).usable.len().max(1);
     let cpus = crate::cmd::place::cpus_option(&topo, args.cpus.as_deref(), false)?;
     let placement =
         plan(&topo, threads, args.place, cpus.as_ref(), args.bind).context("--place")?;
     let config = RunConfig {
-        throttle: throttle.as_ref(),
         start_hook: placement.pin_hook(&topo),
         ..RunConfig::threads(threads)
     };
+    let new_throttle = || args.throttle.map(|t| t.build(threads, usable));
     let mut out = std::io::stdout().lock();
     if !args.json {
         writeln!(out, "{}: {}", workload.name(), workload.describe())?;
@@ -110,7 +182,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .map_or(String::new(), |c| format!(" on '{c}'")),
             args.throttle
-                .map_or("no throttle".into(), |k| format!("throttle {k}")),
+                .map_or("no throttle".into(), |t| t.to_string()),
             args.runs,
             if args.runs == 1 { "" } else { "s" },
             args.warmup
@@ -122,6 +194,11 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     for i in 0..args.warmup {
+        let throttle = new_throttle();
+        let config = RunConfig {
+            throttle: throttle.as_ref(),
+            ..config.clone()
+        };
         let r = run_measured(workload.as_ref(), &config)
             .with_context(|| format!("warm-up run {}", i + 1))?;
         if !r.verified {
@@ -133,9 +210,16 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut runs = Vec::with_capacity(args.runs);
+    let mut traces = Vec::with_capacity(args.runs);
     for i in 0..args.runs {
-        let r =
-            run_measured(workload.as_ref(), &config).with_context(|| format!("run {}", i + 1))?;
+        let throttle = new_throttle();
+        let run_config = RunConfig {
+            throttle: throttle.as_ref(),
+            ..config.clone()
+        };
+        let r = run_measured(workload.as_ref(), &run_config)
+            .with_context(|| format!("run {}", i + 1))?;
+        traces.push(throttle.map(|t| t.trace()).unwrap_or_default());
         if !args.json {
             let m = &r.measurement;
             writeln!(
@@ -185,6 +269,18 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             .all(|r| r.measurement.migrations.is_some())
             .then(|| med(&|r| r.measurement.migrations.unwrap_or(0) as f64)),
         runs,
+        throttle_trace: traces
+            .iter()
+            .enumerate()
+            .flat_map(|(i, trace)| {
+                trace.iter().map(move |s| TracePoint {
+                    run: i + 1,
+                    t_s: s.at.as_secs_f64(),
+                    limit: s.limit,
+                    throughput: s.throughput,
+                })
+            })
+            .collect(),
     };
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -201,6 +297,35 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 "VERIFICATION FAILED"
             }
         )?;
+        for (i, trace) in traces.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+            let limits: Vec<usize> = trace.iter().map(|s| s.limit).collect();
+            let second_half = &limits[limits.len() / 2..];
+            writeln!(
+                out,
+                "run {}: adaptive throttle, {} samples, limit {} at the end, {}..={} over the \
+                 second half",
+                i + 1,
+                trace.len(),
+                limits.last().copied().unwrap_or_default(),
+                second_half.iter().min().copied().unwrap_or_default(),
+                second_half.iter().max().copied().unwrap_or_default(),
+            )?;
+        }
+        if let Some(trace) = traces.last().filter(|t| !t.is_empty()) {
+            writeln!(
+                out,
+                "last run's throttle trace (time, limit, work units/s):"
+            )?;
+            for s in trace {
+                writeln!(
+                    out,
+                    "  {:>7.3}s {:>4} {:>12.1}",
+                    s.at.as_secs_f64(),
+                    s.limit,
+                    s.throughput
+                )?;
+            }
+        }
         if let Some(last) = report.runs.last() {
             let source = &last.measurement.migrations_source;
             writeln!(

@@ -171,6 +171,10 @@ impl Workload for Mixed {
                     let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
                     local ^= compute(task, self.rounds);
                 }
+                // One unit of work for an adaptive throttle's throughput samples.
+                if let Some(throttle) = config.throttle {
+                    throttle.record_completions(1);
+                }
                 runs[task].fetch_add(1, Ordering::Relaxed);
                 if !self.params.block.is_zero() {
                     std::thread::sleep(self.params.block);

@@ -646,6 +646,9 @@ impl Workload for RayMesh {
                 {
                     slot.store(self.trace(k), Ordering::Relaxed);
                 }
+                if let Some(throttle) = config.throttle {
+                    throttle.record_completions(1); // one block: an adaptive throttle's unit
+                }
                 probe.sample();
             }
         })?;

@@ -386,6 +386,12 @@ mod test {
             })
             .unwrap();
             run_measured(&w, &config).unwrap();
+            // rayon neither waits for its threads to start nor joins them on drop: a worker that
+            // ran no item may call the hook after the run. Every worker calls it eventually.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while seen.load(Ordering::Relaxed) < 2 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             assert!(seen.load(Ordering::Relaxed) >= 2, "{}", pool.name());
         }
     }
