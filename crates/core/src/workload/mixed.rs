@@ -167,17 +167,19 @@ impl Workload for Mixed {
                     break;
                 }
                 {
-                    // Only the compute holds a permit: a blocked task is not running.
+                    // The permit covers the whole task, blocking included, as a pool thread
+                    // stays taken while its task blocks: the limit is how many tasks are in
+                    // flight, and its best value is the sizing rule's cores × (1 + b/c).
                     let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
                     local ^= compute(task, self.rounds);
+                    runs[task].fetch_add(1, Ordering::Relaxed);
+                    if !self.params.block.is_zero() {
+                        std::thread::sleep(self.params.block);
+                    }
                 }
                 // One unit of work for an adaptive throttle's throughput samples.
                 if let Some(throttle) = config.throttle {
                     throttle.record_completions(1);
-                }
-                runs[task].fetch_add(1, Ordering::Relaxed);
-                if !self.params.block.is_zero() {
-                    std::thread::sleep(self.params.block);
                 }
                 probe.sample();
             }

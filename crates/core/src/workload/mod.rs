@@ -154,8 +154,9 @@ pub struct RunConfig<'a> {
     pub threads: usize,
     /// Called on worker `i`'s thread before it does any work: where placement pins it.
     pub start_hook: Option<StartHook>,
-    /// At most this many workers compute at once: each workload holds a permit around its unit
-    /// of computation (a sum slice, a raymesh block, a mixed task's compute, not its blocking).
+    /// At most this many workers run at once: each workload holds a permit around its unit of
+    /// work (a sum slice, a raymesh block, a whole mixed task, its blocking included, as a pool
+    /// thread stays taken while its task blocks).
     pub throttle: Option<&'a coretune_pool::Throttle>,
 }
 
