@@ -9,7 +9,7 @@
 CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
-.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests docs
+.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs
 
 tune: setup build
 	./target/release/coretune tune
@@ -23,7 +23,7 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune
 
-test: setup-test fmt-check clippy unit-tests release-tests docs
+test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -36,6 +36,10 @@ unit-tests:
 
 release-tests:
 	$(CARGO) test --locked --workspace --release
+
+# Benchmarks compile and run once at a tiny size (they print their own numbers under `--bench`).
+bench-smoke:
+	$(CARGO) test --locked --workspace --benches
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps

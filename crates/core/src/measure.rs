@@ -247,22 +247,7 @@ impl Probe {
     pub fn finish(self, threads: Vec<ThreadRecord>) -> Measurement {
         let wall = self.start.elapsed();
         let end = getrusage(UsageWho::RUSAGE_SELF).ok();
-        let (user, sys, vcs, ivcs, maxrss) = match (&self.usage, &end) {
-            (Some(a), Some(b)) => (
-                tv(b.user_time()).saturating_sub(tv(a.user_time())),
-                tv(b.system_time()).saturating_sub(tv(a.system_time())),
-                delta(
-                    a.voluntary_context_switches(),
-                    b.voluntary_context_switches(),
-                ),
-                delta(
-                    a.involuntary_context_switches(),
-                    b.involuntary_context_switches(),
-                ),
-                u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
-            ),
-            _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
-        };
+        let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
         let sources: Vec<_> = threads.iter().map(|t| t.migrations_source).collect();
         let migrations_source = match sources.first() {
             Some(Some(first)) if sources.iter().all(|s| s == &Some(*first)) => *first,
@@ -318,22 +303,7 @@ impl ChildProbe {
     pub fn finish(self) -> Measurement {
         let wall = self.start.elapsed();
         let end = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
-        let (user, sys, vcs, ivcs, maxrss) = match (&self.usage, &end) {
-            (Some(a), Some(b)) => (
-                tv(b.user_time()).saturating_sub(tv(a.user_time())),
-                tv(b.system_time()).saturating_sub(tv(a.system_time())),
-                delta(
-                    a.voluntary_context_switches(),
-                    b.voluntary_context_switches(),
-                ),
-                delta(
-                    a.involuntary_context_switches(),
-                    b.involuntary_context_switches(),
-                ),
-                u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
-            ),
-            _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
-        };
+        let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
         Measurement {
             wall,
             user,
@@ -346,6 +316,27 @@ impl ChildProbe {
             peak_rss_source: RssSource::Process,
             threads: Vec::new(),
         }
+    }
+}
+
+/// user, sys, voluntary and involuntary switches between two `getrusage` readings, and the
+/// later reading's peak RSS in bytes; zeros when either reading failed.
+fn usage_delta(a: Option<&Usage>, b: Option<&Usage>) -> (Duration, Duration, u64, u64, u64) {
+    match (a, b) {
+        (Some(a), Some(b)) => (
+            tv(b.user_time()).saturating_sub(tv(a.user_time())),
+            tv(b.system_time()).saturating_sub(tv(a.system_time())),
+            delta(
+                a.voluntary_context_switches(),
+                b.voluntary_context_switches(),
+            ),
+            delta(
+                a.involuntary_context_switches(),
+                b.involuntary_context_switches(),
+            ),
+            u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
+        ),
+        _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
     }
 }
 

@@ -11,44 +11,13 @@
 
 use coretune_pool::ThreadPool;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Workers in every pool: this machine has 2 cores.
 const THREADS: usize = 2;
 
-/// The countdown every work item runs.
-struct Countdown {
-    remaining: AtomicUsize,
-    done: Mutex<bool>,
-    signal: Condvar,
-}
-
-impl Countdown {
-    /// Leaked so that `'static` tasks can hold a plain reference (no refcount per task).
-    fn leak(n: usize) -> &'static Countdown {
-        Box::leak(Box::new(Countdown {
-            remaining: AtomicUsize::new(n),
-            done: Mutex::new(false),
-            signal: Condvar::new(),
-        }))
-    }
-
-    fn item(&self) {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *self.done.lock().expect("no panics under the lock") = true;
-            self.signal.notify_one();
-        }
-    }
-
-    fn wait(&self) {
-        let mut done = self.done.lock().expect("no panics under the lock");
-        while !*done {
-            done = self.signal.wait(done).expect("no panics under the lock");
-        }
-    }
-}
+use coretune_pool::peers::Countdown;
 
 /// ~1 µs of dependent integer arithmetic (xorshift rounds; `ROUNDS` calibrated on this
 /// machine: see `calibrate_work` in the output).

@@ -4,7 +4,7 @@
 
 use crossbeam_deque::{Injector, Steal, Worker};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -120,5 +120,57 @@ impl Drop for MutexPool {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+    }
+}
+
+/// The benchmark's work item: each item decrements a shared counter and the one that brings it
+/// to zero wakes the waiting submitter. Used by the `spawn` benchmark and coretune's `spawn`
+/// workload, so both measure the same shape.
+#[derive(Debug)]
+pub struct Countdown {
+    remaining: AtomicUsize,
+    done: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Countdown {
+    /// A countdown of `n` items, leaked so that `'static` tasks hold a plain reference (a
+    /// reference count per task would be measured instead of the pool); 64 bytes per run.
+    pub fn leak(n: usize) -> &'static Countdown {
+        Box::leak(Box::new(Countdown {
+            remaining: AtomicUsize::new(n),
+            done: Mutex::new(false),
+            signal: Condvar::new(),
+        }))
+    }
+
+    /// One work item.
+    pub fn item(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self
+                .done
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+            self.signal.notify_one();
+        }
+    }
+
+    /// Waits until the last item ran.
+    pub fn wait(&self) {
+        let mut done = self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while !*done {
+            done = self
+                .signal
+                .wait(done)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Items not yet run: 0 after every item ran once (an item run twice wraps it around).
+    pub fn remaining(&self) -> usize {
+        self.remaining.load(Ordering::Acquire)
     }
 }

@@ -52,7 +52,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
             others_cpus: Some(0.01),
             busy: false,
         },
-        ended_at: 1_795_384_695.0 + seq as f64,
+        ended_at: 1_795_298_295.0 + seq as f64,
     }
 }
 
