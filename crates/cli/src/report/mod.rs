@@ -422,7 +422,7 @@ pub(crate) fn write_all(
              bootstrap 95% interval of the median.",
             "Speedup over the same placement's 1-thread median; dashed: perfect scaling.",
             "Efficiency = speedup / threads; dashed: 100%.",
-            "Every configuration measured: median wall time and speedup, shaded by speedup.",
+            "Every configuration measured: median wall time and speedup over its own 1-thread time, shaded by speed (the fastest darkest).",
         ];
         let ids = [
             "plot-time",

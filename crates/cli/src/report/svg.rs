@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use coretune_core::watch::{CpuPlace, Sample};
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -262,69 +261,82 @@ fn grid_plot(g: &Grid<'_>) -> anyhow::Result<String> {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (nc, nr) = (g.columns.len().max(1), g.rows.len().max(1));
+        // Cell (column c, row r) spans [c, c+1] × [nr-r-1, nr-r]: row 0 on top. The axes carry
+        // no tick labels of their own; the column and row names are drawn at the cell centres.
         let mut chart = ChartBuilder::on(&root)
             .caption(g.title, (FONT, 22))
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(g.y_label_width)
-            // Integer ranges are inclusive here: 0..n-1 holds n cells.
-            .build_cartesian_2d((0..nc - 1).into_segmented(), (0..nr - 1).into_segmented())
+            .build_cartesian_2d(0f64..nc as f64, 0f64..nr as f64)
             .map_err(err)?;
-        let name = |names: &[String], v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        };
         chart
             .configure_mesh()
             .disable_mesh()
             .x_desc(g.x_desc)
             .y_desc(g.y_desc)
-            .x_labels(nc)
-            .y_labels(nr)
-            .x_label_formatter(&|v| name(&g.columns, v))
-            .y_label_formatter(&|v| name(&g.rows, v))
-            .label_style((FONT, 14))
+            .x_labels(0)
+            .y_labels(0)
             .axis_desc_style((FONT, 16))
             .draw()
             .map_err(err)?;
+        let top = |r: usize| (nr - r) as f64;
         chart
-            .draw_series(g.cells.iter().map(|(&(x, y), (shade, _))| {
+            .draw_series(g.cells.iter().map(|(&(c, r), (shade, _))| {
                 Rectangle::new(
-                    [
-                        (SegmentValue::Exact(x), SegmentValue::Exact(y)),
-                        (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
-                    ],
+                    [(c as f64, top(r)), (c as f64 + 1.0, top(r) - 1.0)],
                     heat(*shade).filled(),
                 )
             }))
             .map_err(err)?;
         let centre = Pos::new(HPos::Center, VPos::Center);
         chart
-            .draw_series(g.cells.iter().map(|(&(x, y), (shade, text))| {
+            .draw_series(g.cells.iter().map(|(&(c, r), (shade, text))| {
                 let ink: &'static RGBColor = if *shade > 0.55 { &WHITE } else { &BLACK };
                 Text::new(
                     text.clone(),
-                    (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)),
+                    (c as f64 + 0.5, top(r) - 0.5),
                     TextStyle::from((FONT, 13).into_font())
                         .color(ink)
                         .pos(centre),
                 )
             }))
             .map_err(err)?;
+        let label = TextStyle::from((FONT, 14).into_font());
+        for (c, name) in g.columns.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(c as f64 + 0.5, 0.0));
+            root.draw(&Text::new(
+                name.clone(),
+                (x, y + 8),
+                label.pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(err)?;
+        }
+        for (r, name) in g.rows.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, top(r) - 0.5));
+            root.draw(&Text::new(
+                name.clone(),
+                (x - 8, y),
+                label.pos(Pos::new(HPos::Right, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
         root.present().map_err(err)?;
     }
     Ok(out)
 }
 
-/// Family × thread count, shaded by speedup, each cell showing the median time and speedup.
+/// Family × thread count, shaded by speed (fastest darkest), each cell showing the median time and speedup.
 pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
     let threads = thread_counts(report);
     let fams = families(report);
-    let best = report
+    // Shaded by speed relative to the fastest configuration (speedups are relative to each
+    // family's own 1-thread time, so they do not rank families against each other).
+    let fastest = report
         .configs
         .iter()
-        .filter_map(|c| c.speedup)
-        .fold(0.0f64, f64::max);
+        .filter_map(|c| c.median_s)
+        .fold(f64::INFINITY, f64::min);
     let mut cells = BTreeMap::new();
     for (row, (_, rows)) in fams.iter().enumerate() {
         for c in rows {
@@ -336,8 +348,8 @@ pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
                 (Some(m), None) => format!("{} s", super::secs(m)),
                 _ => "failed".into(),
             };
-            let shade = match c.speedup {
-                Some(s) if best > 0.0 => s / best,
+            let shade = match c.median_s {
+                Some(m) if m > 0.0 && fastest.is_finite() => fastest / m,
                 _ => 0.0,
             };
             cells.insert((col, row), (shade, text));
@@ -345,7 +357,7 @@ pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
     }
     let longest = fams.iter().map(|(l, _)| l.len()).max().unwrap_or(4);
     grid_plot(&Grid {
-        title: "Median wall time and speedup (darker = faster)",
+        title: "Median wall time and speedup (darker = faster; darkest = fastest)",
         x_desc: "threads",
         y_desc: "placement",
         columns: threads.iter().map(ToString::to_string).collect(),
