@@ -463,7 +463,17 @@ pub(crate) fn write_all(
             });
         }
     }
-    write("report.html", html::render(report, &figures).as_bytes())
+    let mut page = html::render(report, &figures);
+    if view.samples.is_empty() && !report.configs.is_empty() {
+        // Say why the per-CPU plot is missing rather than leave a silent gap.
+        page = page.replacen(
+            "\n<script>",
+            "\n<p class=\"sub\">No per-CPU utilisation plot: this sweep was not monitored \
+             (coretune tune --monitor).</p>\n\n<script>",
+            1,
+        );
+    }
+    write("report.html", page.as_bytes())
 }
 
 /// From the run log to the folder's report files: summaries, the recommendation (with `apply`
