@@ -107,7 +107,7 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     workload_args: WorkloadArgs,
     /// Sample per-CPU utilisation and each thread's CPU during every run (every MS
-    /// milliseconds, default 50), into monitor/<seq>.jsonl, for the report's plots.
+    /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     monitor: Option<u64>,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.

@@ -34,7 +34,7 @@ pub(crate) struct WatchArgs {
     #[arg(long)]
     json: bool,
     /// Folder for watch.jsonl, summary.json and the plots (default:
-    /// coretune-results/watch-<time>).
+    /// coretune-results/watch-DATE).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Watch this running process (and its children) instead of starting a command.
