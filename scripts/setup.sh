@@ -4,7 +4,8 @@
 #   scripts/setup.sh          build needs: libhwloc-dev, libudev-dev, pkg-config
 #   scripts/setup.sh --test   also what the tests use: hwloc-nox (hwloc-calc, hwloc-distrib and
 #                             hwloc-gather-topology, the reference answers), gcc with libgomp
-#                             (the OpenMP placement check), hyperfine (the timing cross-check)
+#                             (the OpenMP placement check), hyperfine (the timing cross-check),
+#                             chromium (renders report.html headless in the browser test)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -12,7 +13,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium)
 fi
 
 missing=()

@@ -42,6 +42,12 @@ enum Command {
     /// Compare two sweeps (summary.json files or results folders): per-configuration ratios,
     /// markers beyond a threshold, geometric mean; --fail-above for CI gates.
     Compare(cmd::compare::CompareArgs),
+    /// Regenerate a results folder's summaries, plots and report.html from its runs.jsonl,
+    /// sweep.json and machine.json (works on folders copied from other machines).
+    Report(cmd::report::ReportArgs),
+    /// Watch a program (started here, or --pid): per-CPU utilisation, each thread's CPU and
+    /// migrations, interrupts per CPU; JSON-lines samples, plots and a summary.
+    Watch(cmd::watch::WatchArgs),
 }
 
 /// Exit status for any error coretune reports itself (bad input, failed run).
@@ -57,6 +63,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(&args),
         Command::Tune(args) => cmd::tune::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),
+        Command::Report(args) => cmd::report::run(&args),
+        Command::Watch(args) => cmd::watch::run(&args),
     };
     match result {
         Ok(code) => code,

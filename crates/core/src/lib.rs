@@ -25,6 +25,7 @@ pub mod stats;
 pub mod sweep;
 mod sys;
 pub mod topology;
+pub mod watch;
 pub mod workload;
 
 pub use hwlocality;

@@ -61,6 +61,7 @@ pub struct ThreadRecord {
     /// Linux thread id.
     pub tid: i32,
     /// CPU number → how many samples found the thread there.
+    #[serde(deserialize_with = "cpu_keys::deserialize")]
     pub cpus_seen: BTreeMap<usize, u64>,
     /// Migrations of this thread while it worked, when readable.
     pub migrations: Option<u64>,
@@ -119,6 +120,62 @@ pub mod seconds {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde helper: a map keyed by CPU number whose keys may arrive as JSON strings (as
+/// `serde_json` writes integer keys) even where serde buffers the input — inside a
+/// `#[serde(flatten)]`ed parent such as a `runs.jsonl` line, where plain `usize` keys fail
+/// with "invalid type: string, expected usize".
+mod cpu_keys {
+    use std::collections::BTreeMap;
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+    struct Key(usize);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a CPU number")
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
+                    usize::try_from(v).map(Key).map_err(E::custom)
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                    v.parse().map(Key).map_err(E::custom)
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<usize, u64>, D::Error> {
+        let m: BTreeMap<Key, u64> = BTreeMap::deserialize(d)?;
+        Ok(m.into_iter().map(|(k, v)| (k.0, v)).collect())
+    }
+
+    impl PartialEq for Key {
+        fn eq(&self, other: &Self) -> bool {
+            self.0 == other.0
+        }
+    }
+    impl Eq for Key {}
+    impl PartialOrd for Key {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Key {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0.cmp(&other.0)
+        }
     }
 }
 
@@ -367,6 +424,39 @@ fn vm_hwm() -> Option<u64> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn thread_records_read_back_inside_a_flattened_parent() {
+        // As a `runs.jsonl` line holds them: the parent flattens another struct, so serde
+        // buffers the input and CPU keys arrive as strings.
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Inner {
+            x: u8,
+        }
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Line {
+            #[serde(flatten)]
+            inner: Inner,
+            threads: Vec<ThreadRecord>,
+        }
+        let line = Line {
+            inner: Inner { x: 1 },
+            threads: vec![ThreadRecord {
+                worker: 0,
+                tid: 7,
+                cpus_seen: BTreeMap::from([(1, 3), (12, 1)]),
+                migrations: Some(2),
+                migrations_source: Some(MigrationSource::Perf),
+            }],
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(text.contains(r#""cpus_seen":{"1":3,"12":1}"#), "{text}");
+        assert_eq!(serde_json::from_str::<Line>(&text).unwrap(), line);
+        assert!(serde_json::from_str::<ThreadRecord>(
+            r#"{"worker":0,"tid":1,"cpus_seen":{"x":1},"migrations":null,"migrations_source":null}"#
+        )
+        .is_err());
+    }
 
     /// Spins until this thread has used `d` of CPU time (not wall time: the machine is shared).
     fn spin(d: Duration) -> u64 {

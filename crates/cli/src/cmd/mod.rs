@@ -4,6 +4,8 @@ pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod cpus;
 pub(crate) mod place;
+pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod topo;
 pub(crate) mod tune;
+pub(crate) mod watch;

@@ -32,17 +32,16 @@ use coretune_core::launch;
 use coretune_core::machine::{MachineRecord, topology_summary};
 use coretune_core::measure::ChildProbe;
 use coretune_core::placement::{Binding, Placement, Policy, plan};
-use coretune_core::sweep::recommend::recommend;
 use coretune_core::sweep::{
     Config, Grid, MachineCounts, Outcome, Plan, Progress, RunLog, Strategy, SweepError,
-    default_threads, execute, parse_threads, summarize,
+    default_threads, execute, parse_threads,
 };
 use coretune_core::topology::{Topology, set_to_vec};
 use coretune_core::workload::{RunConfig, RunRecord, Size, Unit, Work, Workload, run_measured};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{SweepReport, Target, table, write_all};
+use crate::report::{self, SweepReport, Target, table};
 use crate::workload_args::WorkloadArgs;
 
 /// raymesh rays per table for `coretune tune` when no size is given: the default sweep (about 80
@@ -107,6 +106,10 @@ pub(crate) struct TuneArgs {
     prepare: Option<String>,
     #[command(flatten)]
     workload_args: WorkloadArgs,
+    /// Sample per-CPU utilisation and each thread's CPU during every run (every MS
+    /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
+    monitor: Option<u64>,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -114,16 +117,19 @@ pub(crate) struct TuneArgs {
 
 /// `sweep.json`: what the folder's sweep measures, for `--resume`.
 #[derive(Debug, Serialize, Deserialize)]
-struct SweepFile {
-    schema: String,
-    plan: Plan,
-    target: Target,
-    binding: Binding,
-    timeout_s: Option<f64>,
-    prepare: Option<String>,
+pub(crate) struct SweepFile {
+    pub(crate) schema: String,
+    pub(crate) plan: Plan,
+    pub(crate) target: Target,
+    pub(crate) binding: Binding,
+    pub(crate) timeout_s: Option<f64>,
+    pub(crate) prepare: Option<String>,
+    /// Monitor interval in milliseconds (`--monitor`); absent in older folders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) monitor_ms: Option<u64>,
 }
 
-const SWEEP_SCHEMA: &str = "coretune-sweep/1";
+pub(crate) const SWEEP_SCHEMA: &str = "coretune-sweep/1";
 
 /// Civil date and time (UTC) of a Unix time, for folder names (Hinnant's `civil_from_days`).
 fn timestamp(unix: u64) -> String {
@@ -144,6 +150,14 @@ fn timestamp(unix: u64) -> String {
         secs % 3600 / 60,
         secs % 60
     )
+}
+
+/// The current time as [`timestamp`] writes it.
+pub(crate) fn now_stamp() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    timestamp(now)
 }
 
 fn counts(topo: &Topology) -> MachineCounts {
@@ -293,23 +307,17 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let mut stage_start = 0;
     let mut last_stage = usize::MAX;
     let describe = workload.as_ref().map(|w| w.describe());
+    let places = coretune_core::watch::cpu_places(&topo);
     let report_now = |log_lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
-        let summaries = summarize(log_lines);
-        let mut rec = recommend(&summaries, sweep.plan.tolerance);
-        if let Some(r) = rec.as_mut() {
-            r.apply = apply_lines(&topo, &sweep.target, &r.config, sweep.binding);
-        }
-        let report = SweepReport::build(
-            sweep.target.clone(),
-            machine.clone(),
-            sweep.plan.clone(),
+        report::finish(
+            &dir,
+            (&sweep.target, &machine, &sweep.plan),
             log_lines,
-            &summaries,
-            rec,
-        );
-        write_all(&dir, &report)?;
-        Ok(report)
+            &|c| apply_lines(&topo, &sweep.target, c, sweep.binding),
+            &places,
+        )
     };
+    let monitored = std::cell::RefCell::new(None);
     let mut interrupted = false;
     let result = {
         let mut runner = |c: &Config| -> Outcome {
@@ -317,7 +325,10 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
                 Ok(p) => p,
                 Err(e) => return Outcome::Failed(format!("{e:#}")),
             };
-            match (&workload, &sweep.target) {
+            let monitor = sweep.monitor_ms.and_then(|ms| {
+                coretune_core::watch::Monitor::start_self(Duration::from_millis(ms.max(1))).ok()
+            });
+            let outcome = match (&workload, &sweep.target) {
                 (Some(w), _) => run_builtin(w.as_ref(), &topo, c, &placement, timeout),
                 (None, Target::Command { argv, shell }) => run_external(
                     argv,
@@ -328,7 +339,9 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
                     sweep.prepare.as_deref(),
                 ),
                 (None, Target::Workload { .. }) => Outcome::Failed("no workload".into()),
-            }
+            };
+            *monitored.borrow_mut() = monitor.map(coretune_core::watch::Monitor::finish);
+            outcome
         };
         let mut progress = |p: &Progress<'_>| {
             if p.stage != last_stage {
@@ -344,6 +357,11 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
                 .wall_s()
                 .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
             bar.set_message(format!("{}: {wall}", p.line.config));
+            if let Some(samples) = monitored.borrow_mut().take() {
+                if let Err(e) = save_samples(&dir, p.line.seq, &samples) {
+                    bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
+                }
+            }
             if p.remaining_in_stage == 0 {
                 // Export after every stage, so an interrupted sweep still has its summaries.
                 let _ = report_now(p.lines);
@@ -479,12 +497,7 @@ fn new_sweep(
     };
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            PathBuf::from("coretune-results").join(timestamp(now))
-        }
+        None => PathBuf::from("coretune-results").join(now_stamp()),
     };
     if dir.join("runs.jsonl").exists() {
         bail!(
@@ -501,9 +514,29 @@ fn new_sweep(
         binding: args.bind,
         timeout_s: args.timeout,
         prepare: args.prepare.clone(),
+        monitor_ms: args.monitor,
     };
     write_json(&dir.join("sweep.json"), &sweep)?;
     Ok((dir, sweep))
+}
+
+/// Writes a run's monitor samples to `monitor/<seq>.jsonl`.
+fn save_samples(
+    dir: &Path,
+    seq: usize,
+    samples: &[coretune_core::watch::Sample],
+) -> anyhow::Result<()> {
+    let path = dir.join(report::monitor_file(seq));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let mut text = String::new();
+    for s in samples {
+        text.push_str(&serde_json::to_string(s)?);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
@@ -643,7 +676,12 @@ fn run_external(
 }
 
 /// Ready-to-paste lines that apply a configuration.
-fn apply_lines(topo: &Topology, target: &Target, c: &Config, binding: Binding) -> Vec<String> {
+pub(crate) fn apply_lines(
+    topo: &Topology,
+    target: &Target,
+    c: &Config,
+    binding: Binding,
+) -> Vec<String> {
     let Ok(placement) = placement_of(topo, c, binding) else {
         return Vec::new();
     };

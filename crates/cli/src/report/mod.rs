@@ -5,9 +5,11 @@
 //! terminal table is separate because it is printed, not saved.
 
 pub(crate) mod csv;
+pub(crate) mod html;
 pub(crate) mod hyperfine;
 pub(crate) mod json;
 pub(crate) mod md;
+pub(crate) mod svg;
 pub(crate) mod table;
 
 use std::path::Path;
@@ -15,8 +17,9 @@ use std::path::Path;
 use anyhow::Context;
 use coretune_core::machine::MachineRecord;
 use coretune_core::stats::{UslFit, usl_fit};
-use coretune_core::sweep::recommend::Recommendation;
-use coretune_core::sweep::{ConfigSummary, Family, Plan, RunLine, Status};
+use coretune_core::sweep::recommend::{Recommendation, recommend};
+use coretune_core::sweep::{Config, ConfigSummary, Family, Plan, RunLine, Status, summarize};
+use coretune_core::watch::{CpuPlace, Sample};
 use coretune_core::workload::{Throughput, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
@@ -276,30 +279,234 @@ pub(crate) trait Reporter {
     fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>>;
 }
 
-/// Every file reporter.
+/// Every file reporter that needs only the summary.
 pub(crate) fn reporters() -> Vec<Box<dyn Reporter>> {
-    vec![
+    let mut v: Vec<Box<dyn Reporter>> = vec![
         Box::new(json::Json),
         Box::new(csv::Csv),
         Box::new(md::Markdown),
         Box::new(hyperfine::Hyperfine),
-    ]
+    ];
+    for p in svg::summary_plots() {
+        v.push(Box::new(p));
+    }
+    v
 }
 
-/// Writes every report file into `dir`.
+/// File name of a run's monitor samples inside a sweep folder.
+pub(crate) fn monitor_file(seq: usize) -> String {
+    format!("monitor/{seq}.jsonl")
+}
+
+/// Reads a JSON-lines file of monitor samples (a torn last line is skipped).
+///
+/// # Errors
+///
+/// Unreadable file, or a malformed line other than the last.
+pub(crate) fn read_samples(path: &Path) -> anyhow::Result<Vec<Sample>> {
+    read_jsonl(path)
+}
+
+/// Reads a JSON-lines file without changing it (`runs.jsonl`, monitor samples); a last line cut
+/// short by a crash is skipped.
+///
+/// # Errors
+///
+/// Unreadable file, or a malformed line other than the last, naming the file and line.
+pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let raw: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = Vec::new();
+    for (i, line) in raw.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(s) => out.push(s),
+            Err(_) if i + 1 == raw.len() => break,
+            Err(e) => anyhow::bail!("{}:{}: {e}", path.display(), i + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// The run the per-run plots show: the recommended configuration's (one that was monitored if
+/// any was), else the last successful run; its monitor samples when `dir` has them, its
+/// workers' own records of where they ran otherwise.
+pub(crate) fn run_view(
+    dir: &Path,
+    report: &SweepReport,
+    lines: &[RunLine],
+    places: &[CpuPlace],
+) -> svg::RunView {
+    let chosen = report.recommendation.as_ref().map(|r| &r.config);
+    let ok: Vec<&RunLine> = lines
+        .iter()
+        .filter(|l| !l.warmup && l.status == Status::Ok)
+        .collect();
+    let of_chosen: Vec<&RunLine> = ok
+        .iter()
+        .copied()
+        .filter(|l| Some(&l.config) == chosen)
+        .collect();
+    let pool = if of_chosen.is_empty() {
+        &ok
+    } else {
+        &of_chosen
+    };
+    let monitored = |l: &&&RunLine| dir.join(monitor_file(l.seq)).is_file();
+    let Some(line) = pool.iter().rev().find(monitored).or(pool.last()) else {
+        return svg::RunView::default();
+    };
+    let samples = read_samples(&dir.join(monitor_file(line.seq))).unwrap_or_default();
+    let workers = line
+        .record
+        .as_ref()
+        .map(|r| r.measurement.threads.clone())
+        .unwrap_or_default();
+    let threads = if workers.iter().any(|w| !w.cpus_seen.is_empty()) {
+        workers
+            .into_iter()
+            .map(|w| {
+                (
+                    format!("worker {} (tid {})", w.worker, w.tid),
+                    w.cpus_seen,
+                    w.migrations,
+                )
+            })
+            .collect()
+    } else {
+        coretune_core::watch::summarize(&samples)
+            .threads
+            .into_iter()
+            .take(16)
+            .map(|t| {
+                (
+                    format!("{} (tid {})", t.name, t.tid),
+                    t.cpus_seen,
+                    t.migrations,
+                )
+            })
+            .collect()
+    };
+    svg::RunView {
+        label: format!("run {}: {}", line.seq, line.config),
+        samples,
+        threads,
+        places: places.to_vec(),
+    }
+}
+
+/// Writes every report file into `dir`: the summary formats, the plots and `report.html`.
 ///
 /// # Errors
 ///
 /// The first rendering or writing error, naming the file.
-pub(crate) fn write_all(dir: &Path, report: &SweepReport) -> anyhow::Result<()> {
+pub(crate) fn write_all(
+    dir: &Path,
+    report: &SweepReport,
+    view: &svg::RunView,
+) -> anyhow::Result<()> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    };
     for r in reporters() {
-        let path = dir.join(r.file_name());
         let bytes = r
             .render(report)
-            .with_context(|| format!("rendering {}", path.display()))?;
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            .with_context(|| format!("rendering {}", r.file_name()))?;
+        write(r.file_name(), &bytes)?;
     }
-    Ok(())
+    let mut figures = Vec::new();
+    if !report.configs.is_empty() {
+        let captions = [
+            "Median wall time per thread count, one line per placement; whiskers are the \
+             bootstrap 95% interval of the median.",
+            "Speedup over the same placement's 1-thread median; dashed: perfect scaling.",
+            "Efficiency = speedup / threads; dashed: 100%.",
+            "Every configuration measured: median wall time and speedup over its own 1-thread time, shaded by speed (the fastest darkest).",
+        ];
+        let ids = [
+            "plot-time",
+            "plot-speedup",
+            "plot-efficiency",
+            "plot-heatmap",
+        ];
+        for ((p, caption), id) in svg::summary_plots().iter().zip(captions).zip(ids) {
+            figures.push(html::Figure {
+                id,
+                caption: caption.into(),
+                svg: (p.draw)(report).with_context(|| format!("rendering {}", p.file))?,
+            });
+        }
+    }
+    let per_run = [
+        (
+            "utilisation.svg",
+            "plot-utilisation",
+            svg::utilisation_plot(view).context("rendering utilisation.svg")?,
+            "Busy share of each CPU while the run ran (coretune tune --monitor), grouped by NUMA \
+             node, L3 and core.",
+        ),
+        (
+            "residency.svg",
+            "plot-residency",
+            svg::residency_plot(view).context("rendering residency.svg")?,
+            "Share of each thread's samples on each CPU, with its migrations.",
+        ),
+    ];
+    for (file, id, svg, caption) in per_run {
+        if let Some(svg) = svg {
+            write(file, svg.as_bytes())?;
+            figures.push(html::Figure {
+                id,
+                caption: caption.into(),
+                svg,
+            });
+        }
+    }
+    let mut page = html::render(report, &figures);
+    if view.samples.is_empty() && !report.configs.is_empty() {
+        // Say why the per-CPU plot is missing rather than leave a silent gap.
+        page = page.replacen(
+            "\n<script>",
+            "\n<p class=\"sub\">No per-CPU utilisation plot: this sweep was not monitored \
+             (coretune tune --monitor).</p>\n\n<script>",
+            1,
+        );
+    }
+    write("report.html", page.as_bytes())
+}
+
+/// From the run log to the folder's report files: summaries, the recommendation (with `apply`
+/// filling its lines), the [`SweepReport`], and [`write_all`]. `coretune tune` calls it after
+/// every stage and at the end; `coretune report` calls it on a finished folder.
+///
+/// # Errors
+///
+/// As [`write_all`].
+pub(crate) fn finish(
+    dir: &Path,
+    sweep: (&Target, &MachineRecord, &Plan),
+    lines: &[RunLine],
+    apply: &dyn Fn(&Config) -> Vec<String>,
+    places: &[CpuPlace],
+) -> anyhow::Result<SweepReport> {
+    let (target, machine, plan) = sweep;
+    let summaries = summarize(lines);
+    let mut rec = recommend(&summaries, plan.tolerance);
+    if let Some(r) = rec.as_mut() {
+        r.apply = apply(&r.config);
+    }
+    let report = SweepReport::build(
+        target.clone(),
+        machine.clone(),
+        plan.clone(),
+        lines,
+        &summaries,
+        rec,
+    );
+    let view = run_view(dir, &report, lines, places);
+    write_all(dir, &report, &view)?;
+    Ok(report)
 }
 
 /// Formats a number of seconds with 3 significant decimals where they matter.

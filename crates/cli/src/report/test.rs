@@ -157,3 +157,155 @@ fn recommendation_in_the_fixed_sweep() {
     assert_eq!((r.fastest.threads, r.fastest.place.as_str()), (2, "spread"));
     assert!(r.warnings.iter().any(|w| w.contains("1 run(s) failed")));
 }
+
+fn count(svg: &str, tag: &str) -> usize {
+    svg.matches(&format!("<{tag}")).count()
+}
+
+/// The texts of an SVG's `<text>` elements, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..t.find("</text>")?];
+            Some(body.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn line_plots_have_one_series_per_family_and_labelled_axes() {
+    let report = fixed_report();
+    // Points: os at 1, 2, 4 threads and spread at 2 (its failed 4-thread run has no median).
+    let time = svg::time_plot(&report).unwrap();
+    assert!(time.starts_with("<svg width=\"800\""));
+    // A marker per point, plus the centre dot of each interval whisker.
+    assert_eq!(count(&time, "circle"), 4 * 2);
+    let t = texts(&time);
+    for label in ["threads", "wall time (s)", "os", "spread"] {
+        assert!(t.iter().any(|x| x == label), "{label} missing in {t:?}");
+    }
+    let speedup = svg::speedup_plot(&report).unwrap();
+    assert_eq!(count(&speedup, "circle"), 4);
+    assert!(texts(&speedup).iter().any(|x| x == "ideal (linear)"));
+    assert!(texts(&speedup).iter().any(|x| x == "speedup (×)"));
+    let eff = svg::efficiency_plot(&report).unwrap();
+    assert!(texts(&eff).iter().any(|x| x == "efficiency (%)"));
+}
+
+#[test]
+fn heat_map_has_a_cell_per_configuration() {
+    let svg = svg::heatmap_plot(&fixed_report()).unwrap();
+    // Background + 5 configurations (the failed one is a cell saying so).
+    assert_eq!(count(&svg, "rect"), 1 + 5);
+    let t = texts(&svg);
+    assert!(t.iter().any(|x| x == "failed"), "{t:?}");
+    assert!(t.iter().any(|x| x.starts_with("1.020 s ×")), "{t:?}");
+    for label in ["1", "2", "4", "os", "spread", "threads", "placement"] {
+        assert!(t.iter().any(|x| x == label), "{label} missing in {t:?}");
+    }
+}
+
+fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::watch::Sample {
+    use coretune_core::watch::{CpuBusy, Sample, ThreadSample};
+    Sample {
+        t_s,
+        cpus: (0..4)
+            .map(|cpu| CpuBusy {
+                cpu,
+                busy_pct: busy[cpu],
+            })
+            .collect(),
+        threads: vec![ThreadSample {
+            pid: 1,
+            tid: 2,
+            name: "worker".into(),
+            cpu: worker_cpu,
+            migrations: Some(0),
+        }],
+        irqs: BTreeMap::new(),
+        softirqs: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn per_cpu_plots_group_by_topology_and_show_residency() {
+    use coretune_core::watch::{CpuPlace, summarize};
+    let samples = vec![
+        sample(0.1, [90.0, 5.0, 0.0, 50.0], 0),
+        sample(0.2, [95.0, 5.0, 0.0, 50.0], 0),
+        sample(0.3, [10.0, 90.0, 0.0, 50.0], 3),
+    ];
+    // CPUs 0 and 3 share core 0, 1 and 2 core 1 (an SMT numbering that is not in order).
+    let places = [(0, 0), (1, 1), (2, 1), (3, 0)]
+        .map(|(cpu, core)| CpuPlace {
+            cpu,
+            core: Some(core),
+            l3: Some(0),
+            numa: Some(0),
+        })
+        .to_vec();
+    let summary = summarize(&samples);
+    let view = svg::RunView {
+        label: "test".into(),
+        threads: summary
+            .threads
+            .iter()
+            .map(|t| (t.name.clone(), t.cpus_seen.clone(), t.migrations))
+            .collect(),
+        samples,
+        places,
+    };
+    let util = svg::utilisation_plot(&view).unwrap().unwrap();
+    let t = texts(&util);
+    let titles: Vec<&String> = t.iter().filter(|x| x.starts_with("CPU ")).collect();
+    assert_eq!(
+        titles,
+        [
+            "CPU 0 (NUMA 0, L3 0, core 0)",
+            "CPU 3 (NUMA 0, L3 0, core 0)",
+            "CPU 1 (NUMA 0, L3 0, core 1)",
+            "CPU 2 (NUMA 0, L3 0, core 1)"
+        ]
+    );
+    assert_eq!(t.iter().filter(|x| *x == "busy (%)").count(), 4);
+    assert_eq!(t.iter().filter(|x| *x == "time (s)").count(), 4);
+    let res = svg::residency_plot(&view).unwrap().unwrap();
+    let t = texts(&res);
+    assert!(t.iter().any(|x| x == "worker (0 migr.)"), "{t:?}");
+    // One cell per CPU: 67% on CPU 0, 33% on CPU 3.
+    assert_eq!(count(&res, "rect"), 1 + 4);
+    assert!(t.iter().any(|x| x == "67%") && t.iter().any(|x| x == "33%"));
+    // Nothing to draw without samples or threads.
+    assert!(
+        svg::utilisation_plot(&svg::RunView::default())
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        svg::residency_plot(&svg::RunView::default())
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn html_snapshot_without_plots_and_self_contained_with_them() {
+    let report = fixed_report();
+    let page = html::render(&report, &[]);
+    insta::assert_snapshot!(page);
+    let fig = html::Figure {
+        id: "plot-time",
+        caption: "a <caption> & more".into(),
+        svg: svg::time_plot(&report).unwrap(),
+    };
+    let page = html::render(&report, &[fig]);
+    assert!(page.contains("<figure id=\"plot-time\">\n<svg width=\"800\""));
+    assert!(page.contains("a &lt;caption&gt; &amp; more"));
+    assert!(!page.contains("{{"), "every placeholder filled");
+    // Self-contained: nothing fetched (the SVG namespace is a name, not a fetch).
+    let without_ns = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for needle in ["http://", "https://", "<link", "src=", "@import", "url("] {
+        assert!(!without_ns.contains(needle), "{needle} in the page");
+    }
+}

@@ -54,3 +54,12 @@ pub fn assert_valid(validator: &jsonschema::Validator, value: &serde_json::Value
         errors.join("\n")
     );
 }
+
+/// Asserts a finished command succeeded, showing its standard error when not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,238 @@
+//! `coretune watch [--interval MS] [--json] [--out DIR] (-- CMD ARGS | --pid PID)`: samples
+//! per-CPU utilisation, where each thread of the program (and of its child processes) runs and
+//! how often it migrates, and interrupts per CPU, until the program ends or Ctrl-C.
+//!
+//! The folder (`--out`, default `coretune-results/watch-<time>/`) gets `watch.jsonl` (one
+//! sample per line, appended as taken), `summary.json`, `utilisation.svg` and `residency.svg`.
+//! The summary is printed at the end: as one JSON object with `--json`
+//! (`docs/watch.schema.json`), else the busiest CPUs, the threads that migrated most and CPU 0's
+//! share of interrupts. With `--json` the program's own standard output goes to standard error,
+//! so standard output holds only the summary.
+
+use std::io::Write as _;
+use std::os::fd::AsFd as _;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use coretune_core::launch;
+use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::watch::{Sampler, WatchSummary, cpu_places, summarize};
+
+use crate::report::svg::{RunView, residency_plot, utilisation_plot};
+
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Milliseconds between samples.
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    interval: u64,
+    /// Print the summary as one JSON object (docs/watch.schema.json).
+    #[arg(long)]
+    json: bool,
+    /// Folder for watch.jsonl, summary.json and the plots (default:
+    /// coretune-results/watch-DATE).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Watch this running process (and its children) instead of starting a command.
+    #[arg(long, conflicts_with = "command")]
+    pid: Option<i32>,
+    /// The command to start and watch.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Threads shown in the residency plot and the text summary, at most.
+const MAX_THREADS_SHOWN: usize = 24;
+
+pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    if args.interval == 0 {
+        bail!("--interval must be at least 1 ms");
+    }
+    if args.pid.is_none() && args.command.is_empty() {
+        bail!("watch: give a command after -- or --pid PID");
+    }
+    let dir = match &args.out {
+        Some(d) => d.clone(),
+        None => {
+            PathBuf::from("coretune-results").join(format!("watch-{}", super::tune::now_stamp()))
+        }
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let log_path = dir.join("watch.jsonl");
+    let mut log = std::io::BufWriter::new(
+        std::fs::File::create(&log_path)
+            .with_context(|| format!("creating {}", log_path.display()))?,
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        // Not fatal: without a handler Ctrl-C ends coretune and the samples so far stay on disk.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+
+    let (pid, mut child) = match args.pid {
+        Some(pid) => (pid, None),
+        None => {
+            let mut cmd = Command::new(&args.command[0]);
+            cmd.args(&args.command[1..]);
+            if args.json {
+                let err = std::io::stderr()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .context("duplicating standard error")?;
+                cmd.stdout(Stdio::from(err));
+            }
+            let child = launch::spawn(cmd, None).with_context(|| args.command[0].clone())?;
+            (
+                i32::try_from(child.id()).context("child pid out of range")?,
+                Some(child),
+            )
+        }
+    };
+    let mut sampler = Sampler::new(std::path::Path::new("/proc"), Some(pid), true)
+        .with_context(|| format!("watching pid {pid}"))?;
+    let interval = Duration::from_millis(args.interval);
+    let mut samples = Vec::new();
+    let mut status = None;
+    loop {
+        std::thread::sleep(interval);
+        let sample = sampler.sample()?;
+        serde_json::to_writer(&mut log, &sample)?;
+        log.write_all(b"\n")?;
+        log.flush()
+            .with_context(|| format!("writing {}", log_path.display()))?;
+        samples.push(sample);
+        let ended = match child.as_mut() {
+            Some(c) => match c.try_wait().context("waiting for the program")? {
+                Some(s) => {
+                    status = Some(s);
+                    true
+                }
+                None => false,
+            },
+            None => !sampler.is_alive(),
+        };
+        if ended || stop.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    if let Some(c) = child.as_mut().filter(|_| status.is_none()) {
+        // Ctrl-C: the program got it too (same process group); wait for it.
+        status = c.wait().ok();
+    }
+
+    let summary = summarize(&samples);
+    let summary_path = dir.join("summary.json");
+    std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
+        .with_context(|| format!("writing {}", summary_path.display()))?;
+    let places = Topology::load(&TopologySource::Live)
+        .map(|t| cpu_places(&t))
+        .unwrap_or_default();
+    let label = match args.pid {
+        Some(pid) => format!("pid {pid}"),
+        None => args.command.join(" "),
+    };
+    let view = RunView {
+        label: shorten(&label, 60),
+        threads: summary
+            .threads
+            .iter()
+            .take(MAX_THREADS_SHOWN)
+            .map(|t| {
+                (
+                    format!("{} (tid {})", t.name, t.tid),
+                    t.cpus_seen.clone(),
+                    t.migrations,
+                )
+            })
+            .collect(),
+        samples,
+        places,
+    };
+    for (name, svg) in [
+        ("utilisation.svg", utilisation_plot(&view)?),
+        ("residency.svg", residency_plot(&view)?),
+    ] {
+        if let Some(svg) = svg {
+            let path = dir.join(name);
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &summary)?;
+        writeln!(out)?;
+    } else {
+        print_summary(&mut out, &summary, &dir)?;
+    }
+    Ok(match status {
+        Some(s) => ExitCode::from(u8::try_from(launch::exit_code(s)).unwrap_or(1)),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn print_summary(
+    out: &mut impl std::io::Write,
+    s: &WatchSummary,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    writeln!(out, "{} samples over {:.1} s", s.samples, s.duration_s)?;
+    let mut cpus = s.cpus.clone();
+    cpus.sort_by(|a, b| b.busy_pct.total_cmp(&a.busy_pct));
+    let busiest: Vec<String> = cpus
+        .iter()
+        .take(8)
+        .map(|c| format!("CPU {} {:.0}%", c.cpu, c.busy_pct))
+        .collect();
+    writeln!(out, "Busiest CPUs: {}", busiest.join(", "))?;
+    let mut threads: Vec<_> = s.threads.iter().collect();
+    threads.sort_by_key(|t| (std::cmp::Reverse(t.migrations.unwrap_or(0)), t.tid));
+    writeln!(out, "Threads (most migrations first):")?;
+    for t in threads.iter().take(10) {
+        let total: u64 = t.cpus_seen.values().sum();
+        let mut seen: Vec<(usize, u64)> = t.cpus_seen.iter().map(|(&c, &n)| (c, n)).collect();
+        seen.sort_by_key(|&(c, n)| (std::cmp::Reverse(n), c));
+        #[allow(clippy::cast_precision_loss)]
+        let where_: Vec<String> = seen
+            .iter()
+            .take(4)
+            .map(|(c, n)| format!("CPU {c} {:.0}%", 100.0 * *n as f64 / total.max(1) as f64))
+            .collect();
+        writeln!(
+            out,
+            "  {:>7} {:<16} {:>5} migrations  {}",
+            t.tid,
+            t.name,
+            t.migrations.map_or("?".into(), |m| m.to_string()),
+            where_.join(", ")
+        )?;
+    }
+    if s.threads.len() > 10 {
+        writeln!(out, "  ... {} more in summary.json", s.threads.len() - 10)?;
+    }
+    let share = |x: Option<f64>| x.map_or("no interrupts".into(), |v| format!("{:.0}%", v * 100.0));
+    writeln!(
+        out,
+        "CPU 0's share of interrupts: {} (hardware), {} (soft)",
+        share(s.interrupts.cpu0_share),
+        share(s.softirqs.cpu0_share)
+    )?;
+    writeln!(out, "Samples and plots: {}", dir.display())?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! `report.html`: one self-contained page (CSS and SVG inline, no scripts or fonts fetched) with
+//! the machine, the grid, the recommendation, the table and the plots. The page itself is
+//! `templates/report.html`; `{{name}}` placeholders are filled here.
+
+use std::fmt::Write as _;
+
+use super::{SweepReport, secs};
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+
+/// One plot for the page: its element id, caption and SVG text.
+#[derive(Debug)]
+pub(crate) struct Figure {
+    pub(crate) id: &'static str,
+    pub(crate) caption: String,
+    pub(crate) svg: String,
+}
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map_or_else(|| "–".to_owned(), f)
+}
+
+fn machine(report: &SweepReport) -> String {
+    let m = &report.machine;
+    let mut s = String::from("<dl>\n");
+    let mut row = |k: &str, v: &str| {
+        let _ = writeln!(s, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
+    };
+    row("Host", &m.hostname);
+    row("Topology", &m.topology);
+    row("CPU", &m.cpu_model);
+    row("Kernel", &m.kernel);
+    row("Governor", m.governor.as_deref().unwrap_or("not exposed"));
+    row("coretune", &m.tool_version);
+    s.push_str("</dl>\n");
+    s
+}
+
+fn grid(report: &SweepReport) -> String {
+    let g = &report.plan.grid;
+    let throttles: Vec<String> = g
+        .throttles
+        .iter()
+        .map(|t| t.map_or("none".into(), |k| k.to_string()))
+        .collect();
+    let threads: Vec<String> = g.threads.iter().map(ToString::to_string).collect();
+    let mut s = String::from("<dl>\n");
+    let mut row = |k: &str, v: &str| {
+        let _ = writeln!(s, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
+    };
+    row("Target", &report.target.label());
+    if let super::Target::Workload { description, .. } = &report.target {
+        row("Workload", description);
+    }
+    row("Threads", &threads.join(", "));
+    row("Placements", &g.places.join(", "));
+    row("CPU sets", &g.cpus.join(" | "));
+    row("Throttles", &throttles.join(", "));
+    row(
+        "Runs",
+        &format!(
+            "{} per configuration after {} warm-up; {:?} strategy; ties within {:.0}%",
+            report.plan.runs,
+            report.plan.warmup,
+            report.plan.strategy,
+            report.plan.tolerance * 100.0
+        ),
+    );
+    row(
+        "Measured",
+        &format!(
+            "{} runs ({} failed, {} on a busy machine), {} warm-up",
+            report.runs.measured, report.runs.failed, report.runs.busy, report.runs.warmup
+        ),
+    );
+    s.push_str("</dl>\n");
+    s
+}
+
+fn recommendation(report: &SweepReport) -> String {
+    let Some(r) = &report.recommendation else {
+        return "<p>No configuration completed a run, so there is nothing to recommend.</p>\n"
+            .into();
+    };
+    let mut s = String::from("<div class=\"rec\">\n");
+    let label = report
+        .recommended_row()
+        .map_or_else(|| r.config.to_string(), super::ConfigRow::label);
+    let _ = writeln!(s, "<p class=\"choice\">{}</p>", escape(&label));
+    let _ = writeln!(s, "<p>{}</p>", escape(&r.reason));
+    for w in &r.warnings {
+        let _ = writeln!(s, "<p class=\"warn\">⚠ {}</p>", escape(w));
+    }
+    if !r.apply.is_empty() {
+        s.push_str("<p>To apply it:</p>\n<pre>");
+        for line in &r.apply {
+            let _ = writeln!(s, "{}", escape(line));
+        }
+        s.push_str("</pre>\n");
+    }
+    s.push_str("</div>\n");
+    s
+}
+
+fn table(report: &SweepReport) -> String {
+    let mut s = String::from(
+        "<table>\n<thead><tr><th>Threads</th><th class=\"l\">Place</th><th class=\"l\">CPUs</th>\
+         <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th><th>Speedup</th>\
+         <th>Efficiency</th><th>Migrations</th><th>Runs</th></tr></thead>\n<tbody>\n",
+    );
+    let chosen = report.recommended_row().map(super::ConfigRow::key);
+    for c in &report.configs {
+        let class = if Some(c.key()) == chosen {
+            " class=\"chosen\""
+        } else {
+            ""
+        };
+        let runs = if c.failed > 0 {
+            format!("{} ({} failed)", c.runs, c.failed)
+        } else {
+            c.runs.to_string()
+        };
+        let _ = writeln!(
+            s,
+            "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            c.threads,
+            escape(&c.place),
+            escape(&c.cpus),
+            c.throttle.map_or("–".into(), |k| k.to_string()),
+            opt(c.median_s, secs),
+            c.ci_s.map_or("–".into(), |(lo, hi)| format!(
+                "{} – {}",
+                secs(lo),
+                secs(hi)
+            )),
+            opt(c.speedup, |x| format!("{x:.2}")),
+            opt(c.efficiency, |x| format!("{:.0}%", x * 100.0)),
+            opt(c.migrations, |x| format!("{x:.0}")),
+            runs,
+        );
+    }
+    s.push_str("</tbody>\n</table>\n");
+    s
+}
+
+fn plots(figures: &[Figure]) -> String {
+    let mut s = String::new();
+    for f in figures {
+        // plotters writes a bare `<svg ...>` element, which HTML accepts inline as it is.
+        let svg = f.svg.trim_start_matches(|c: char| c != '<');
+        let svg = match svg.find("<svg") {
+            Some(i) => &svg[i..],
+            None => svg,
+        };
+        let _ = writeln!(
+            s,
+            "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            f.id,
+            svg.trim_end(),
+            escape(&f.caption)
+        );
+    }
+    if figures.is_empty() {
+        s.push_str("<p>No plots: no run completed.</p>\n");
+    }
+    s
+}
+
+/// The page.
+pub(crate) fn render(report: &SweepReport, figures: &[Figure]) -> String {
+    let subtitle = format!(
+        "{} configurations, {} measured runs on {}",
+        report.configs.len(),
+        report.runs.measured,
+        report.machine.hostname
+    );
+    let fill: [(&str, String); 9] = [
+        ("{{version}}", escape(&report.tool_version)),
+        ("{{title}}", escape(&report.target.label())),
+        ("{{subtitle}}", escape(&subtitle)),
+        ("{{machine}}", machine(report)),
+        ("{{grid}}", grid(report)),
+        ("{{recommendation}}", recommendation(report)),
+        ("{{table}}", table(report)),
+        ("{{plots}}", plots(figures)),
+        ("{{created}}", String::new()),
+    ];
+    // One pass over the template, so text inserted for one placeholder is never scanned for
+    // another.
+    let mut out = String::with_capacity(TEMPLATE.len() * 4);
+    let mut rest = TEMPLATE;
+    while let Some(i) = rest.find("{{") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        match fill.iter().find(|(k, _)| tail.starts_with(k)) {
+            Some((k, v)) => {
+                out.push_str(v);
+                rest = &tail[k.len()..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = &tail[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}

@@ -1,0 +1,578 @@
+//! SVG plots (plotters' SVG backend, text as `<text>` elements: no fonts needed to render).
+//!
+//! From the summary: wall time against threads (one line per family, whiskers = the bootstrap
+//! 95% interval), speedup and efficiency against the ideal line, and a heat map of family ×
+//! thread count. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
+//! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map
+//! with each thread's migrations.
+//!
+//! Every plot is 800 px wide, axis labels carry units.
+
+use std::collections::BTreeMap;
+
+use coretune_core::watch::{CpuPlace, Sample};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{ConfigRow, Reporter, SweepReport};
+
+const WIDTH: u32 = 800;
+const FONT: &str = "sans-serif";
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing: {e:?}")
+}
+
+/// A family's label: placement, CPU set and throttle when not the defaults.
+fn family_label(c: &ConfigRow) -> String {
+    let mut s = c.place.clone();
+    if c.cpus != "all" {
+        s.push_str(&format!(" cpus '{}'", c.cpus));
+    }
+    if let Some(k) = c.throttle {
+        s.push_str(&format!(" throttle {k}"));
+    }
+    s
+}
+
+/// The report's rows grouped by family (in first-seen order), each sorted by threads.
+fn families(report: &SweepReport) -> Vec<(String, Vec<&ConfigRow>)> {
+    let mut out: Vec<(String, Vec<&ConfigRow>)> = Vec::new();
+    for c in &report.configs {
+        let label = family_label(c);
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, rows)) => rows.push(c),
+            None => out.push((label, vec![c])),
+        }
+    }
+    for (_, rows) in &mut out {
+        rows.sort_by_key(|c| c.threads);
+    }
+    out
+}
+
+fn thread_counts(report: &SweepReport) -> Vec<usize> {
+    let mut v: Vec<usize> = report.configs.iter().map(|c| c.threads).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn colour(i: usize) -> RGBColor {
+    // Palette99 has light yellows early on; a fixed set of readable colours first.
+    const FIRST: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+    ];
+    FIRST.get(i).copied().unwrap_or_else(|| {
+        let c = Palette99::pick(i).to_rgba();
+        RGBColor(c.0, c.1, c.2)
+    })
+}
+
+/// White → blue for 0 → 1.
+fn heat(x: f64) -> RGBColor {
+    let x = x.clamp(0.0, 1.0);
+    let mix = |from: f64, to: f64| (from + (to - from) * x).round().clamp(0.0, 255.0) as u8;
+    RGBColor(mix(247.0, 8.0), mix(251.0, 48.0), mix(255.0, 107.0))
+}
+
+/// Axis upper bound with some headroom.
+fn top(max: f64) -> f64 {
+    if max > 0.0 && max.is_finite() {
+        max * 1.1
+    } else {
+        1.0
+    }
+}
+
+/// A point of a line: threads, value, optional interval.
+type Point = (usize, f64, Option<(f64, f64)>);
+
+/// One line per family, plus an optional ideal line.
+struct LinePlot<'a> {
+    title: &'a str,
+    y_desc: &'a str,
+    series: Vec<(String, Vec<Point>)>,
+    ideal: Option<(&'a str, &'a dyn Fn(f64) -> f64)>,
+    x_max: usize,
+}
+
+fn line_plot(p: &LinePlot<'_>) -> anyhow::Result<String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let x_max = p.x_max.max(2) as f64;
+        let mut y_max = p
+            .series
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|&(_, y, ci)| ci.map_or(y, |c| c.1.max(y))))
+            .fold(0.0f64, f64::max);
+        if let Some((_, f)) = p.ideal {
+            y_max = y_max.max(f(x_max).min(y_max.max(1.0) * 1.5));
+        }
+        let mut chart = ChartBuilder::on(&root)
+            .caption(p.title, (FONT, 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.5f64..x_max + 0.5, 0f64..top(y_max))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("threads")
+            .y_desc(p.y_desc)
+            .x_labels(p.x_max.clamp(2, 16))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()
+            .map_err(err)?;
+        if let Some((label, f)) = p.ideal {
+            let grey = RGBColor(120, 120, 120);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [1.0, x_max].into_iter().map(|x| (x, f(x))),
+                    8,
+                    6,
+                    grey.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
+        }
+        for (i, (label, pts)) in p.series.iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|&(x, y, _)| (x as f64, y)),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|&(x, y, _)| Circle::new((x as f64, y), 4, c.filled())),
+                )
+                .map_err(err)?;
+            chart
+                .draw_series(pts.iter().filter_map(|&(x, y, ci)| {
+                    let (lo, hi) = ci?;
+                    Some(ErrorBar::new_vertical(
+                        x as f64,
+                        lo,
+                        y,
+                        hi,
+                        c.stroke_width(1),
+                        10,
+                    ))
+                }))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}
+
+/// One line per family, of the points `point` gives for its rows.
+fn series(
+    report: &SweepReport,
+    point: impl Fn(&ConfigRow) -> Option<Point>,
+) -> Vec<(String, Vec<Point>)> {
+    families(report)
+        .into_iter()
+        .map(|(label, rows)| (label, rows.into_iter().filter_map(&point).collect()))
+        .collect()
+}
+
+/// Median wall time against threads, whiskers = 95% interval of the median.
+pub(crate) fn time_plot(report: &SweepReport) -> anyhow::Result<String> {
+    let series = series(report, |c| Some((c.threads, c.median_s?, c.ci_s)));
+    line_plot(&LinePlot {
+        title: "Wall time (median, 95% interval)",
+        y_desc: "wall time (s)",
+        series,
+        ideal: None,
+        x_max: thread_counts(report).last().copied().unwrap_or(1),
+    })
+}
+
+/// Speedup over 1 thread against threads, with the ideal (linear) line.
+pub(crate) fn speedup_plot(report: &SweepReport) -> anyhow::Result<String> {
+    let series = series(report, |c| Some((c.threads, c.speedup?, None)));
+    line_plot(&LinePlot {
+        title: "Speedup over 1 thread",
+        y_desc: "speedup (×)",
+        series,
+        ideal: Some(("ideal (linear)", &|x| x)),
+        x_max: thread_counts(report).last().copied().unwrap_or(1),
+    })
+}
+
+/// Efficiency (speedup per thread) against threads, with the ideal 100% line.
+pub(crate) fn efficiency_plot(report: &SweepReport) -> anyhow::Result<String> {
+    let series = series(report, |c| Some((c.threads, c.efficiency? * 100.0, None)));
+    line_plot(&LinePlot {
+        title: "Parallel efficiency",
+        y_desc: "efficiency (%)",
+        series,
+        ideal: Some(("ideal (100%)", &|_| 100.0)),
+        x_max: thread_counts(report).last().copied().unwrap_or(1),
+    })
+}
+
+/// A grid of coloured cells with a value written in each.
+struct Grid<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    columns: Vec<String>,
+    rows: Vec<String>,
+    /// (column, row) → (shade 0–1, text).
+    cells: BTreeMap<(usize, usize), (f64, String)>,
+    y_label_width: u32,
+}
+
+fn grid_plot(g: &Grid<'_>) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let row_px = 34u32;
+    let height = 140 + row_px * u32::try_from(g.rows.len().max(1)).unwrap_or(u32::MAX / 64);
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (nc, nr) = (g.columns.len().max(1), g.rows.len().max(1));
+        // Cell (column c, row r) spans [c, c+1] × [nr-r-1, nr-r]: row 0 on top. The axes carry
+        // no tick labels of their own; the column and row names are drawn at the cell centres.
+        let mut chart = ChartBuilder::on(&root)
+            .caption(g.title, (FONT, 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(g.y_label_width)
+            .build_cartesian_2d(0f64..nc as f64, 0f64..nr as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(g.x_desc)
+            .y_desc(g.y_desc)
+            .x_labels(0)
+            .y_labels(0)
+            .axis_desc_style((FONT, 16))
+            .draw()
+            .map_err(err)?;
+        let top = |r: usize| (nr - r) as f64;
+        chart
+            .draw_series(g.cells.iter().map(|(&(c, r), (shade, _))| {
+                Rectangle::new(
+                    [(c as f64, top(r)), (c as f64 + 1.0, top(r) - 1.0)],
+                    heat(*shade).filled(),
+                )
+            }))
+            .map_err(err)?;
+        let centre = Pos::new(HPos::Center, VPos::Center);
+        chart
+            .draw_series(g.cells.iter().map(|(&(c, r), (shade, text))| {
+                let ink: &'static RGBColor = if *shade > 0.55 { &WHITE } else { &BLACK };
+                Text::new(
+                    text.clone(),
+                    (c as f64 + 0.5, top(r) - 0.5),
+                    TextStyle::from((FONT, 13).into_font())
+                        .color(ink)
+                        .pos(centre),
+                )
+            }))
+            .map_err(err)?;
+        let label = TextStyle::from((FONT, 14).into_font());
+        for (c, name) in g.columns.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(c as f64 + 0.5, 0.0));
+            root.draw(&Text::new(
+                name.clone(),
+                (x, y + 8),
+                label.pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(err)?;
+        }
+        for (r, name) in g.rows.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, top(r) - 0.5));
+            root.draw(&Text::new(
+                name.clone(),
+                (x - 8, y),
+                label.pos(Pos::new(HPos::Right, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}
+
+/// Family × thread count, shaded by speed (fastest darkest), each cell showing the median time and speedup.
+pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
+    let threads = thread_counts(report);
+    let fams = families(report);
+    // Shaded by speed relative to the fastest configuration (speedups are relative to each
+    // family's own 1-thread time, so they do not rank families against each other).
+    let fastest = report
+        .configs
+        .iter()
+        .filter_map(|c| c.median_s)
+        .fold(f64::INFINITY, f64::min);
+    let mut cells = BTreeMap::new();
+    for (row, (_, rows)) in fams.iter().enumerate() {
+        for c in rows {
+            let Some(col) = threads.iter().position(|&t| t == c.threads) else {
+                continue;
+            };
+            let text = match (c.median_s, c.speedup) {
+                (Some(m), Some(s)) => format!("{} s ×{s:.2}", super::secs(m)),
+                (Some(m), None) => format!("{} s", super::secs(m)),
+                _ => "failed".into(),
+            };
+            let shade = match c.median_s {
+                Some(m) if m > 0.0 && fastest.is_finite() => fastest / m,
+                _ => 0.0,
+            };
+            cells.insert((col, row), (shade, text));
+        }
+    }
+    let longest = fams.iter().map(|(l, _)| l.len()).max().unwrap_or(4);
+    grid_plot(&Grid {
+        title: "Median wall time and speedup (darker = faster; darkest = fastest)",
+        x_desc: "threads",
+        y_desc: "placement",
+        columns: threads.iter().map(ToString::to_string).collect(),
+        rows: fams.into_iter().map(|(l, _)| l).collect(),
+        cells,
+        y_label_width: label_width(longest),
+    })
+}
+
+fn label_width(chars: usize) -> u32 {
+    u32::try_from(chars * 8 + 40).unwrap_or(300).clamp(70, 320)
+}
+
+/// What one run's threads and CPUs did: from monitor samples, or from the workers' own
+/// records.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunView {
+    /// What the run was ("run 12: 2 threads, place os").
+    pub(crate) label: String,
+    /// Monitor samples (empty when the run was not monitored).
+    pub(crate) samples: Vec<Sample>,
+    /// Threads: label, CPU → samples, migrations.
+    pub(crate) threads: Vec<(String, BTreeMap<usize, u64>, Option<u64>)>,
+    /// Where each CPU sits (empty when no topology was available).
+    pub(crate) places: Vec<CpuPlace>,
+}
+
+impl RunView {
+    /// The CPUs to show, ordered by NUMA node, L3, core, number.
+    fn cpus(&self) -> Vec<(usize, String)> {
+        let mut cpus: Vec<usize> = self
+            .samples
+            .iter()
+            .flat_map(|s| s.cpus.iter().map(|c| c.cpu))
+            .chain(self.threads.iter().flat_map(|t| t.1.keys().copied()))
+            .chain(self.places.iter().map(|p| p.cpu))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let place = |cpu: usize| self.places.iter().find(|p| p.cpu == cpu);
+        cpus.sort_by_key(|&c| {
+            place(c).map_or((usize::MAX, usize::MAX, usize::MAX, c), |p| {
+                (
+                    p.numa.unwrap_or(0),
+                    p.l3.unwrap_or(0),
+                    p.core.unwrap_or(c),
+                    c,
+                )
+            })
+        });
+        cpus.into_iter()
+            .map(|c| {
+                let mut label = format!("CPU {c}");
+                if let Some(p) = place(c) {
+                    let parts: Vec<String> = [("NUMA", p.numa), ("L3", p.l3), ("core", p.core)]
+                        .into_iter()
+                        .filter_map(|(k, v)| Some(format!("{k} {}", v?)))
+                        .collect();
+                    if !parts.is_empty() {
+                        label.push_str(&format!(" ({})", parts.join(", ")));
+                    }
+                }
+                (c, label)
+            })
+            .collect()
+    }
+}
+
+/// Per-CPU utilisation over time, one small graph per CPU (None without samples).
+pub(crate) fn utilisation_plot(view: &RunView) -> anyhow::Result<Option<String>> {
+    if view.samples.is_empty() {
+        return Ok(None);
+    }
+    let cpus = view.cpus();
+    let cols = if cpus.len() <= 2 {
+        cpus.len()
+    } else if cpus.len() <= 8 {
+        2
+    } else {
+        4
+    };
+    let rows = cpus.len().div_ceil(cols.max(1));
+    let cell_h = 170u32;
+    let title_h = 40u32;
+    let height = title_h + cell_h * u32::try_from(rows).unwrap_or(64);
+    let t_max = view
+        .samples
+        .iter()
+        .map(|s| s.t_s)
+        .fold(0.0f64, f64::max)
+        .max(0.001);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root
+            .titled(
+                &format!("Per-CPU utilisation over time — {}", view.label),
+                (FONT, 20),
+            )
+            .map_err(err)?;
+        let areas: Vec<DrawingArea<SVGBackend<'_>, Shift>> = root.split_evenly((rows, cols));
+        for (area, (cpu, label)) in areas.iter().zip(&cpus) {
+            let mut chart = ChartBuilder::on(area)
+                .caption(label, (FONT, 14))
+                .margin(6)
+                .x_label_area_size(32)
+                .y_label_area_size(48)
+                .build_cartesian_2d(0f64..t_max, 0f64..100f64)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_desc("time (s)")
+                .y_desc("busy (%)")
+                .x_labels(5)
+                .y_labels(3)
+                .label_style((FONT, 11))
+                .axis_desc_style((FONT, 11))
+                .draw()
+                .map_err(err)?;
+            let pts: Vec<(f64, f64)> = view
+                .samples
+                .iter()
+                .filter_map(|s| {
+                    s.cpus
+                        .iter()
+                        .find(|c| c.cpu == *cpu)
+                        .map(|c| (s.t_s, c.busy_pct))
+                })
+                .collect();
+            let c = colour(0);
+            chart
+                .draw_series(AreaSeries::new(pts.iter().copied(), 0.0, c.mix(0.25)))
+                .map_err(err)?;
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Some(out))
+}
+
+/// Thread × CPU residency: share of each thread's samples per CPU, with its migrations
+/// (None when there are no threads).
+pub(crate) fn residency_plot(view: &RunView) -> anyhow::Result<Option<String>> {
+    if view.threads.is_empty() {
+        return Ok(None);
+    }
+    let cpus = view.cpus();
+    let mut cells = BTreeMap::new();
+    let mut rows = Vec::new();
+    for (row, (label, seen, migrations)) in view.threads.iter().enumerate() {
+        let total: u64 = seen.values().sum();
+        rows.push(match migrations {
+            Some(m) => format!("{label} ({m} migr.)"),
+            None => label.clone(),
+        });
+        for (col, (cpu, _)) in cpus.iter().enumerate() {
+            let n = seen.get(cpu).copied().unwrap_or(0);
+            #[allow(clippy::cast_precision_loss)]
+            let share = if total > 0 {
+                n as f64 / total as f64
+            } else {
+                0.0
+            };
+            cells.insert((col, row), (share, format!("{:.0}%", share * 100.0)));
+        }
+    }
+    let longest = rows.iter().map(String::len).max().unwrap_or(4);
+    Ok(Some(grid_plot(&Grid {
+        title: &format!("Where each thread ran — {}", view.label),
+        x_desc: "CPU (share of the thread's samples)",
+        y_desc: "thread",
+        columns: cpus.iter().map(|(c, _)| c.to_string()).collect(),
+        rows,
+        cells,
+        y_label_width: label_width(longest),
+    })?))
+}
+
+/// A summary plot as a file reporter.
+pub(crate) struct Plot {
+    pub(crate) file: &'static str,
+    pub(crate) draw: fn(&SweepReport) -> anyhow::Result<String>,
+}
+
+impl Reporter for Plot {
+    fn file_name(&self) -> &'static str {
+        self.file
+    }
+
+    fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>> {
+        Ok((self.draw)(report)?.into_bytes())
+    }
+}
+
+/// The summary plots, in the order the HTML report shows them.
+pub(crate) fn summary_plots() -> [Plot; 4] {
+    [
+        Plot {
+            file: "time.svg",
+            draw: time_plot,
+        },
+        Plot {
+            file: "speedup.svg",
+            draw: speedup_plot,
+        },
+        Plot {
+            file: "efficiency.svg",
+            draw: efficiency_plot,
+        },
+        Plot {
+            file: "heatmap.svg",
+            draw: heatmap_plot,
+        },
+    ]
+}

@@ -1,0 +1,229 @@
+//! The visual report: a monitored sweep's folder gets its plots and `report.html`;
+//! `coretune report DIR` regenerates them from the folder alone (no live topology needed); and
+//! the page renders in headless Chromium with every plot laid out and a non-blank screenshot.
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PLOTS: [&str; 6] = [
+    "time.svg",
+    "speedup.svg",
+    "efficiency.svg",
+    "heatmap.svg",
+    "utilisation.svg",
+    "residency.svg",
+];
+
+/// A tiny monitored sweep: 2 thread counts × 2 placements × 2 runs.
+fn sweep(dir: &Path) {
+    let out = util::coretune()
+        .args([
+            "tune",
+            "raymesh",
+            "--rays",
+            "2000",
+            "--threads",
+            "1,2",
+            "--place",
+            "os,spread",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--exhaustive",
+            "--monitor",
+            "5",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    sweep(&dir);
+    for f in PLOTS.iter().chain(&["report.html"]) {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    // One monitor file per run, each a JSON line per sample.
+    let runs = std::fs::read_to_string(dir.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(
+        std::fs::read_dir(dir.join("monitor")).unwrap().count(),
+        runs
+    );
+    let first = std::fs::read_to_string(dir.join("monitor/0.jsonl")).unwrap();
+    let sample: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert!(!sample["cpus"].as_array().unwrap().is_empty());
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(page.matches("<figure id=").count(), PLOTS.len());
+    assert_eq!(page.matches("<svg ").count(), PLOTS.len());
+    let apply = summary(&dir)["recommendation"]["apply"].clone();
+    assert!(!apply.as_array().unwrap().is_empty());
+
+    // A copy "from another machine": no topology.xml. The apply lines come from summary.json.
+    let copy = tmp.path().join("copy");
+    copy_dir(&dir, &copy);
+    std::fs::remove_file(copy.join("topology.xml")).unwrap();
+    for f in PLOTS
+        .iter()
+        .chain(&["report.html", "summary.csv", "hyperfine.json"])
+    {
+        std::fs::remove_file(copy.join(f)).unwrap();
+    }
+    let out = util::coretune().arg("report").arg(&copy).output().unwrap();
+    util::assert_success(&out);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("report.html")
+    );
+    for f in PLOTS
+        .iter()
+        .chain(&["report.html", "summary.csv", "hyperfine.json"])
+    {
+        assert!(copy.join(f).is_file(), "{f} not regenerated");
+    }
+    let s = summary(&copy);
+    util::assert_valid(
+        &util::schema("summary.schema.json"),
+        &s,
+        "regenerated summary.json",
+    );
+    assert_eq!(s["recommendation"]["apply"], apply);
+    assert_eq!(s["configs"], summary(&dir)["configs"]);
+
+    // Without summary.json nor topology.xml there is nothing to build apply lines from.
+    std::fs::remove_file(copy.join("summary.json")).unwrap();
+    let s = util::json(&["report", "--json", copy.to_str().unwrap()]);
+    assert_eq!(s["recommendation"]["apply"], serde_json::json!([]));
+    // With topology.xml back they are recomputed, the same as the sweep's.
+    std::fs::copy(dir.join("topology.xml"), copy.join("topology.xml")).unwrap();
+    std::fs::remove_file(copy.join("summary.json")).unwrap();
+    let s = util::json(&["report", "--json", copy.to_str().unwrap()]);
+    assert_eq!(s["recommendation"]["apply"], apply);
+}
+
+#[test]
+fn report_rejects_what_is_not_a_sweep_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    for dir in [tmp.path().to_path_buf(), missing] {
+        let out = util::coretune().arg("report").arg(&dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+fn chromium_cmd(chromium: &Path, profile: &Path) -> Command {
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,2000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(chromium) = chromium() else {
+        eprintln!("skipped: chromium is not installed (scripts/setup.sh --test installs it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    sweep(&dir);
+    let url = format!("file://{}", dir.join("report.html").display());
+
+    // The page's own script writes every plot's laid-out size into a data attribute.
+    let out = chromium_cmd(&chromium, &tmp.path().join("profile-dom"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let start = dom
+        .find("data-svg-sizes=\"")
+        .expect("the page's script ran")
+        + 16;
+    let raw = &dom[start..start + dom[start..].find('"').unwrap()];
+    let sizes: serde_json::Value = serde_json::from_str(&raw.replace("&quot;", "\"")).unwrap();
+    let sizes = sizes.as_array().unwrap();
+    assert_eq!(sizes.len(), PLOTS.len(), "{sizes:?}");
+    for s in sizes {
+        assert!(s["width"].as_f64().unwrap() >= 400.0, "{s}");
+        assert!(s["height"].as_f64().unwrap() >= 50.0, "{s}");
+    }
+
+    // The screenshot is not blank: many colours, a good share of non-white pixels.
+    let png = tmp.path().join("report.png");
+    let out = chromium_cmd(&chromium, &tmp.path().join("profile-shot"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let file = std::io::BufReader::new(std::fs::File::open(&png).unwrap());
+    let mut reader = png::Decoder::new(file).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1200, 2000));
+    let channels = info.color_type.samples();
+    assert!(channels >= 3 && info.bit_depth == png::BitDepth::Eight);
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let colours: std::collections::BTreeSet<[u8; 3]> =
+        pixels.iter().map(|p| [p[0], p[1], p[2]]).collect();
+    let non_white = pixels.iter().filter(|p| p[..3] != [255, 255, 255]).count();
+    assert!(colours.len() > 100, "{} colours", colours.len());
+    assert!(
+        non_white * 50 > pixels.len(),
+        "{non_white} of {} pixels not white",
+        pixels.len()
+    );
+}

@@ -1,0 +1,168 @@
+//! `coretune watch` end to end on this (2-CPU) machine: a program pinned to CPU 1 stays there,
+//! a 2-thread workload keeps both CPUs busy and its workers are seen, the summary follows
+//! `docs/watch.schema.json`, bad input exits with status 2.
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::Path;
+
+fn exe() -> String {
+    assert_cmd::cargo::cargo_bin("coretune")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `coretune watch --json --interval 20 --out OUT -- CMD...`, expects success, returns the
+/// summary after checking it against the schema and the folder's files.
+fn watch_json(out: &Path, cmd: &[&str]) -> serde_json::Value {
+    let output = util::coretune()
+        .args(["watch", "--json", "--interval", "20", "--out"])
+        .arg(out)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .unwrap();
+    util::assert_success(&output);
+    // Standard output is the summary alone: the program's output went to standard error.
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    util::assert_valid(&util::schema("watch.schema.json"), &summary, "watch --json");
+    for f in [
+        "watch.jsonl",
+        "summary.json",
+        "utilisation.svg",
+        "residency.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let lines = std::fs::read_to_string(out.join("watch.jsonl")).unwrap();
+    assert_eq!(
+        lines.lines().count() as u64,
+        summary["samples"].as_u64().unwrap()
+    );
+    summary
+}
+
+/// Whether this process may run on CPU 1 (2 CPUs and no cgroup excluding it).
+fn can_use_cpu1() -> bool {
+    util::coretune()
+        .args(["run", "--cpus", "1", "--", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn cpus_seen(thread: &serde_json::Value) -> Vec<String> {
+    thread["cpus_seen"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_program_pinned_to_cpu_1_is_only_ever_seen_there() {
+    if !can_use_cpu1() {
+        eprintln!("skipped: CPU 1 is not available here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // A busy loop of a bounded number of iterations (not a time), under `coretune run`, so the
+    // loop is a grandchild of watch: descendants are followed.
+    let s = watch_json(
+        &tmp.path().join("w"),
+        &[
+            &exe(),
+            "run",
+            "--cpus",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done",
+        ],
+    );
+    let threads = s["threads"].as_array().unwrap();
+    let sh: Vec<&serde_json::Value> = threads.iter().filter(|t| t["name"] == "sh").collect();
+    assert!(!sh.is_empty(), "the shell was never sampled: {threads:?}");
+    for t in sh {
+        assert_eq!(cpus_seen(t), ["1"], "{t}");
+        assert!(t["cpus_seen"]["1"].as_u64().unwrap() >= 1);
+    }
+    assert!(s["cpus"].as_array().unwrap().len() >= 2);
+}
+
+#[test]
+fn a_two_thread_workload_keeps_both_cpus_busy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = watch_json(
+        &tmp.path().join("w"),
+        &[
+            &exe(),
+            "bench",
+            "raymesh",
+            "--threads",
+            "2",
+            "--size",
+            "small",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ],
+    );
+    let workers: Vec<&serde_json::Value> = s["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("raymesh-"))
+        .collect();
+    assert!(workers.len() >= 2, "{}", s["threads"]);
+    for w in &workers {
+        assert!(!cpus_seen(w).is_empty());
+    }
+    let cpus = s["cpus"].as_array().unwrap();
+    if cpus.len() == 2 {
+        for c in cpus {
+            assert!(c["busy_pct"].as_f64().unwrap() > 10.0, "{c}");
+        }
+    }
+}
+
+#[test]
+fn text_summary_and_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = util::coretune()
+        .args(["watch", "--interval", "10", "--out"])
+        .arg(tmp.path().join("t"))
+        .args(["--", "sleep", "0.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "Busiest CPUs: CPU",
+        "Threads (most migrations first):",
+        "CPU 0's share of interrupts",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in {text}");
+    }
+    for args in [
+        vec!["watch"],
+        vec!["watch", "--interval", "0", "--", "true"],
+        vec!["watch", "--pid", "2147483000"],
+        vec!["watch", "--", "/nonexistent/program"],
+    ] {
+        let out = util::coretune()
+            .args(["watch", "--out"])
+            .arg(tmp.path().join("bad"))
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("coretune: "), "{err}");
+    }
+}

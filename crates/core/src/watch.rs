@@ -1,0 +1,646 @@
+//! Watching a program run: per-CPU utilisation, where each of its threads is, how often they
+//! migrate, and which CPUs take the interrupts — read from Linux's `/proc`.
+//!
+//! A [`Sampler`] reads, at each [`Sampler::sample`]:
+//!
+//! - `/proc/stat`'s `cpuN` lines: busy = user + nice + system + irq + softirq + steal, total adds
+//!   idle and iowait; a CPU's utilisation over an interval is Δbusy / Δtotal;
+//! - for the watched process and (optionally) every descendant process, each thread's
+//!   `/proc/PID/task/TID/stat` (field 39, `processor`: the CPU it last ran on; field 2, its
+//!   name) and `/proc/PID/task/TID/sched` (`se.nr_migrations`, the kernel's count of the
+//!   thread's moves between CPUs; absent without `CONFIG_SCHED_DEBUG`);
+//! - `/proc/interrupts` and `/proc/softirqs`, summed per CPU column (the "CPU 0 does the
+//!   housekeeping" effect shows as CPU 0's share).
+//!
+//! Utilisation and interrupt counts are differences from the previous read, so the sampler reads
+//! a baseline when it is made. All paths are relative to a root (`/` normally, a directory of
+//! sample files in tests). [`Monitor`] runs a sampler on a background thread; [`summarize`]
+//! turns samples into what `coretune watch --json` prints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hwlocality::object::types::ObjectType;
+use serde::{Deserialize, Serialize};
+
+use crate::topology::{Topology, set_to_vec};
+
+/// Why watching failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// A `/proc` file could not be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        error: std::io::Error,
+    },
+    /// A `/proc` file did not have the expected layout.
+    #[error("{path}: unexpected format: {what}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        what: String,
+    },
+    /// The process to watch does not exist (or is not visible).
+    #[error("no process with pid {0}")]
+    NoProcess(i32),
+    /// The background sampling thread could not be started.
+    #[error("cannot start the sampling thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Cumulative CPU time counters of one CPU, in clock ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user + nice + system + irq + softirq + steal.
+    pub busy: u64,
+    /// busy + idle + iowait.
+    pub total: u64,
+}
+
+/// Parses `/proc/stat`'s per-CPU lines (`cpu0 ...`), skipping the aggregate `cpu` line.
+///
+/// # Errors
+///
+/// A `cpuN` line with fewer than 4 numeric fields, as text.
+pub fn parse_stat(text: &str) -> Result<BTreeMap<usize, CpuTimes>, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(label) = words.next() else { continue };
+        let Some(cpu) = label
+            .strip_prefix("cpu")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let v: Vec<u64> = words.map_while(|w| w.parse().ok()).collect();
+        if v.len() < 4 {
+            return Err(format!("line '{line}' has fewer than 4 counters"));
+        }
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal (guest time is already in user).
+        let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+        out.insert(
+            cpu,
+            CpuTimes {
+                busy,
+                total: busy + at(3) + at(4),
+            },
+        );
+    }
+    if out.is_empty() {
+        return Err("no cpuN lines".into());
+    }
+    Ok(out)
+}
+
+/// Sums `/proc/interrupts` or `/proc/softirqs` per CPU: a header of `CPUn` columns, then rows
+/// `NAME: count count ... [description]`. Rows with a single total (`ERR:`, `MIS:`) are skipped.
+///
+/// # Errors
+///
+/// No `CPUn` header, as text.
+pub fn parse_irq_table(text: &str) -> Result<BTreeMap<usize, u64>, String> {
+    let mut lines = text.lines();
+    let header = lines.next().ok_or("empty")?;
+    let cpus: Vec<usize> = header
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    if cpus.is_empty() {
+        return Err("no CPUn header".into());
+    }
+    let mut out: BTreeMap<usize, u64> = cpus.iter().map(|&c| (c, 0)).collect();
+    for line in lines {
+        let Some((_, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let counts: Vec<u64> = rest
+            .split_whitespace()
+            .map_while(|w| w.parse().ok())
+            .collect();
+        if counts.len() < cpus.len() {
+            continue;
+        }
+        for (cpu, n) in cpus.iter().zip(counts) {
+            *out.entry(*cpu).or_insert(0) += n;
+        }
+    }
+    Ok(out)
+}
+
+/// What `/proc/PID/task/TID/stat` says about a thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskStat {
+    /// The thread's name (`comm`).
+    pub name: String,
+    /// Parent process id (field 4).
+    pub ppid: i32,
+    /// The CPU it last ran on (field 39).
+    pub cpu: usize,
+}
+
+/// Parses a `stat` line. The name is in parentheses and may itself contain spaces and
+/// parentheses, so fields are counted from the last `)`.
+///
+/// # Errors
+///
+/// A line without `(...)` or with fewer than 39 fields, as text.
+pub fn parse_task_stat(text: &str) -> Result<TaskStat, String> {
+    let open = text.find('(').ok_or("no '(' before the name")?;
+    let close = text.rfind(')').ok_or("no ')' after the name")?;
+    if close < open {
+        return Err("')' before '('".into());
+    }
+    let name = text[open + 1..close].to_owned();
+    // Fields from 3 (state) on.
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let field = |n: usize| -> Result<&str, String> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or_else(|| format!("only {} fields", rest.len() + 2))
+    };
+    let ppid = field(4)?.parse().map_err(|_| "field 4 is not a pid")?;
+    let cpu = field(39)?.parse().map_err(|_| "field 39 is not a CPU")?;
+    Ok(TaskStat { name, ppid, cpu })
+}
+
+/// `se.nr_migrations` from a `/proc/.../sched` file, when present.
+pub fn parse_sched_migrations(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "se.nr_migrations").then(|| v.trim().parse().ok())?
+    })
+}
+
+/// One CPU's utilisation over a sampling interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuBusy {
+    /// CPU number (OS index).
+    pub cpu: usize,
+    /// Busy share of the interval, 0–100.
+    pub busy_pct: f64,
+}
+
+/// Where one thread was at a sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSample {
+    /// Its process.
+    pub pid: i32,
+    /// Its thread id.
+    pub tid: i32,
+    /// Its name.
+    pub name: String,
+    /// The CPU it last ran on.
+    pub cpu: usize,
+    /// `se.nr_migrations` so far (since the thread started), when the kernel shows it.
+    pub migrations: Option<u64>,
+}
+
+/// One sample: a line of `watch.jsonl` and of `monitor/<seq>.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the sampler started.
+    pub t_s: f64,
+    /// Per-CPU utilisation since the previous sample.
+    pub cpus: Vec<CpuBusy>,
+    /// The watched threads.
+    pub threads: Vec<ThreadSample>,
+    /// Hardware interrupts per CPU since the previous sample.
+    pub irqs: BTreeMap<usize, u64>,
+    /// Soft interrupts per CPU since the previous sample.
+    pub softirqs: BTreeMap<usize, u64>,
+}
+
+#[derive(Debug, Default)]
+struct Raw {
+    stat: BTreeMap<usize, CpuTimes>,
+    irqs: BTreeMap<usize, u64>,
+    softirqs: BTreeMap<usize, u64>,
+}
+
+/// Reads samples from a `/proc` tree.
+#[derive(Debug)]
+pub struct Sampler {
+    proc_dir: PathBuf,
+    pid: Option<i32>,
+    descendants: bool,
+    exclude: BTreeSet<i32>,
+    prev: Raw,
+    start: Instant,
+}
+
+fn read(path: &Path) -> Result<String, WatchError> {
+    std::fs::read_to_string(path).map_err(|error| WatchError::Read {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+impl Sampler {
+    /// A sampler over `proc_dir` (normally `/proc`) that follows process `pid` (and its
+    /// descendants when `descendants`), or only the CPUs when `pid` is `None`. Reads the
+    /// baseline now.
+    ///
+    /// # Errors
+    ///
+    /// `/proc/stat` unreadable or malformed, or no process `pid`.
+    pub fn new(proc_dir: &Path, pid: Option<i32>, descendants: bool) -> Result<Self, WatchError> {
+        if let Some(pid) = pid {
+            if !proc_dir.join(pid.to_string()).join("task").is_dir() {
+                return Err(WatchError::NoProcess(pid));
+            }
+        }
+        let mut sampler = Self {
+            proc_dir: proc_dir.to_path_buf(),
+            pid,
+            descendants,
+            exclude: BTreeSet::new(),
+            prev: Raw::default(),
+            start: Instant::now(),
+        };
+        sampler.prev = sampler.read_raw()?;
+        Ok(sampler)
+    }
+
+    /// Leaves this thread out of the samples (the sampling thread itself, when it watches its
+    /// own process).
+    pub fn exclude_tid(&mut self, tid: i32) {
+        self.exclude.insert(tid);
+    }
+
+    fn read_raw(&self) -> Result<Raw, WatchError> {
+        let path = self.proc_dir.join("stat");
+        let stat = parse_stat(&read(&path)?).map_err(|what| WatchError::Format {
+            path: path.clone(),
+            what,
+        })?;
+        // Interrupt tables are optional (containers may hide them).
+        let table = |name: &str| {
+            std::fs::read_to_string(self.proc_dir.join(name))
+                .ok()
+                .and_then(|t| parse_irq_table(&t).ok())
+                .unwrap_or_default()
+        };
+        Ok(Raw {
+            stat,
+            irqs: table("interrupts"),
+            softirqs: table("softirqs"),
+        })
+    }
+
+    /// The processes watched: the pid, and its descendants found through each process's
+    /// parent pid.
+    fn processes(&self) -> Vec<i32> {
+        let Some(root) = self.pid else {
+            return Vec::new();
+        };
+        let mut out = vec![root];
+        if !self.descendants {
+            return out;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.proc_dir) else {
+            return out;
+        };
+        let parents: Vec<(i32, i32)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| {
+                let text =
+                    std::fs::read_to_string(self.proc_dir.join(format!("{pid}/stat"))).ok()?;
+                Some((pid, parse_task_stat(&text).ok()?.ppid))
+            })
+            .collect();
+        let mut i = 0;
+        while i < out.len() {
+            let parent = out[i];
+            for &(pid, ppid) in &parents {
+                if ppid == parent && !out.contains(&pid) {
+                    out.push(pid);
+                }
+            }
+            i += 1;
+        }
+        out
+    }
+
+    fn threads(&self) -> Vec<ThreadSample> {
+        let mut out = Vec::new();
+        for pid in self.processes() {
+            let task = self.proc_dir.join(format!("{pid}/task"));
+            // A process may end between listing and reading: skip what vanished.
+            let Ok(entries) = std::fs::read_dir(&task) else {
+                continue;
+            };
+            let mut tids: Vec<i32> = entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .filter(|tid| !self.exclude.contains(tid))
+                .collect();
+            tids.sort_unstable();
+            for tid in tids {
+                let dir = task.join(tid.to_string());
+                let Some(stat) = std::fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|t| parse_task_stat(&t).ok())
+                else {
+                    continue;
+                };
+                let migrations = std::fs::read_to_string(dir.join("sched"))
+                    .ok()
+                    .and_then(|t| parse_sched_migrations(&t));
+                out.push(ThreadSample {
+                    pid,
+                    tid,
+                    name: stat.name,
+                    cpu: stat.cpu,
+                    migrations,
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether the watched process still exists (and is not a zombie waiting to be reaped).
+    pub fn is_alive(&self) -> bool {
+        let Some(pid) = self.pid else { return true };
+        std::fs::read_to_string(self.proc_dir.join(format!("{pid}/stat")))
+            .ok()
+            .is_some_and(|t| {
+                t.rfind(')')
+                    .and_then(|i| t[i + 1..].split_whitespace().next())
+                    .is_some_and(|state| state != "Z" && state != "X")
+            })
+    }
+
+    /// Takes a sample: utilisation and interrupts since the previous one, threads now.
+    ///
+    /// # Errors
+    ///
+    /// `/proc/stat` unreadable or malformed.
+    pub fn sample(&mut self) -> Result<Sample, WatchError> {
+        let threads = self.threads();
+        let raw = self.read_raw()?;
+        #[allow(clippy::cast_precision_loss)]
+        let cpus = raw
+            .stat
+            .iter()
+            .map(|(&cpu, now)| {
+                let before = self.prev.stat.get(&cpu).copied().unwrap_or_default();
+                let busy = now.busy.saturating_sub(before.busy) as f64;
+                let total = now.total.saturating_sub(before.total) as f64;
+                CpuBusy {
+                    cpu,
+                    busy_pct: if total > 0.0 {
+                        (100.0 * busy / total).clamp(0.0, 100.0)
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        let delta = |now: &BTreeMap<usize, u64>, before: &BTreeMap<usize, u64>| {
+            now.iter()
+                .map(|(&c, &n)| (c, n.saturating_sub(before.get(&c).copied().unwrap_or(n))))
+                .collect()
+        };
+        let sample = Sample {
+            t_s: self.start.elapsed().as_secs_f64(),
+            cpus,
+            threads,
+            irqs: delta(&raw.irqs, &self.prev.irqs),
+            softirqs: delta(&raw.softirqs, &self.prev.softirqs),
+        };
+        self.prev = raw;
+        Ok(sample)
+    }
+}
+
+/// A sampler running on a background thread until [`Monitor::finish`].
+#[derive(Debug)]
+pub struct Monitor {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<Sample>>,
+}
+
+impl Monitor {
+    /// Starts sampling this process and its descendants every `interval` (the sampling thread
+    /// leaves itself out).
+    ///
+    /// # Errors
+    ///
+    /// `/proc` unreadable, or the thread could not be started.
+    pub fn start_self(interval: Duration) -> Result<Self, WatchError> {
+        let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+        let mut sampler = Sampler::new(Path::new("/proc"), Some(pid), true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("coretune-monitor".into())
+            .spawn(move || {
+                sampler.exclude_tid(nix::unistd::gettid().as_raw());
+                let mut samples = Vec::new();
+                // At least one sample, however short the run: the last one is taken after the
+                // stop request.
+                loop {
+                    std::thread::park_timeout(interval);
+                    match sampler.sample() {
+                        Ok(s) => samples.push(s),
+                        Err(_) => break,
+                    }
+                    if flag.load(Ordering::SeqCst) {
+                        break;
+                    }
+                }
+                samples
+            })
+            .map_err(WatchError::Thread)?;
+        Ok(Self { stop, handle })
+    }
+
+    /// Stops sampling (with one last sample) and returns the samples.
+    pub fn finish(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.thread().unpark();
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// One CPU over the whole watch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    /// CPU number.
+    pub cpu: usize,
+    /// Mean utilisation over the samples, 0–100.
+    pub busy_pct: f64,
+}
+
+/// One thread over the whole watch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSummary {
+    /// Its process.
+    pub pid: i32,
+    /// Its thread id.
+    pub tid: i32,
+    /// Its name (as last seen).
+    pub name: String,
+    /// CPU number → samples that found the thread there.
+    pub cpus_seen: BTreeMap<usize, u64>,
+    /// Migrations while watched: the growth of `se.nr_migrations` from the first sample for
+    /// threads that existed then, its last value for threads that started later; `null` where
+    /// the kernel does not show it.
+    pub migrations: Option<u64>,
+}
+
+/// Interrupts over the whole watch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterruptSummary {
+    /// CPU number → interrupts counted there.
+    pub per_cpu: BTreeMap<usize, u64>,
+    /// CPU 0's share of them, 0–1 (null when there were none).
+    pub cpu0_share: Option<f64>,
+}
+
+/// What `coretune watch --json` prints: see `docs/watch.schema.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WatchSummary {
+    /// Schema name and version.
+    pub schema: String,
+    /// Samples taken.
+    pub samples: usize,
+    /// Seconds from the first to the last sample's time stamp.
+    pub duration_s: f64,
+    /// Every CPU's mean utilisation, by CPU number.
+    pub cpus: Vec<CpuSummary>,
+    /// Every thread seen, most samples first.
+    pub threads: Vec<ThreadSummary>,
+    /// Hardware interrupts.
+    pub interrupts: InterruptSummary,
+    /// Soft interrupts.
+    pub softirqs: InterruptSummary,
+}
+
+/// Summarises samples.
+pub fn summarize(samples: &[Sample]) -> WatchSummary {
+    let mut busy: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
+    for s in samples {
+        for c in &s.cpus {
+            let e = busy.entry(c.cpu).or_insert((0.0, 0));
+            e.0 += c.busy_pct;
+            e.1 += 1;
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let cpus = busy
+        .into_iter()
+        .map(|(cpu, (sum, n))| CpuSummary {
+            cpu,
+            busy_pct: sum / n.max(1) as f64,
+        })
+        .collect();
+    let first_tids: BTreeSet<i32> = samples
+        .first()
+        .map(|s| s.threads.iter().map(|t| t.tid).collect())
+        .unwrap_or_default();
+    let mut threads: BTreeMap<i32, (ThreadSummary, Option<u64>)> = BTreeMap::new();
+    for s in samples {
+        for t in &s.threads {
+            let (sum, first) = threads.entry(t.tid).or_insert_with(|| {
+                (
+                    ThreadSummary {
+                        pid: t.pid,
+                        tid: t.tid,
+                        name: t.name.clone(),
+                        cpus_seen: BTreeMap::new(),
+                        migrations: None,
+                    },
+                    if first_tids.contains(&t.tid) {
+                        t.migrations
+                    } else {
+                        Some(0)
+                    },
+                )
+            });
+            sum.name.clone_from(&t.name);
+            *sum.cpus_seen.entry(t.cpu).or_insert(0) += 1;
+            sum.migrations = t.migrations.map(|m| m.saturating_sub(first.unwrap_or(0)));
+        }
+    }
+    let mut threads: Vec<ThreadSummary> = threads.into_values().map(|(t, _)| t).collect();
+    threads.sort_by_key(|t| (std::cmp::Reverse(t.cpus_seen.values().sum::<u64>()), t.tid));
+    let interrupts = |f: &dyn Fn(&Sample) -> &BTreeMap<usize, u64>| {
+        let mut per_cpu: BTreeMap<usize, u64> = BTreeMap::new();
+        for s in samples {
+            for (&c, &n) in f(s) {
+                *per_cpu.entry(c).or_insert(0) += n;
+            }
+        }
+        let total: u64 = per_cpu.values().sum();
+        #[allow(clippy::cast_precision_loss)]
+        let cpu0_share =
+            (total > 0).then(|| per_cpu.get(&0).copied().unwrap_or(0) as f64 / total as f64);
+        InterruptSummary {
+            per_cpu,
+            cpu0_share,
+        }
+    };
+    WatchSummary {
+        schema: SUMMARY_SCHEMA.into(),
+        samples: samples.len(),
+        duration_s: match (samples.first(), samples.last()) {
+            (Some(a), Some(b)) => b.t_s - a.t_s,
+            _ => 0.0,
+        },
+        cpus,
+        threads,
+        interrupts: interrupts(&|s| &s.irqs),
+        softirqs: interrupts(&|s| &s.softirqs),
+    }
+}
+
+/// Version of the watch summary; see `docs/watch.schema.json`.
+pub const SUMMARY_SCHEMA: &str = "coretune-watch/1";
+
+/// Where a CPU sits in the topology, for grouping per-CPU plots.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuPlace {
+    /// CPU number (OS index).
+    pub cpu: usize,
+    /// Logical index of its core.
+    pub core: Option<usize>,
+    /// Logical index of its L3 cache.
+    pub l3: Option<usize>,
+    /// Logical index of its NUMA node.
+    pub numa: Option<usize>,
+}
+
+/// Every PU's core, L3 and NUMA node, in CPU-number order.
+pub fn cpu_places(topo: &Topology) -> Vec<CpuPlace> {
+    let owner = |ty: ObjectType, cpu: usize| {
+        topo.hwloc()
+            .objects_with_type(ty)
+            .find(|o| o.cpuset().is_some_and(|s| s.is_set(cpu)))
+            .map(|o| o.logical_index())
+    };
+    set_to_vec(&topo.cpuset())
+        .into_iter()
+        .map(|cpu| CpuPlace {
+            cpu,
+            core: owner(ObjectType::Core, cpu),
+            l3: owner(ObjectType::L3Cache, cpu),
+            numa: owner(ObjectType::NUMANode, cpu),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod test;

@@ -1,0 +1,192 @@
+use std::path::Path;
+
+use super::*;
+use crate::topology::TopologySource;
+
+const STAT_0: &str = "cpu  200 0 100 1000 0 0 0 0 0 0
+cpu0 100 0 50 500 0 0 0 0 0 0
+cpu1 100 0 50 500 0 0 0 0 0 0
+intr 12345 0 0
+ctxt 999
+";
+// CPU 0: +10 busy of +100; CPU 1: +90 busy (user 80, softirq 10) of +100.
+const STAT_1: &str = "cpu  300 0 100 1100 0 0 10 0 0 0
+cpu0 110 0 50 590 0 0 0 0 0 0
+cpu1 180 0 50 510 0 0 10 0 0 0
+intr 12400 0 0
+";
+const INTERRUPTS_0: &str = "           CPU0       CPU1       
+  1:          9          0   IO-APIC   1-edge      i8042
+ 24:        100         10   PCI-MSI 49152-edge      virtio0-config
+LOC:       1000        500   Local timer interrupts
+ERR:          0
+";
+const INTERRUPTS_1: &str = "           CPU0       CPU1       
+  1:          9          0   IO-APIC   1-edge      i8042
+ 24:        160         10   PCI-MSI 49152-edge      virtio0-config
+LOC:       1100        520   Local timer interrupts
+ERR:          0
+";
+const SOFTIRQS: &str = "                    CPU0       CPU1
+          HI:          1          0
+       TIMER:        100         50
+";
+
+/// A `stat` line of a thread named `name` (with a space and a parenthesis, as real names may
+/// have) on `cpu`, child of `ppid`.
+fn task_stat(pid: i32, name: &str, ppid: i32, cpu: usize) -> String {
+    let mut fields: Vec<String> = (3..=52).map(|_| "0".to_owned()).collect();
+    fields[0] = "R".into();
+    fields[1] = ppid.to_string();
+    fields[39 - 3] = cpu.to_string();
+    format!("{pid} ({name}) {}\n", fields.join(" "))
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn sched(migrations: u64) -> String {
+    format!(
+        "worker (42, #threads: 2)\n-------------------\nse.exec_start : 1.0\nse.nr_migrations   :   {migrations}\nnr_switches : 3\n"
+    )
+}
+
+#[test]
+fn stat_lines_parse_to_busy_and_total() {
+    let t = parse_stat(STAT_1).unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t[&1],
+        CpuTimes {
+            busy: 240,
+            total: 750
+        }
+    );
+    assert!(parse_stat("intr 1 2 3\n").is_err());
+    assert!(parse_stat("cpu0 1 2\n").is_err());
+}
+
+#[test]
+fn irq_tables_sum_per_cpu() {
+    let t = parse_irq_table(INTERRUPTS_0).unwrap();
+    assert_eq!(t[&0], 1109);
+    assert_eq!(t[&1], 510);
+    let s = parse_irq_table(SOFTIRQS).unwrap();
+    assert_eq!((s[&0], s[&1]), (101, 50));
+    assert!(parse_irq_table("nothing here\n").is_err());
+}
+
+#[test]
+fn task_stat_finds_field_39_after_odd_names() {
+    let s = parse_task_stat(&task_stat(7, "we(ird) name", 1, 3)).unwrap();
+    assert_eq!(s.name, "we(ird) name");
+    assert_eq!((s.ppid, s.cpu), (1, 3));
+    assert!(parse_task_stat("7 (short) R 1 2").is_err());
+    assert!(parse_task_stat("no parens").is_err());
+    assert_eq!(parse_sched_migrations(&sched(12)), Some(12));
+    assert_eq!(parse_sched_migrations("nr_switches : 3\n"), None);
+}
+
+#[test]
+fn sampler_reads_a_proc_tree_with_descendants() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(root, "stat", STAT_0);
+    write(root, "interrupts", INTERRUPTS_0);
+    write(root, "softirqs", SOFTIRQS);
+    // Process 10 with two threads; its child 20 with one; 30 is unrelated.
+    write(root, "10/stat", &task_stat(10, "app", 1, 0));
+    write(root, "10/task/10/stat", &task_stat(10, "app", 1, 0));
+    write(root, "10/task/10/sched", &sched(1));
+    write(root, "10/task/11/stat", &task_stat(11, "worker 1", 1, 1));
+    write(root, "10/task/11/sched", &sched(5));
+    write(root, "20/stat", &task_stat(20, "sh", 10, 1));
+    write(root, "20/task/20/stat", &task_stat(20, "sh", 10, 1));
+    write(root, "30/stat", &task_stat(30, "other", 1, 0));
+    write(root, "30/task/30/stat", &task_stat(30, "other", 1, 0));
+
+    let mut sampler = Sampler::new(root, Some(10), true).unwrap();
+    write(root, "stat", STAT_1);
+    write(root, "interrupts", INTERRUPTS_1);
+    let a = sampler.sample().unwrap();
+    assert_eq!(a.cpus.len(), 2);
+    assert!((a.cpus[0].busy_pct - 10.0).abs() < 1e-9);
+    assert!((a.cpus[1].busy_pct - 90.0).abs() < 1e-9);
+    assert_eq!(a.irqs[&0], 160);
+    assert_eq!(a.irqs[&1], 20);
+    assert_eq!(a.softirqs[&0], 0);
+    let tids: Vec<i32> = a.threads.iter().map(|t| t.tid).collect();
+    assert_eq!(tids, [10, 11, 20]);
+    assert_eq!(a.threads[2].migrations, None);
+
+    // Thread 11 moves to CPU 0 and migrates twice more; nothing else changes.
+    write(root, "10/task/11/stat", &task_stat(11, "worker 1", 1, 0));
+    write(root, "10/task/11/sched", &sched(7));
+    let b = sampler.sample().unwrap();
+    assert!(b.cpus.iter().all(|c| c.busy_pct == 0.0));
+
+    let sum = summarize(&[a, b]);
+    assert_eq!(sum.samples, 2);
+    assert_eq!(sum.cpus.len(), 2);
+    assert!((sum.cpus[1].busy_pct - 45.0).abs() < 1e-9);
+    let worker = sum.threads.iter().find(|t| t.tid == 11).unwrap();
+    assert_eq!(worker.name, "worker 1");
+    assert_eq!(worker.cpus_seen.get(&0), Some(&1));
+    assert_eq!(worker.cpus_seen.get(&1), Some(&1));
+    assert_eq!(worker.migrations, Some(2));
+    assert_eq!(sum.interrupts.per_cpu[&0], 160);
+    assert!((sum.interrupts.cpu0_share.unwrap() - 160.0 / 180.0).abs() < 1e-9);
+    assert_eq!(sum.softirqs.cpu0_share, None);
+    // Map keys are strings in JSON, as scripts expect.
+    let json = serde_json::to_value(&sum).unwrap();
+    assert_eq!(json["threads"][0]["cpus_seen"]["0"], 2);
+
+    // Without descendants only process 10's threads; an unknown pid is an error.
+    let mut own = Sampler::new(root, Some(10), false).unwrap();
+    assert_eq!(own.sample().unwrap().threads.len(), 2);
+    assert!(matches!(
+        Sampler::new(root, Some(99), false),
+        Err(WatchError::NoProcess(99))
+    ));
+    assert!(own.is_alive());
+    write(
+        root,
+        "10/stat",
+        &task_stat(10, "app", 1, 0).replace(" R ", " Z "),
+    );
+    assert!(!own.is_alive());
+}
+
+#[test]
+fn live_sampler_and_monitor_work_on_this_machine() {
+    let mut s = Sampler::new(Path::new("/proc"), None, false).unwrap();
+    let sample = s.sample().unwrap();
+    assert!(!sample.cpus.is_empty());
+    assert!(sample.threads.is_empty());
+    let m = Monitor::start_self(Duration::from_millis(5)).unwrap();
+    let own = nix::unistd::gettid().as_raw();
+    let samples = m.finish();
+    assert!(!samples.is_empty());
+    // This thread is there; the sampling thread is not.
+    let last = samples.last().unwrap();
+    assert!(last.threads.iter().any(|t| t.tid == own));
+    assert!(last.threads.iter().all(|t| t.name != "coretune-monito"));
+}
+
+#[test]
+fn places_group_pus_by_core_l3_and_numa() {
+    let topo = Topology::load(&TopologySource::Synthetic(
+        "pack:1 numa:2 l3:1 core:2 pu:2".into(),
+    ))
+    .unwrap();
+    let places = cpu_places(&topo);
+    assert_eq!(places.len(), 8);
+    assert_eq!(places[0].core, places[1].core);
+    assert_ne!(places[1].core, places[2].core);
+    assert_eq!(places[3].numa, Some(0));
+    assert_eq!(places[4].numa, Some(1));
+    assert_eq!(places[4].l3, Some(1));
+}
