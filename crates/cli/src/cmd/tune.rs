@@ -86,7 +86,7 @@ pub(crate) struct TuneArgs {
     /// Configurations within this many percent of the fastest tie (ties go to the simplest).
     #[arg(long, default_value_t = 3.0, value_name = "PCT")]
     tolerance: f64,
-    /// Results folder (default: coretune-results/<date>T<time>).
+    /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR).
