@@ -21,7 +21,7 @@ args_for() {
     case "$1" in
         raymesh) echo "raymesh" ;;
         # The sizing rule's best is 10 threads here (2 cores x (1 + 800/200)): go past it.
-        mixed) echo "mixed --size small --threads 1-16" ;;
+        mixed) echo "mixed --threads 1-16" ;;
         sum) echo "sum" ;;
     esac
 }

@@ -2,7 +2,7 @@
 //!
 //! With no arguments it is the README's main job: the `raymesh` workload over the default grid
 //! (thread counts from 1 to 4 × the PUs, placements os/compact/spread/cores, and CPU 0 kept free
-//! as a variant on machines with more than 2 PUs), at 250,000 rays per table so that the default
+//! as a variant on machines with more than 2 PUs), at 500,000 rays per table so that the default
 //! search takes about a minute on 2 cores. After `--`, any program is measured instead, with
 //! `{threads}`, `{cpus}` and `{place}` substituted into its arguments.
 //!
@@ -46,7 +46,7 @@ use crate::workload_args::WorkloadArgs;
 
 /// raymesh rays per table for `coretune tune` when no size is given: the default sweep (about 80
 /// runs on a 2-PU machine) then takes about a minute on 2 cores.
-const TUNE_RAYS: usize = 250_000;
+const TUNE_RAYS: usize = 500_000;
 
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
