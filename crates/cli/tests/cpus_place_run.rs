@@ -257,11 +257,7 @@ fn openmp_threads_land_where_place_planned() {
             .env("OMP_AFFINITY_FORMAT", "omp-thread %n affinity %A")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        util::assert_ok(&out);
         // libgomp prints the display on stderr, one line per thread, in any order.
         let stderr = String::from_utf8_lossy(&out.stderr);
         let mut reported: Vec<(usize, String)> = stderr

@@ -244,11 +244,7 @@ fn broken_pipe_is_not_an_error() {
         .arg(script)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     assert!(
         out.stderr.is_empty(),
         "{}",

@@ -46,11 +46,7 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("Recommendation:"), "{stdout}");
     assert!(
@@ -143,11 +139,7 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .arg(&script)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     let calls = std::fs::read_to_string(&log).unwrap();
     assert_eq!(calls.lines().count(), 6);
     for line in calls.lines() {
@@ -228,11 +220,7 @@ fn kill_and_resume(signal: &str) {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     let runs = lines(&log);
     assert_eq!(runs.len(), 12, "no run lost or repeated");
     for (i, r) in runs.iter().enumerate() {
@@ -300,11 +288,7 @@ fn median_agrees_with_hyperfine() {
         .args(["--", "sleep", "0.05"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::assert_ok(&out);
     let ours = summary(&dir)["configs"][0]["median_s"].as_f64().unwrap();
     let ratio = ours / hf_median;
     assert!(
@@ -337,11 +321,7 @@ fn compare_marks_changes_and_gates_on_the_geomean() {
             .args(["--", "sleep", seconds])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        util::assert_ok(&out);
         dir
     };
     let (fast, slow) = (run("fast", "0.05"), run("slow", "0.10"));

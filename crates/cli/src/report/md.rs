@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Reporter, SweepReport, secs};
+use super::{Reporter, SweepReport};
 
 pub(crate) struct Markdown;
 
@@ -39,22 +39,18 @@ impl Reporter for Markdown {
             } else {
                 ""
             };
+            let [throttle, median, ci, speedup, efficiency] = c.cells();
             writeln!(
                 s,
                 "| {} | {} | `{}` | {} | {}{mark} | {} | {} | {} | {}{} |",
                 c.threads,
                 c.place,
                 c.cpus,
-                c.throttle.map_or("none".into(), |k| k.to_string()),
-                c.median_s.map_or("failed".into(), secs),
-                c.ci_s.map_or(String::new(), |(lo, hi)| format!(
-                    "{} – {}",
-                    secs(lo),
-                    secs(hi)
-                )),
-                c.speedup.map_or(String::new(), |x| format!("{x:.2}×")),
-                c.efficiency
-                    .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
+                throttle,
+                median,
+                ci,
+                speedup,
+                efficiency,
                 c.runs,
                 if c.failed > 0 {
                     format!(" (+{} failed)", c.failed)

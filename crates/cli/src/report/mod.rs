@@ -154,6 +154,20 @@ impl ConfigRow {
         s
     }
 
+    /// The cells both tables print: throttle, median, interval, speedup, efficiency.
+    pub(crate) fn cells(&self) -> [String; 5] {
+        [
+            self.throttle.map_or("none".into(), |k| k.to_string()),
+            self.median_s.map_or("failed".into(), secs),
+            self.ci_s.map_or(String::new(), |(lo, hi)| {
+                format!("{} – {}", secs(lo), secs(hi))
+            }),
+            self.speedup.map_or(String::new(), |x| format!("{x:.2}×")),
+            self.efficiency
+                .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
+        ]
+    }
+
     /// The key two sweeps' rows are matched on.
     pub(crate) fn key(&self) -> (usize, String, String, Option<usize>) {
         (

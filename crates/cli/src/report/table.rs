@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use super::{SweepReport, secs};
+use super::SweepReport;
 
 /// Renders the table, the recommendation, its reason and how to apply it.
 pub(crate) fn render(report: &SweepReport, color: bool) -> String {
@@ -63,21 +63,17 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             if c.bimodal { " bimodal" } else { "" },
             if c.busy_runs > 0 { " busy" } else { "" }
         );
+        let [throttle, median, ci, speedup, efficiency] = c.cells();
         let row = format!(
             "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
             c.threads,
             c.place,
             c.cpus,
-            c.throttle.map_or("none".into(), |k| k.to_string()),
-            c.median_s.map_or("failed".into(), secs),
-            c.ci_s.map_or(String::new(), |(lo, hi)| format!(
-                "{} – {}",
-                secs(lo),
-                secs(hi)
-            )),
-            c.speedup.map_or(String::new(), |x| format!("{x:.2}×")),
-            c.efficiency
-                .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
+            throttle,
+            median,
+            ci,
+            speedup,
+            efficiency,
             c.involuntary_ctx_switches
                 .map_or(String::new(), |x| format!("{x:.0}")),
             if c.failed > 0 {

@@ -63,3 +63,12 @@ pub fn assert_success(out: &std::process::Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Asserts that a finished `coretune` (or helper) command succeeded, showing its stderr if not.
+pub fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
