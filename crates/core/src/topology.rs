@@ -144,22 +144,22 @@ impl Topology {
     }
 
     fn load_with_flags(source: &TopologySource, flags: BuildFlags) -> Result<Self, TopologyError> {
-        let builder = HwlocTopology::builder();
-        let builder = match source {
-            TopologySource::Live => builder,
-            TopologySource::XmlFile(path) => {
-                let xml = std::fs::read_to_string(path).map_err(|error| TopologyError::Read {
+        // The XML document and the name it goes by, for XML sources.
+        let xml = match source {
+            TopologySource::XmlFile(path) => Some((
+                path.display().to_string(),
+                std::fs::read_to_string(path).map_err(|error| TopologyError::Read {
                     path: path.clone(),
                     error,
-                })?;
-                builder
-                    .from_xml(&xml)
-                    .map_err(|_| bad_xml(&path.display().to_string(), &xml))?
-            }
-            TopologySource::Xml { label, xml } => {
-                builder.from_xml(xml).map_err(|_| bad_xml(label, xml))?
-            }
-            TopologySource::Synthetic(description) => {
+                })?,
+            )),
+            TopologySource::Xml { label, xml } => Some((label.clone(), xml.clone())),
+            TopologySource::Live | TopologySource::Synthetic(_) => None,
+        };
+        let builder = HwlocTopology::builder();
+        let builder = match (source, &xml) {
+            (_, Some((label, xml))) => builder.from_xml(xml).map_err(|_| bad_xml(label, xml))?,
+            (TopologySource::Synthetic(description), None) => {
                 builder
                     .from_synthetic(description)
                     .map_err(|_| TopologyError::BadSynthetic {
@@ -167,20 +167,20 @@ impl Topology {
                         reason: synthetic_reason(description),
                     })?
             }
+            _ => builder,
         };
         let builder = builder
             .with_flags(flags)
             .map_err(|e| TopologyError::Live(e.to_string()))?;
-        let hwloc = builder.build().map_err(|e| match source {
-            TopologySource::Live => TopologyError::Live(e.to_string()),
-            TopologySource::Synthetic(description) => TopologyError::BadSynthetic {
+        // Depending on how libhwloc was built (with libxml2 or its own minimal parser), a bad
+        // XML document is refused when it is read or only when the topology is built.
+        let hwloc = builder.build().map_err(|e| match (source, &xml) {
+            (_, Some((label, xml))) => bad_xml(label, xml),
+            (TopologySource::Synthetic(description), None) => TopologyError::BadSynthetic {
                 description: description.clone(),
                 reason: e.to_string(),
             },
-            other => TopologyError::BadXml {
-                input: other.to_string(),
-                reason: e.to_string(),
-            },
+            _ => TopologyError::Live(e.to_string()),
         })?;
         Ok(Self {
             hwloc,
