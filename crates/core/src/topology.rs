@@ -437,7 +437,7 @@ pub fn set_from_indexes(indexes: impl IntoIterator<Item = usize>) -> CpuSet {
     set
 }
 
-/// Object counts of a topology; keys as in `../shared/topologies/expected.json`.
+/// Object counts of a topology; keys as in `tests/data/topologies/expected.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Counts {
     /// Packages (sockets).

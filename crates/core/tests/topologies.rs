@@ -1,4 +1,4 @@
-//! Every real-machine topology in `../shared/topologies/` loads and has the counts hwloc's own
+//! Every real-machine topology in `tests/data/topologies/` loads and has the counts hwloc's own
 //! tools computed for it (`expected.json`). A file dropped into that folder is tested here
 //! without code changes; a file without facts in `expected.json` fails, so none goes untested.
 

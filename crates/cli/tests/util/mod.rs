@@ -11,7 +11,7 @@ pub fn coretune() -> Command {
 }
 
 // The corpus helpers (`topologies_dir`, `expected`, `corpus_files`, `as_usize`) are the core
-// crate's, so both crates find and read `../shared/topologies/` the same way.
+// crate's, so both crates find and read `tests/data/topologies/` the same way.
 #[path = "../../../core/tests/util/mod.rs"]
 mod corpus;
 pub use corpus::{corpus_files, expected};

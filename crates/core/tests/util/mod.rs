@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use coretune_core::topology::{Topology, TopologySource};
 
-/// `../shared/topologies/` beside the repository root, found from this crate's location.
+/// The real-machine topology corpus the repository carries: `tests/data/topologies/` at its
+/// root (copied from the project's shared corpus; `INDEX.md` there gives each file's provenance).
 pub fn topologies_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/topologies");
     assert!(
         dir.join("expected.json").is_file(),
-        "the real-machine topology corpus is missing: expected {} (the repository's sibling \
-         folder shared/topologies, with expected.json)",
+        "the topology corpus is missing: expected {} with expected.json",
         dir.display()
     );
     dir
