@@ -1,10 +1,13 @@
-//! `--input`: which topology a command works on (shared by every command that needs one).
+//! Options several commands share: `--input` (which topology a command works on) and `--cpus`
+//! (a CPU-set expression limiting what a command uses).
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use coretune_core::CpuSet;
+use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
 use coretune_core::topology::{Topology, TopologySource};
 
 /// The topology option every topology-using command shares.
@@ -61,4 +64,22 @@ fn fsroot_to_xml(dir: &Path) -> anyhow::Result<TopologySource> {
     }
     let xml = String::from_utf8(out.stdout).context("hwloc's XML export is not UTF-8")?;
     Ok(TopologySource::Xml { label, xml })
+}
+
+/// The CPU set `--cpus EXPR` names on `topo` (its usable CPUs), with its warnings printed to
+/// stderr; `None` without the option.
+pub(crate) fn cpus_option(
+    topo: &Topology,
+    expr: Option<&str>,
+    physical: bool,
+) -> anyhow::Result<Option<CpuSet>> {
+    let Some(expr) = expr else { return Ok(None) };
+    let resolved = expr
+        .parse::<CpuSetExpr>()
+        .and_then(|e| e.resolve(topo, &ResolveOptions { physical }))
+        .context("--cpus")?;
+    for warning in &resolved.warnings {
+        eprintln!("coretune: warning: --cpus {warning}");
+    }
+    Ok(Some(resolved.usable(topo)))
 }

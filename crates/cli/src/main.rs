@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod exit;
 mod input;
 mod report;
 mod workload_args;
@@ -50,9 +51,6 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
 }
 
-/// Exit status for any error coretune reports itself (bad input, failed run).
-const EXIT_ERROR: u8 = 2;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -72,7 +70,7 @@ fn main() -> ExitCode {
         Err(err) => {
             let _ = io::stdout().flush();
             eprintln!("coretune: {err:#}");
-            ExitCode::from(EXIT_ERROR)
+            ExitCode::from(exit::ERROR)
         }
     }
 }

@@ -108,7 +108,7 @@ fn throttle_is_a_limit_or_adaptive_and_adaptive_runs_log_a_trace() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("neither a positive integer nor 'adaptive'"),
+        stderr.contains("'fast' is not none, a positive number, cores, pus or adaptive"),
         "{stderr}"
     );
 }

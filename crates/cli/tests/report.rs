@@ -43,23 +43,7 @@ fn sweep(dir: &Path) {
         .arg(dir)
         .output()
         .unwrap();
-    util::assert_success(&out);
-}
-
-fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
+    util::assert_ok(&out);
 }
 
 #[test]
@@ -85,12 +69,12 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(page.matches("<figure id=").count(), PLOTS.len());
     assert_eq!(page.matches("<svg ").count(), PLOTS.len());
-    let apply = summary(&dir)["recommendation"]["apply"].clone();
+    let apply = util::summary(&dir)["recommendation"]["apply"].clone();
     assert!(!apply.as_array().unwrap().is_empty());
 
     // A copy "from another machine": no topology.xml. The apply lines come from summary.json.
     let copy = tmp.path().join("copy");
-    copy_dir(&dir, &copy);
+    util::copy_dir(&dir, &copy);
     std::fs::remove_file(copy.join("topology.xml")).unwrap();
     for f in PLOTS
         .iter()
@@ -99,7 +83,7 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
         std::fs::remove_file(copy.join(f)).unwrap();
     }
     let out = util::coretune().arg("report").arg(&copy).output().unwrap();
-    util::assert_success(&out);
+    util::assert_ok(&out);
     assert!(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -111,14 +95,14 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
     {
         assert!(copy.join(f).is_file(), "{f} not regenerated");
     }
-    let s = summary(&copy);
+    let s = util::summary(&copy);
     util::assert_valid(
         &util::schema("summary.schema.json"),
         &s,
         "regenerated summary.json",
     );
     assert_eq!(s["recommendation"]["apply"], apply);
-    assert_eq!(s["configs"], summary(&dir)["configs"]);
+    assert_eq!(s["configs"], util::summary(&dir)["configs"]);
 
     // Without summary.json nor topology.xml there is nothing to build apply lines from.
     std::fs::remove_file(copy.join("summary.json")).unwrap();
@@ -186,7 +170,7 @@ fn report_renders_in_headless_chromium() {
         .arg(&url)
         .output()
         .unwrap();
-    util::assert_success(&out);
+    util::assert_ok(&out);
     let dom = String::from_utf8(out.stdout).unwrap();
     let start = dom
         .find("data-svg-sizes=\"")
@@ -208,7 +192,7 @@ fn report_renders_in_headless_chromium() {
         .arg(&url)
         .output()
         .unwrap();
-    util::assert_success(&out);
+    util::assert_ok(&out);
     let file = std::io::BufReader::new(std::fs::File::open(&png).unwrap());
     let mut reader = png::Decoder::new(file).read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];

@@ -5,22 +5,8 @@
 
 mod util;
 
-use std::path::Path;
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
-
-fn lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn builtin_sweep_writes_every_file_and_a_valid_summary() {
@@ -65,7 +51,7 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
     ] {
         assert!(dir.join(file).is_file(), "{file} missing");
     }
-    let s = summary(&dir);
+    let s = util::summary(&dir);
     util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
     let configs = s["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 4);
@@ -88,7 +74,7 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
             .starts_with("coretune bench raymesh --threads")
     }));
     // 4 configurations × (1 warm-up + 2 runs), every one verified.
-    let runs = lines(&dir.join("runs.jsonl"));
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
     assert_eq!(runs.len(), 12);
     assert!(runs.iter().all(|r| r["status"] == "ok"));
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
@@ -148,7 +134,7 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         // {threads} and OMP_NUM_THREADS agree.
         assert_eq!(words[0], words[3], "{line}");
     }
-    let s = summary(&dir);
+    let s = util::summary(&dir);
     let three = s["configs"]
         .as_array()
         .unwrap()
@@ -161,7 +147,7 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
     );
     assert!(three["median_s"].is_null());
     assert_ne!(s["recommendation"]["threads"], 3);
-    let failed = lines(&dir.join("runs.jsonl"))
+    let failed = util::read_jsonl(&dir.join("runs.jsonl"))
         .into_iter()
         .filter(|r| r["status"] == "failed")
         .count();
@@ -196,7 +182,7 @@ fn kill_and_resume(signal: &str) {
         .unwrap();
     let log = dir.join("runs.jsonl");
     let start = Instant::now();
-    while !(log.exists() && lines(&log).len() >= 4) {
+    while !(log.exists() && util::read_jsonl(&log).len() >= 4) {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "sweep did not start"
@@ -213,7 +199,7 @@ fn kill_and_resume(signal: &str) {
         !status.success(),
         "the sweep was stopped before it finished"
     );
-    let before = lines(&log).len();
+    let before = util::read_jsonl(&log).len();
     assert!((4..12).contains(&before), "{before} runs before resuming");
     let out = util::coretune()
         .args(["tune", "--quiet", "--resume"])
@@ -221,12 +207,12 @@ fn kill_and_resume(signal: &str) {
         .output()
         .unwrap();
     util::assert_ok(&out);
-    let runs = lines(&log);
+    let runs = util::read_jsonl(&log);
     assert_eq!(runs.len(), 12, "no run lost or repeated");
     for (i, r) in runs.iter().enumerate() {
         assert_eq!(r["seq"], i, "sequence numbers are contiguous");
     }
-    for c in summary(&dir)["configs"].as_array().unwrap() {
+    for c in util::summary(&dir)["configs"].as_array().unwrap() {
         assert_eq!(c["runs"], 3, "{c}");
     }
 }
@@ -289,7 +275,9 @@ fn median_agrees_with_hyperfine() {
         .output()
         .unwrap();
     util::assert_ok(&out);
-    let ours = summary(&dir)["configs"][0]["median_s"].as_f64().unwrap();
+    let ours = util::summary(&dir)["configs"][0]["median_s"]
+        .as_f64()
+        .unwrap();
     let ratio = ours / hf_median;
     assert!(
         (0.95..1.05).contains(&ratio),
@@ -380,4 +368,198 @@ fn bad_tune_arguments_are_one_line_errors() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_missing_program_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let script = tmp.path().join("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    for (program, message) in [
+        (
+            "/nonexistent/program",
+            "'/nonexistent/program': command not found",
+        ),
+        ("coretune-no-such-program", "command not found"),
+        (script.to_str().unwrap(), "is not an executable file"),
+    ] {
+        for command in [
+            vec!["tune", "--out", dir.to_str().unwrap(), "--", program],
+            vec!["run", "--", program],
+            vec!["watch", "--out", dir.to_str().unwrap(), "--", program],
+        ] {
+            let out = util::coretune().args(&command).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{command:?}");
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(stderr.lines().count(), 1, "{command:?}: {stderr}");
+            assert!(stderr.contains(message), "{command:?}: {stderr}");
+            assert!(!dir.exists(), "{command:?} made its folder");
+        }
+    }
+}
+
+#[test]
+fn a_sweep_with_no_successful_run_keeps_its_folder_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "2"])
+        .args(["--warmup", "0", "--quiet", "--out"])
+        .arg(&dir)
+        .args(["--", "false"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no configuration completed a verified run (4 of 4 runs failed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("false exited with status 1"), "{stderr}");
+    let s = util::summary(&dir);
+    assert!(s["recommendation"].is_null());
+    assert_eq!(s["runs"]["failed"], 4);
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 4);
+}
+
+#[test]
+fn adaptive_throttle_is_a_grid_value_with_its_trace_logged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "mixed",
+            "--size",
+            "small",
+            "--threads",
+            "4",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--throttle",
+            "none,2,adaptive",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--exhaustive", "--quiet", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    let throttles: Vec<&serde_json::Value> = s["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["throttle"])
+        .collect();
+    assert_eq!(
+        throttles,
+        [
+            &serde_json::Value::Null,
+            &serde_json::json!(2),
+            &serde_json::json!("adaptive")
+        ]
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let adaptive = runs.iter().find(|r| r["throttle"] == "adaptive").unwrap();
+    assert_eq!(adaptive["status"], "ok");
+    let trace = adaptive["record"]["throttle_trace"].as_array().unwrap();
+    assert!(!trace.is_empty(), "{adaptive}");
+    assert!(
+        trace
+            .iter()
+            .all(|t| (1..=4).contains(&t["limit"].as_u64().unwrap()))
+    );
+    assert!(
+        runs.iter()
+            .filter(|r| r["throttle"] != "adaptive")
+            .all(|r| r["record"].get("throttle_trace").is_none())
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("adaptive"), "{table}");
+}
+
+#[test]
+fn a_configuration_that_times_out_gets_no_more_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    // 2 threads sleep 5 s and time out at 0.5 s; 1 thread is quick.
+    let out = util::coretune()
+        .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "3"])
+        .args([
+            "--warmup",
+            "1",
+            "--timeout",
+            "0.5",
+            "--exhaustive",
+            "--quiet",
+        ])
+        .args(["--shell", "--out"])
+        .arg(&dir)
+        .args(["--", "test {threads} -eq 1 || sleep 5"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let two: Vec<&serde_json::Value> = runs.iter().filter(|r| r["threads"] == 2).collect();
+    assert_eq!(two.len(), 1, "{two:?}");
+    assert_eq!(two[0]["status"], "timeout");
+    assert_eq!(runs.iter().filter(|r| r["threads"] == 1).count(), 4);
+}
+
+#[test]
+fn a_builtin_run_past_its_timeout_stops_the_sweep_and_resume_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let tune = |args: &[&str]| util::coretune().args(args).output().unwrap();
+    let dir_s = dir.to_str().unwrap();
+    // Every mixed run takes far more than a millisecond.
+    let out = tune(&[
+        "tune",
+        "mixed",
+        "--size",
+        "small",
+        "--threads",
+        "1,2",
+        "--place",
+        "os",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--timeout",
+        "0.001",
+        "--exhaustive",
+        "--quiet",
+        "--out",
+        dir_s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("exceeded the timeout"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("coretune tune --resume {dir_s}")),
+        "{stderr}"
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "timeout");
+    // The resumed sweep skips the configuration that timed out and stops at the next one.
+    let out = tune(&["tune", "--quiet", "--resume", dir_s]);
+    assert_eq!(out.status.code(), Some(2));
+    let again = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(again.len(), 2);
+    assert_ne!(again[1]["threads"], again[0]["threads"]);
+    // Nothing is left to run: the sweep ends, with no successful configuration.
+    let out = tune(&["tune", "--quiet", "--resume", dir_s]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 2);
 }

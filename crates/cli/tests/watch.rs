@@ -24,7 +24,7 @@ fn watch_json(out: &Path, cmd: &[&str]) -> serde_json::Value {
         .args(cmd)
         .output()
         .unwrap();
-    util::assert_success(&output);
+    util::assert_ok(&output);
     // Standard output is the summary alone: the program's output went to standard error.
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     util::assert_valid(&util::schema("watch.schema.json"), &summary, "watch --json");

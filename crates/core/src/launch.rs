@@ -18,6 +18,7 @@
 
 use std::fs;
 use std::io;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 use hwlocality::cpu::cpuset::CpuSet;
@@ -63,7 +64,15 @@ pub enum LaunchError {
         /// The program as given.
         program: String,
     },
-    /// The program exists but could not be started (not executable, affinity refused, ...).
+    /// The program exists but the execute permission is missing, or it is not a file.
+    #[error("'{program}': {path} is not an executable file")]
+    NotExecutable {
+        /// The program as given.
+        program: String,
+        /// Where it was found.
+        path: PathBuf,
+    },
+    /// The program exists but could not be started (affinity refused, bad format, ...).
     #[error("'{program}': cannot start it: {source}")]
     Spawn {
         /// The program as given.
@@ -110,6 +119,58 @@ pub enum LaunchError {
         /// An explanation for EINVAL (no allowed CPU in the set), else empty.
         hint: &'static str,
     },
+}
+
+/// Finds the program a command would run, as `execvp` does: a name with a `/` is a path, any
+/// other name is looked up in the directories of `PATH`. Called before anything runs, so a typo
+/// is one clear error rather than a sweep of failed runs.
+///
+/// # Errors
+///
+/// [`LaunchError::CommandNotFound`] when there is no such file, [`LaunchError::NotExecutable`]
+/// when it is a directory or lacks the execute permission.
+pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
+    let not_found = || LaunchError::CommandNotFound {
+        program: program.to_owned(),
+    };
+    if program.is_empty() {
+        return Err(not_found());
+    }
+    if program.contains('/') {
+        let path = Path::new(program);
+        if !path.exists() {
+            return Err(not_found());
+        }
+        return if is_executable_file(path) {
+            Ok(path.to_path_buf())
+        } else {
+            Err(LaunchError::NotExecutable {
+                program: program.to_owned(),
+                path: path.to_path_buf(),
+            })
+        };
+    }
+    let dirs = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&dirs)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable_file(p))
+        .ok_or_else(not_found)
+}
+
+/// A regular file (after following links) with an execute bit set.
+fn is_executable_file(path: &Path) -> bool {
+    let Ok(meta) = fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
 }
 
 /// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
@@ -274,5 +335,28 @@ mod test {
             err.to_string(),
             "'/nonexistent/coretune-test-cmd': command not found"
         );
+    }
+
+    #[test]
+    fn programs_are_found_as_execvp_finds_them() {
+        assert!(find_program("sh").unwrap().is_absolute());
+        assert!(matches!(
+            find_program("coretune-no-such-program"),
+            Err(LaunchError::CommandNotFound { .. })
+        ));
+        assert!(matches!(
+            find_program("/nonexistent/x"),
+            Err(LaunchError::CommandNotFound { .. })
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("data.txt");
+        fs::write(&plain, "not a program").unwrap();
+        let err = find_program(plain.to_str().unwrap()).unwrap_err();
+        assert!(
+            err.to_string().ends_with("is not an executable file"),
+            "{err}"
+        );
+        let err = find_program(dir.path().to_str().unwrap()).unwrap_err();
+        assert!(matches!(err, LaunchError::NotExecutable { .. }), "{err}");
     }
 }

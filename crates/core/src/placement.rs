@@ -39,7 +39,10 @@ use crate::topology::{Topology, set_from_indexes, set_to_vec};
 pub const MAX_THREADS: usize = 1 << 16;
 
 /// How threads are spread over the CPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// Written as its name (`os`, `compact`, `spread`, `cores`, `round-robin`) on the command line
+/// and in results files; ordered by that name, so tables list policies alphabetically.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Policy {
@@ -64,17 +67,40 @@ impl Policy {
         Policy::Cores,
         Policy::RoundRobin,
     ];
-}
 
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+    /// The policy's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Policy::Os => "os",
             Policy::Compact => "compact",
             Policy::Spread => "spread",
             Policy::Cores => "cores",
             Policy::RoundRobin => "round-robin",
-        })
+        }
+    }
+
+    /// Whether threads are pinned at all ([`Policy::Os`] is not).
+    pub fn is_pinned(self) -> bool {
+        self != Policy::Os
+    }
+}
+
+impl PartialOrd for Policy {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Policy {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so that table columns (`{:<11}`) line up.
+        f.pad(self.as_str())
     }
 }
 
@@ -221,7 +247,7 @@ impl Placement {
 
     /// Whether threads are pinned at all ([`Policy::Os`] is not).
     pub fn is_pinned(&self) -> bool {
-        self.policy != Policy::Os
+        self.policy.is_pinned()
     }
 
     /// Each thread's CPUs as OS indexes, for code that knows no hwloc (the pool).

@@ -1,20 +1,18 @@
-//! `coretune bench WORKLOAD`: one built-in workload, one configuration, a few measured runs.
-//!
-//! Warm-up runs are executed and verified but not reported. Every reported run carries the
-//! measurements of [`coretune_core::measure`] and its verification verdict; the summary figures
-//! (`wall_s`, `throughput`, context switches, migrations) are medians over the runs.
-
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::{CpuBudget, format_list};
-use coretune_core::placement::{Binding, Policy, plan};
-use coretune_core::stats::median;
-use coretune_core::workload::{RunConfig, RunRecord, Throughput, build, run_measured};
+use coretune_core::budget::format_list;
+use coretune_core::placement::{Binding, Policy};
+use coretune_core::sweep::{
+    Config, Cpus, Grid, MachineCounts, Plan, Progress, RunLog, RunSettings, Runner, Status,
+    Strategy, Target, ThrottleSpec, execute, summarize,
+};
+use coretune_core::workload::{RunRecord, Throughput};
 use serde::Serialize;
 
+use crate::exit;
 use crate::workload_args::WorkloadArgs;
 
 #[derive(Debug, Args)]
@@ -24,10 +22,11 @@ pub(crate) struct BenchArgs {
     /// Worker threads (default: the PUs this process may use; sum: 64, as in the article).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// At most K workers compute at once (a counting semaphore), or 'adaptive': a limit that
-    /// climbs from the core count while measured throughput improves; default: no throttle.
+    /// At most K workers compute at once (a counting semaphore), cores or pus for the machine's
+    /// count, or 'adaptive': a limit that climbs from the core count while measured throughput
+    /// improves; default: no throttle.
     #[arg(long, value_name = "K|adaptive")]
-    throttle: Option<ThrottleArg>,
+    throttle: Option<ThrottleSpec>,
     /// Placement: os (no pinning), compact, spread, cores, round-robin.
     #[arg(long, default_value = "os")]
     place: Policy,
@@ -50,65 +49,7 @@ pub(crate) struct BenchArgs {
     json: bool,
 }
 
-/// `--throttle`: a fixed limit or the adaptive (hill-climbing) one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-enum ThrottleArg {
-    /// At most K at once.
-    Fixed(usize),
-    /// `Throttle::adaptive` between 1 and the thread count, starting at the core count.
-    #[serde(serialize_with = "adaptive_name")]
-    Adaptive,
-}
-
-fn adaptive_name<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str("adaptive")
-}
-
-impl std::str::FromStr for ThrottleArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "adaptive" {
-            return Ok(ThrottleArg::Adaptive);
-        }
-        match s.parse::<usize>() {
-            Ok(0) => Err("--throttle must be at least 1".into()),
-            Ok(k) => Ok(ThrottleArg::Fixed(k)),
-            Err(_) => Err(format!(
-                "'{s}' is neither a positive integer nor 'adaptive'"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for ThrottleArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ThrottleArg::Fixed(k) => write!(f, "throttle {k}"),
-            ThrottleArg::Adaptive => f.write_str("adaptive throttle"),
-        }
-    }
-}
-
-impl ThrottleArg {
-    /// A fresh throttle for one run: an adaptive one starts its climb anew every run, so each
-    /// run's throughput includes the climb.
-    fn build(self, threads: usize, cores: usize) -> coretune_pool::Throttle {
-        match self {
-            ThrottleArg::Fixed(k) => coretune_pool::Throttle::new(k),
-            ThrottleArg::Adaptive => {
-                coretune_pool::Throttle::adaptive(coretune_pool::AdaptiveConfig {
-                    min: 1,
-                    max: threads,
-                    initial: cores.min(threads),
-                    ..coretune_pool::AdaptiveConfig::default()
-                })
-            }
-        }
-    }
-}
-
-/// One sample of an adaptive throttle's trace.
+/// One sample of an adaptive throttle's trace, with the run it belongs to.
 #[derive(Debug, Serialize)]
 struct TracePoint {
     /// Measured run (1-based) whose throttle took the sample.
@@ -127,12 +68,15 @@ struct Report {
     workload: String,
     description: String,
     threads: usize,
-    place: String,
-    cpus: String,
-    throttle: Option<ThrottleArg>,
+    place: Policy,
+    cpus: Cpus,
+    throttle: ThrottleSpec,
     verified: bool,
-    wall_s: f64,
-    throughput: Throughput,
+    /// Median wall time of the verified runs (null when none verified).
+    wall_s: Option<f64>,
+    /// Bootstrap 95% interval of that median.
+    ci_s: Option<(f64, f64)>,
+    throughput: Option<Throughput>,
     ctx_switches: CtxSwitches,
     migrations: Option<f64>,
     runs: Vec<RunRecord>,
@@ -142,47 +86,64 @@ struct Report {
 
 #[derive(Debug, Serialize)]
 struct CtxSwitches {
-    voluntary: f64,
-    involuntary: f64,
+    voluntary: Option<f64>,
+    involuntary: Option<f64>,
 }
 
 pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    if args.threads == Some(0) {
+        bail!("--threads must be at least 1");
+    }
     let topo = crate::input::TopologyArgs::default().load()?;
-    let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-    let workload = build(&args.workload_args.spec(&args.workload), llc)?;
-    let threads = match args.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => workload
-            .default_threads()
-            .unwrap_or_else(|| CpuBudget::live(&topo).usable.len().max(1)),
+    let machine = MachineCounts::live(&topo);
+    let target = Target::Workload {
+        spec: args.workload_args.spec(&args.workload),
+        description: String::new(),
     };
-    // Where an adaptive throttle starts: the CPUs this process may use.
-    let usable = CpuBudget::live(&topo).usable.len().max(1);
-    let cpus = crate::cmd::place::cpus_option(&topo, args.cpus.as_deref(), false)?;
-    let placement =
-        plan(&topo, threads, args.place, cpus.as_ref(), args.bind).context("--place")?;
-    let config = RunConfig {
-        start_hook: placement.pin_hook(&topo),
-        ..RunConfig::threads(threads)
+    let settings = RunSettings {
+        binding: args.bind,
+        ..RunSettings::default()
     };
-    let new_throttle = || args.throttle.map(|t| t.build(threads, usable));
+    let runner = Runner::new(&topo, target, settings, machine)?;
+    let cpus: Cpus = match &args.cpus {
+        Some(e) => e.parse().with_context(|| format!("--cpus '{e}'"))?,
+        None => Cpus::All,
+    };
+    let config = Config {
+        threads: args.threads.unwrap_or_else(|| runner.default_threads()),
+        place: args.place,
+        cpus,
+        throttle: args.throttle.unwrap_or_default(),
+    };
+    // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
+    let plan = Plan {
+        grid: Grid {
+            threads: vec![config.threads],
+            places: vec![config.place],
+            cpus: vec![config.cpus.clone()],
+            throttles: vec![config.throttle],
+        },
+        strategy: Strategy::Exhaustive,
+        runs: args.runs,
+        warmup: args.warmup,
+        min_time: std::time::Duration::ZERO,
+        tolerance: 0.03,
+    };
+    for (cpus, warning) in runner.check(&plan.grid)? {
+        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+    config.placement(&topo, args.bind).context("--place")?;
+    let description = runner.describe().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if !args.json {
-        writeln!(out, "{}: {}", workload.name(), workload.describe())?;
+        writeln!(out, "{}: {description}", args.workload)?;
         writeln!(
             out,
-            "{threads} thread{}, placement {}{}, {}, {} run{} after {} warm-up",
-            if threads == 1 { "" } else { "s" },
-            args.place,
-            args.cpus
-                .as_ref()
-                .map_or(String::new(), |c| format!(" on '{c}'")),
-            args.throttle
-                .map_or("no throttle".into(), |t| t.to_string()),
+            "{}, {} run{} after {} warm-up",
+            config,
             args.runs,
             if args.runs == 1 { "" } else { "s" },
             args.warmup
@@ -193,110 +154,78 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "run", "wall", "user", "sys", "vol.cs", "invol.cs", "migr", "peak RSS", "throughput"
         )?;
     }
-    for i in 0..args.warmup {
-        let throttle = new_throttle();
-        let config = RunConfig {
-            throttle: throttle.as_ref(),
-            ..config.clone()
-        };
-        let r = run_measured(workload.as_ref(), &config)
-            .with_context(|| format!("warm-up run {}", i + 1))?;
-        if !r.verified {
-            bail!(
-                "warm-up run {} failed verification: {}",
-                i + 1,
-                r.verify_error.unwrap_or_default()
-            );
-        }
-    }
-    let mut runs = Vec::with_capacity(args.runs);
-    let mut traces = Vec::with_capacity(args.runs);
-    for i in 0..args.runs {
-        let throttle = new_throttle();
-        let run_config = RunConfig {
-            throttle: throttle.as_ref(),
-            ..config.clone()
-        };
-        let r = run_measured(workload.as_ref(), &run_config)
-            .with_context(|| format!("run {}", i + 1))?;
-        traces.push(throttle.map(|t| t.trace()).unwrap_or_default());
-        if !args.json {
-            let m = &r.measurement;
-            writeln!(
-                out,
-                "{:>3} {:>8.3}s {:>7.3}s {:>7.3}s {:>8} {:>8} {:>6} {:>9} {:>14}  {}",
-                i + 1,
-                m.wall.as_secs_f64(),
-                m.user.as_secs_f64(),
-                m.sys.as_secs_f64(),
-                m.voluntary_ctx_switches,
-                m.involuntary_ctx_switches,
-                m.migrations.map_or("-".into(), |n| n.to_string()),
-                format!("{} MiB", m.peak_rss_bytes >> 20),
-                r.throughput.to_string(),
-                if r.verified {
-                    "yes".to_owned()
-                } else {
-                    format!("NO: {}", r.verify_error.clone().unwrap_or_default())
-                }
-            )?;
-        }
-        runs.push(r);
-    }
-    let med = |f: &dyn Fn(&RunRecord) -> f64| {
-        median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-    };
-    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    let mut log = RunLog::in_memory();
+    let mut measured = 0;
+    let mut printed = Ok(());
+    let result = execute(
+        &plan,
+        &mut log,
+        &mut |c| runner.run(c).outcome,
+        &mut |p: &Progress<'_>| {
+            if p.line.warmup || args.json || printed.is_err() {
+                return;
+            }
+            measured += 1;
+            printed = print_run(&mut out, measured, p);
+        },
+        &|| false,
+    );
+    printed?;
+    result?;
+    let lines: Vec<_> = log.lines().iter().filter(|l| !l.warmup).collect();
+    let summary = summarize(log.lines()).into_iter().next();
+    let runs: Vec<RunRecord> = lines.iter().filter_map(|l| l.record.clone()).collect();
+    let traces: Vec<Vec<coretune_core::workload::ThrottleSample>> =
+        runs.iter().map(|r| r.throttle_trace.clone()).collect();
     let report = Report {
-        workload: workload.name().to_owned(),
-        description: workload.describe(),
-        threads,
-        place: args.place.to_string(),
-        cpus: args.cpus.clone().unwrap_or_else(|| "all".into()),
-        throttle: args.throttle,
-        verified: runs.iter().all(|r| r.verified),
-        wall_s: med(&|r| r.measurement.wall.as_secs_f64()),
-        throughput: Throughput {
-            value: med(&|r| r.throughput.value),
-            unit: runs[0].throughput.unit,
-        },
+        workload: args.workload.clone(),
+        description,
+        threads: config.threads,
+        place: config.place,
+        cpus: config.cpus.clone(),
+        throttle: config.throttle,
+        verified: lines.iter().all(|l| l.status == Status::Ok),
+        wall_s: summary
+            .as_ref()
+            .and_then(|s| s.wall.as_ref())
+            .map(|w| w.median),
+        ci_s: summary.as_ref().and_then(|s| s.wall.as_ref()).map(|w| w.ci),
+        throughput: summary.as_ref().and_then(|s| s.throughput),
         ctx_switches: CtxSwitches {
-            voluntary: med(&|r| r.measurement.voluntary_ctx_switches as f64),
-            involuntary: med(&|r| r.measurement.involuntary_ctx_switches as f64),
+            voluntary: summary.as_ref().and_then(|s| s.voluntary_ctx_switches),
+            involuntary: summary.as_ref().and_then(|s| s.involuntary_ctx_switches),
         },
-        migrations: runs
-            .iter()
-            .all(|r| r.measurement.migrations.is_some())
-            .then(|| med(&|r| r.measurement.migrations.unwrap_or(0) as f64)),
-        runs,
+        migrations: summary.as_ref().and_then(|s| s.migrations),
         throttle_trace: traces
             .iter()
             .enumerate()
             .flat_map(|(i, trace)| {
                 trace.iter().map(move |s| TracePoint {
                     run: i + 1,
-                    t_s: s.at.as_secs_f64(),
+                    t_s: s.t_s,
                     limit: s.limit,
                     throughput: s.throughput,
                 })
             })
             .collect(),
+        runs,
     };
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        writeln!(
-            out,
-            "median: {:.3} s, {}; {}",
-            report.wall_s,
-            report.throughput,
-            if report.verified {
-                "every run verified"
-            } else {
-                "VERIFICATION FAILED"
-            }
-        )?;
+        match (report.wall_s, report.ci_s, report.throughput) {
+            (Some(wall), Some((lo, hi)), Some(throughput)) => writeln!(
+                out,
+                "median: {wall:.3} s (95% interval {lo:.3} – {hi:.3} s), {throughput}; {}",
+                if report.verified {
+                    "every run verified"
+                } else {
+                    "SOME RUNS FAILED"
+                }
+            )?,
+            _ => writeln!(out, "no run completed and verified")?,
+        }
         for (i, trace) in traces.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
             let limits: Vec<usize> = trace.iter().map(|s| s.limit).collect();
             let second_half = &limits[limits.len() / 2..];
@@ -320,9 +249,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 writeln!(
                     out,
                     "  {:>7.3}s {:>4} {:>12.1}",
-                    s.at.as_secs_f64(),
-                    s.limit,
-                    s.throughput
+                    s.t_s, s.limit, s.throughput
                 )?;
             }
         }
@@ -356,6 +283,36 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.verified {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(crate::EXIT_ERROR)
+        ExitCode::from(exit::FAILED)
     })
+}
+
+/// One measured run's row of the text output.
+fn print_run(out: &mut impl std::io::Write, n: usize, p: &Progress<'_>) -> std::io::Result<()> {
+    let Some(r) = &p.line.record else {
+        return writeln!(
+            out,
+            "{n:>3} FAILED: {}",
+            p.line.error.as_deref().unwrap_or("no result")
+        );
+    };
+    let m = &r.measurement;
+    writeln!(
+        out,
+        "{:>3} {:>8.3}s {:>7.3}s {:>7.3}s {:>8} {:>8} {:>6} {:>9} {:>14}  {}",
+        n,
+        m.wall.as_secs_f64(),
+        m.user.as_secs_f64(),
+        m.sys.as_secs_f64(),
+        m.voluntary_ctx_switches,
+        m.involuntary_ctx_switches,
+        m.migrations.map_or("-".into(), |n| n.to_string()),
+        format!("{} MiB", m.peak_rss_bytes >> 20),
+        r.throughput.to_string(),
+        if r.verified {
+            "yes".to_owned()
+        } else {
+            format!("NO: {}", r.verify_error.clone().unwrap_or_default())
+        }
+    )
 }

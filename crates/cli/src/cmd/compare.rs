@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 
-use crate::report::{ConfigRow, SweepReport};
+use coretune_core::sweep::{ConfigRow, SUMMARY_SCHEMA, SweepReport};
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
@@ -77,12 +77,12 @@ fn load(path: &Path) -> anyhow::Result<SweepReport> {
     let text = std::fs::read_to_string(&file).with_context(|| format!("{}", file.display()))?;
     let report: SweepReport = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a coretune summary.json", file.display()))?;
-    if report.schema != crate::report::SCHEMA {
+    if report.schema != SUMMARY_SCHEMA {
         bail!(
             "{}: schema '{}' is not {}",
             file.display(),
             report.schema,
-            crate::report::SCHEMA
+            SUMMARY_SCHEMA
         );
     }
     Ok(report)
@@ -94,12 +94,12 @@ pub(crate) fn compare(a: &[ConfigRow], b: &[ConfigRow], threshold: f64) -> Compa
     let mut not_comparable = Vec::new();
     let mut only_in_a = Vec::new();
     for ra in a {
-        let Some(rb) = b.iter().find(|rb| rb.key() == ra.key()) else {
-            only_in_a.push(ra.label());
+        let Some(rb) = b.iter().find(|rb| rb.config == ra.config) else {
+            only_in_a.push(ra.config.to_string());
             continue;
         };
         let (Some(ma), Some(mb)) = (ra.median_s, rb.median_s) else {
-            not_comparable.push(ra.label());
+            not_comparable.push(ra.config.to_string());
             continue;
         };
         let ratio = mb / ma;
@@ -116,7 +116,7 @@ pub(crate) fn compare(a: &[ConfigRow], b: &[ConfigRow], threshold: f64) -> Compa
             Verdict::Unchanged
         };
         cases.push(Case {
-            config: ra.label(),
+            config: ra.config.to_string(),
             a_median_s: ma,
             b_median_s: mb,
             ratio,
@@ -126,8 +126,8 @@ pub(crate) fn compare(a: &[ConfigRow], b: &[ConfigRow], threshold: f64) -> Compa
     }
     let only_in_b = b
         .iter()
-        .filter(|rb| !a.iter().any(|ra| ra.key() == rb.key()))
-        .map(ConfigRow::label)
+        .filter(|rb| !a.iter().any(|ra| ra.config == rb.config))
+        .map(|rb| rb.config.to_string())
         .collect();
     #[allow(clippy::cast_precision_loss)]
     let geomean = (!cases.is_empty())
@@ -212,7 +212,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 "coretune: B is {:.1}% slower than A (geometric mean), above --fail-above {limit}%",
                 (g - 1.0) * 100.0
             );
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(crate::exit::FAILED));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -224,10 +224,12 @@ mod test {
 
     fn row(threads: usize, median: f64, ci: (f64, f64)) -> ConfigRow {
         ConfigRow {
-            threads,
-            place: "os".into(),
-            cpus: "all".into(),
-            throttle: None,
+            config: coretune_core::sweep::Config {
+                threads,
+                place: coretune_core::placement::Policy::Os,
+                cpus: coretune_core::sweep::Cpus::All,
+                throttle: coretune_core::sweep::ThrottleSpec::None,
+            },
             median_s: Some(median),
             ci_s: Some(ci),
             mean_s: Some(median),

@@ -5,12 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
 use coretune_core::placement::{Binding, Placement, Policy, plan};
-use coretune_core::topology::Topology;
 use serde::Serialize;
 
-use crate::input::TopologyArgs;
+use crate::input::{TopologyArgs, cpus_option};
 
 #[derive(Debug, Args)]
 pub(crate) struct PlaceArgs {
@@ -34,23 +32,6 @@ pub(crate) struct PlaceArgs {
     json: bool,
     #[command(flatten)]
     topology: TopologyArgs,
-}
-
-/// The CPU set `--cpus EXPR` names, with its warnings printed to stderr.
-pub(crate) fn cpus_option(
-    topo: &Topology,
-    expr: Option<&str>,
-    physical: bool,
-) -> anyhow::Result<Option<coretune_core::CpuSet>> {
-    let Some(expr) = expr else { return Ok(None) };
-    let resolved = expr
-        .parse::<CpuSetExpr>()
-        .and_then(|e| e.resolve(topo, &ResolveOptions { physical }))
-        .context("--cpus")?;
-    for warning in &resolved.warnings {
-        eprintln!("coretune: warning: --cpus {warning}");
-    }
-    Ok(Some(resolved.usable(topo)))
 }
 
 #[derive(Serialize)]

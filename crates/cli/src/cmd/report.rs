@@ -8,17 +8,14 @@
 //! `topology.xml` when it loads.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::machine::MachineRecord;
-use coretune_core::sweep::RunLine;
-use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::sweep::SweepFolder;
+use coretune_core::watch::cpu_places;
 
-use super::tune::{SWEEP_SCHEMA, SweepFile, apply_lines};
-use crate::report::{self, SweepReport, table};
+use crate::report::{self, table};
 
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
@@ -30,54 +27,16 @@ pub(crate) struct ReportArgs {
     json: bool,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
-}
-
 pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let dir = &args.dir;
-    if !dir.is_dir() {
-        bail!("{}: not a folder", dir.display());
-    }
-    let sweep: SweepFile = read_json(&dir.join("sweep.json"))?;
-    if sweep.schema != SWEEP_SCHEMA {
-        bail!(
-            "{}: a {} file, not {SWEEP_SCHEMA}",
-            dir.join("sweep.json").display(),
-            sweep.schema
-        );
-    }
-    let machine: MachineRecord = read_json(&dir.join("machine.json"))?;
-    let lines: Vec<RunLine> = report::read_jsonl(&dir.join("runs.jsonl"))?;
-    let old: Option<SweepReport> = read_json(&dir.join("summary.json")).ok();
-    let xml = dir.join("topology.xml");
-    let topo = xml
-        .is_file()
-        .then(|| Topology::load(&TopologySource::XmlFile(xml)).ok())
-        .flatten();
-    let places = topo
-        .as_ref()
-        .map(coretune_core::watch::cpu_places)
-        .unwrap_or_default();
-    let apply = |c: &coretune_core::sweep::Config| -> Vec<String> {
-        if let Some(r) = old.as_ref().and_then(|o| o.recommendation.as_ref()) {
-            if &r.config == c {
-                return r.apply.clone();
-            }
-        }
-        topo.as_ref()
-            .map(|t| apply_lines(t, &sweep.target, c, sweep.binding))
-            .unwrap_or_default()
-    };
-    let report = report::finish(
-        dir,
-        (&sweep.target, &machine, &sweep.plan),
-        &lines,
-        &apply,
-        &places,
-    )?;
+    let folder = SweepFolder::read(&args.dir)?;
+    let machine = folder.machine()?;
+    let previous = folder.previous_report();
+    let topo = folder.topology();
+    let places = topo.as_ref().map(cpu_places).unwrap_or_default();
+    let results = folder.results();
+    let report = results.report(machine, None, previous.as_ref());
+    let view = results.run_view(&report, &places);
+    report::write_all(folder.dir(), &report, &view)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -85,7 +44,11 @@ pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(out, "{}", report.machine.topology)?;
         out.write_all(table::render(&report, std::io::stdout().is_terminal()).as_bytes())?;
-        writeln!(out, "\nReport: {}", dir.join("report.html").display())?;
+        writeln!(
+            out,
+            "\nReport: {}",
+            folder.dir().join("report.html").display()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,7 @@ use coretune_core::launch::{self, thread_env};
 use coretune_core::placement::{Binding, Policy, plan};
 use coretune_core::topology::{Topology, TopologySource, set_to_vec};
 
-use super::place::cpus_option;
+use crate::input::cpus_option;
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -53,6 +53,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some((program, rest)) = args.command.split_first() else {
         bail!("run: no command given (coretune run [OPTIONS] -- CMD ARGS...)");
     };
+    launch::find_program(program)?;
     let placement = match (args.threads, args.place) {
         (Some(n), Some(policy)) => {
             Some(plan(&topo, n, policy, cpus.as_ref(), Binding::Pu).context("run")?)

@@ -1,52 +1,38 @@
 //! `coretune tune`: sweep a grid of configurations, recommend one, write the results folder.
 //!
-//! With no arguments it is the README's main job: the `raymesh` workload over the default grid
-//! (thread counts from 1 to 4 × the PUs, placements os/compact/spread/cores, and CPU 0 kept free
-//! as a variant on machines with more than 2 PUs), at 500,000 rays per table so that the default
-//! search takes about a minute on 2 cores. After `--`, any program is measured instead, with
-//! `{threads}`, `{cpus}` and `{place}` substituted into its arguments.
+//! The sweep itself — target, grid, runs, log, statistics, recommendation and report model — is
+//! core's engine ([`coretune_core::sweep`]). This command turns the arguments into a
+//! [`SweepSpec`] (or reads one back for `--resume`), shows progress, prints the table and writes
+//! the report files after every stage of the search and at the end.
 //!
-//! The folder (`coretune-results/<time>/` or `--out`) holds `sweep.json` (what to measure: read
-//! back by `--resume`), `runs.jsonl` (every run, appended as it finishes), `summary.json`
-//! (`docs/summary.schema.json`), `summary.csv`, `summary.md`, `hyperfine.json`, `machine.json`
-//! and `topology.xml`. Summaries are rewritten after every stage of the search, so an
-//! interrupted sweep still leaves them.
-//!
-//! Built-in workloads run in this process (as `bench` runs them); a run that exceeds `--timeout`
-//! cannot be stopped safely there, so coretune exits (status 2) with every finished run saved,
-//! and `--resume` continues. External programs are child processes, killed at the timeout and
-//! logged as timed out.
+//! With no arguments it is the README's main job: the `raymesh` workload over its default grid.
+//! After `--`, any program is measured instead, with `{threads}`, `{cpus}` and `{place}`
+//! substituted into its arguments. A program that is not there is refused before the folder is
+//! made; a sweep in which no configuration completed a verified run exits with status 1.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::{CpuBudget, format_list};
-use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
-use coretune_core::launch;
 use coretune_core::machine::{MachineRecord, topology_summary};
-use coretune_core::measure::ChildProbe;
-use coretune_core::placement::{Binding, Placement, Policy, plan};
+use coretune_core::placement::{Binding, Policy};
 use coretune_core::sweep::{
-    Config, Grid, MachineCounts, Outcome, Plan, Progress, RunLog, Strategy, SweepError,
-    default_threads, execute, parse_threads,
+    Cpus, Grid, MachineCounts, Plan, Progress, RunSettings, Runner, Strategy, SweepError,
+    SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThrottleSpec, parse_threads,
+    timestamped_dir,
 };
-use coretune_core::topology::{Topology, set_to_vec};
-use coretune_core::workload::{RunConfig, RunRecord, Size, Unit, Work, Workload, run_measured};
+use coretune_core::topology::Topology;
+use coretune_core::watch::{CpuPlace, cpu_places};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::{Deserialize, Serialize};
 
-use crate::report::{self, SweepReport, Target, table};
+use crate::exit;
+use crate::report::{self, table};
 use crate::workload_args::WorkloadArgs;
-
-/// raymesh rays per table for `coretune tune` when no size is given: the default sweep (about 80
-/// runs on a 2-PU machine) then takes about a minute on 2 cores.
-const TUNE_RAYS: usize = 500_000;
 
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
@@ -62,7 +48,7 @@ pub(crate) struct TuneArgs {
     /// when there are more than 2 PUs).
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     cpus: Vec<String>,
-    /// Throttle limits to try: none, numbers, cores (default: none).
+    /// Throttle values to try: none, numbers, cores, pus, adaptive (default: none).
     #[arg(long, value_name = "LIST")]
     throttle: Option<String>,
     /// Each pinned thread's set: its PU, its core, or one set shared by all threads.
@@ -77,7 +63,7 @@ pub(crate) struct TuneArgs {
     /// Add runs until each configuration has this many seconds measured (at most 10 × --runs).
     #[arg(long, default_value_t = 0.0, value_name = "SECS")]
     min_time: f64,
-    /// Longest a run may take, in seconds.
+    /// Longest a run may take, in seconds (a configuration that times out gets no more runs).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
     /// Measure every configuration of the grid instead of searching it.
@@ -115,302 +101,97 @@ pub(crate) struct TuneArgs {
     command: Vec<String>,
 }
 
-/// `sweep.json`: what the folder's sweep measures, for `--resume`.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct SweepFile {
-    pub(crate) schema: String,
-    pub(crate) plan: Plan,
-    pub(crate) target: Target,
-    pub(crate) binding: Binding,
-    pub(crate) timeout_s: Option<f64>,
-    pub(crate) prepare: Option<String>,
-    /// Monitor interval in milliseconds (`--monitor`); absent in older folders.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) monitor_ms: Option<u64>,
-}
-
-pub(crate) const SWEEP_SCHEMA: &str = "coretune-sweep/1";
-
-/// Civil date and time (UTC) of a Unix time, for folder names (Hinnant's `civil_from_days`).
-fn timestamp(unix: u64) -> String {
-    let days = i64::try_from(unix / 86_400).unwrap_or(0);
-    let secs = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-/// The current time as [`timestamp`] writes it.
-pub(crate) fn now_stamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    timestamp(now)
-}
-
-fn counts(topo: &Topology) -> MachineCounts {
-    let budget = CpuBudget::live(topo);
-    MachineCounts {
-        cores: budget.usable_cores.max(1),
-        pus: budget.usable.len().max(1),
-    }
-}
-
-/// Throttle list: `none`, numbers, `cores`, `pus`.
-fn parse_throttles(spec: &str, machine: MachineCounts) -> anyhow::Result<Vec<Option<usize>>> {
-    let mut out = Vec::new();
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        out.push(match item {
-            "none" => None,
-            "cores" => Some(machine.cores),
-            "pus" => Some(machine.pus),
-            n => match n.parse::<usize>() {
-                Ok(k) if k > 0 => Some(k),
-                _ => bail!("--throttle: '{item}' is not none, cores, pus or a positive number"),
-            },
-        });
-    }
-    if out.is_empty() {
-        bail!("--throttle: no values");
-    }
-    out.dedup();
-    Ok(out)
-}
-
-/// Checks every CPU-set expression of the grid against the topology before anything runs.
-fn check_cpus(topo: &Topology, exprs: &[String]) -> anyhow::Result<()> {
-    for e in exprs.iter().filter(|e| *e != "all") {
-        let resolved = e
-            .parse::<CpuSetExpr>()
-            .and_then(|x| x.resolve(topo, &ResolveOptions::default()))
-            .with_context(|| format!("--cpus '{e}'"))?;
-        for w in &resolved.warnings {
-            eprintln!("coretune: warning: --cpus '{e}': {w}");
-        }
-    }
-    Ok(())
-}
-
-/// The placement of a configuration.
-fn placement_of(topo: &Topology, c: &Config, binding: Binding) -> anyhow::Result<Placement> {
-    let policy: Policy = c
-        .place
-        .parse()
-        .map_err(|e| anyhow::anyhow!("place '{}': {e}", c.place))?;
-    let cpus = if c.cpus == "all" {
-        None
-    } else {
-        Some(
-            e_resolve(topo, &c.cpus)
-                .with_context(|| format!("cpus '{}'", c.cpus))?
-                .usable(topo),
-        )
-    };
-    Ok(plan(topo, c.threads, policy, cpus.as_ref(), binding)?)
-}
-
-fn e_resolve(
-    topo: &Topology,
-    expr: &str,
-) -> Result<coretune_core::cpuset::Resolved, coretune_core::cpuset::CpuSetError> {
-    expr.parse::<CpuSetExpr>()?
-        .resolve(topo, &ResolveOptions::default())
-}
-
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let topo = crate::input::TopologyArgs::default().load()?;
-    let machine_counts = counts(&topo);
-    let (dir, sweep) = match &args.resume {
+    let machine = MachineCounts::live(&topo);
+    let (mut folder, runner) = match &args.resume {
         Some(dir) => {
-            let path = dir.join("sweep.json");
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("--resume: {}", path.display()))?;
-            let sweep: SweepFile = serde_json::from_str(&text)
-                .with_context(|| format!("--resume: {}", path.display()))?;
-            if sweep.schema != SWEEP_SCHEMA {
-                bail!(
-                    "--resume: {} is a {} file, not {SWEEP_SCHEMA}",
-                    path.display(),
-                    sweep.schema
-                );
-            }
-            (dir.clone(), sweep)
+            let folder = SweepFolder::resume(dir).context("--resume")?;
+            let spec = folder.spec();
+            let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
+            check_grid(&runner, &spec.plan.grid)?;
+            (folder, runner)
         }
-        None => new_sweep(args, &topo, machine_counts)?,
+        None => new_sweep(args, &topo, machine)?,
     };
-    check_cpus(&topo, &sweep.plan.grid.cpus)?;
+    let dir = folder.dir().to_path_buf();
+    let record = MachineRecord::gather(topology_summary(&topo), env!("CARGO_PKG_VERSION"));
+    folder.write_machine(&record, &topo)?;
 
-    // The workload (prepared once) or the command.
-    let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-    let workload: Option<Box<dyn Workload>> = match &sweep.target {
-        Target::Workload { spec, .. } => Some(coretune_core::workload::build(spec, llc)?),
-        Target::Command { .. } => None,
-    };
-
-    let machine = MachineRecord::gather(topology_summary(&topo), env!("CARGO_PKG_VERSION"));
-    std::fs::write(
-        dir.join("machine.json"),
-        serde_json::to_vec_pretty(&machine)?,
-    )
-    .with_context(|| format!("writing {}", dir.join("machine.json").display()))?;
-    if let Ok(xml) = topo.to_xml() {
-        std::fs::write(dir.join("topology.xml"), xml)
-            .with_context(|| format!("writing {}", dir.join("topology.xml").display()))?;
-    }
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let presses = Arc::new(AtomicUsize::new(0));
-    {
-        let (stop, presses) = (Arc::clone(&stop), Arc::clone(&presses));
-        let shown = dir.display().to_string();
-        // Not fatal: without a handler Ctrl-C ends the process, and the log is still intact.
-        let _ = ctrlc::set_handler(move || {
-            if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-                stop.store(true, Ordering::SeqCst);
-                eprintln!(
-                    "\ncoretune: stopping after the run in flight (Ctrl-C again to quit now); \
-                     continue with: coretune tune --resume {shown}"
-                );
-            } else {
-                std::process::exit(130);
-            }
-        });
-    }
-
-    let mut log = RunLog::open(&dir.join("runs.jsonl")).map_err(anyhow::Error::msg)?;
-    let already = log.lines().len();
-    let bar = if args.quiet || args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    let timeout = sweep.timeout_s.map(Duration::from_secs_f64);
-    let mut stage_start = 0;
-    let mut last_stage = usize::MAX;
-    let describe = workload.as_ref().map(|w| w.describe());
-    let places = coretune_core::watch::cpu_places(&topo);
-    let report_now = |log_lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
-        report::finish(
-            &dir,
-            (&sweep.target, &machine, &sweep.plan),
-            log_lines,
-            &|c| apply_lines(&topo, &sweep.target, c, sweep.binding),
-            &places,
-        )
-    };
-    let monitored = std::cell::RefCell::new(None);
-    let mut interrupted = false;
-    let result = {
-        let mut runner = |c: &Config| -> Outcome {
-            let placement = match placement_of(&topo, c, sweep.binding) {
-                Ok(p) => p,
-                Err(e) => return Outcome::Failed(format!("{e:#}")),
-            };
-            let monitor = sweep.monitor_ms.and_then(|ms| {
-                coretune_core::watch::Monitor::start_self(Duration::from_millis(ms.max(1))).ok()
-            });
-            let outcome = match (&workload, &sweep.target) {
-                (Some(w), _) => run_builtin(w.as_ref(), &topo, c, &placement, timeout),
-                (None, Target::Command { argv, shell }) => run_external(
-                    argv,
-                    *shell,
-                    c,
-                    &placement,
-                    timeout,
-                    sweep.prepare.as_deref(),
-                ),
-                (None, Target::Workload { .. }) => Outcome::Failed("no workload".into()),
-            };
-            *monitored.borrow_mut() = monitor.map(coretune_core::watch::Monitor::finish);
-            outcome
+    let stop = ctrl_c(&dir);
+    let already = folder.lines().len();
+    let bar = progress_bar(args.quiet || args.json);
+    let places = cpu_places(&topo);
+    let spec = folder.spec().clone();
+    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
+        let results = SweepResults {
+            dir: &dir,
+            spec: &spec,
+            lines,
         };
-        let mut progress = |p: &Progress<'_>| {
-            if p.stage != last_stage {
-                last_stage = p.stage;
-                stage_start = p.done - 1;
-                bar.set_prefix((p.stage + 1).to_string());
-            }
-            let in_stage = p.done - stage_start;
-            bar.set_length((in_stage + p.remaining_in_stage) as u64);
-            bar.set_position(in_stage as u64);
-            let wall = p
-                .line
-                .wall_s()
-                .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
-            bar.set_message(format!("{}: {wall}", p.line.config));
-            if let Some(samples) = monitored.borrow_mut().take() {
-                if let Err(e) = save_samples(&dir, p.line.seq, &samples) {
+        write_report(&results, record.clone(), &topo, &places)
+    };
+    let mut stage = (usize::MAX, 0);
+    let result = folder.execute(
+        &runner,
+        &mut |p: &Progress<'_>| {
+            show(&bar, &mut stage, p);
+            if p.remaining_in_stage == 0 {
+                // After every stage, so an interrupted sweep still has its summaries.
+                if let Err(e) = export(p.lines) {
                     bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
                 }
             }
-            if p.remaining_in_stage == 0 {
-                // Export after every stage, so an interrupted sweep still has its summaries.
-                let _ = report_now(p.lines);
-            }
-        };
-        let stop_fn = || stop.load(Ordering::SeqCst);
-        execute(&sweep.plan, &mut log, &mut runner, &mut progress, &stop_fn)
-    };
+        },
+        &|| stop.load(Ordering::SeqCst),
+    );
     bar.finish_and_clear();
-    match result {
-        Ok(()) => {}
-        Err(SweepError::Interrupted) => interrupted = true,
-        Err(e) => return Err(e).context("sweep"),
-    }
-    let report = report_now(log.lines())?;
+    let report = export(folder.lines())?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        if let Some(d) = &describe {
+        if let Some(d) = runner.describe() {
             writeln!(out, "{}: {d}", report.target.label())?;
         }
         writeln!(out, "{}", report.machine.topology)?;
         out.write_all(table::render(&report, std::io::stdout().is_terminal()).as_bytes())?;
+        let all = folder.lines().len();
         writeln!(
             out,
-            "\nResults: {} ({} runs this time, {} in all)",
+            "\nResults: {} ({} runs this time, {all} in all)",
             dir.display(),
-            log.lines().len() - already,
-            log.lines().len()
+            all - already,
         )?;
     }
-    if interrupted {
-        eprintln!(
-            "coretune: interrupted; continue with: coretune tune --resume {}",
-            dir.display()
-        );
-        return Ok(ExitCode::from(130));
+    out.flush()?;
+    let resume = format!("coretune tune --resume {}", dir.display());
+    match result {
+        Ok(()) => {}
+        Err(SweepError::Interrupted) => {
+            eprintln!("coretune: interrupted; continue with: {resume}");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
+        Err(SweepError::Abandoned(why)) => {
+            bail!("{why}; the finished runs are saved, continue with: {resume}")
+        }
+        Err(e) => return Err(e).context("sweep"),
+    }
+    if let Some(why) = report.failure(folder.lines()) {
+        eprintln!("coretune: {why}");
+        return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Sets up a new sweep folder from the command line.
-fn new_sweep(
+/// Builds the sweep the arguments describe, checks it against this machine (the workload builds,
+/// the program exists, every CPU set resolves), and only then creates its folder.
+fn new_sweep<'t>(
     args: &TuneArgs,
-    topo: &Topology,
+    topo: &'t Topology,
     machine: MachineCounts,
-) -> anyhow::Result<(PathBuf, SweepFile)> {
+) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -425,15 +206,12 @@ fn new_sweep(
     }
     let target = if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
-        let mut spec = args.workload_args.spec(&name);
-        if name == "raymesh" && args.workload_args.size.is_none() && spec.rays.is_none() {
-            spec.rays = Some(TUNE_RAYS);
-        }
-        let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-        let w = coretune_core::workload::build(&spec, llc)?;
         Target::Workload {
-            description: w.describe(),
-            spec,
+            spec: args
+                .workload_args
+                .spec(&name)
+                .for_sweep(args.workload_args.size.is_some()),
+            description: String::new(),
         }
     } else {
         if args.workload.is_some() {
@@ -444,47 +222,35 @@ fn new_sweep(
             shell: args.shell,
         }
     };
-    let sum_like = matches!(&target, Target::Workload { spec, .. } if spec.name == "sum");
-    let threads = match &args.threads {
-        Some(spec) => {
-            parse_threads(spec, machine).map_err(|e| anyhow::anyhow!("--threads: {e}"))?
-        }
-        None if sum_like => vec![coretune_core::workload::sum::DEFAULT_THREADS],
-        None => default_threads(machine),
+    let settings = RunSettings {
+        binding: args.bind,
+        timeout: args.timeout.map(Duration::from_secs_f64),
+        prepare: args.prepare.clone(),
+        monitor: args.monitor.map(Duration::from_millis),
     };
-    let places: Vec<String> = match &args.place {
-        Some(p) => p.iter().map(ToString::to_string).collect(),
-        None if sum_like => vec!["os".into()],
-        None => ["os", "compact", "spread", "cores"]
-            .map(String::from)
-            .to_vec(),
-    };
-    let cpus = if args.cpus.is_empty() {
-        let mut v = vec!["all".to_owned()];
-        if machine.pus > 2 && !sum_like {
-            v.push("all ~pu:0".into());
-        }
-        v
-    } else {
-        args.cpus.clone()
-    };
-    check_cpus(topo, &cpus)?;
-    let throttles = match &args.throttle {
-        Some(spec) => parse_throttles(spec, machine)?,
-        None if sum_like => {
-            let mut v = vec![None];
-            v.extend([1, 2, 3, 4, 6, 8, 16, 64].map(Some));
-            v
-        }
-        None => vec![None],
-    };
+    let runner = Runner::new(topo, target, settings.clone(), machine)?;
+    let mut grid = runner.default_grid();
+    if let Some(spec) = &args.threads {
+        grid.threads =
+            parse_threads(spec, machine).map_err(|e| anyhow::anyhow!("--threads: {e}"))?;
+    }
+    if let Some(places) = &args.place {
+        grid.places.clone_from(places);
+    }
+    if !args.cpus.is_empty() {
+        grid.cpus = args
+            .cpus
+            .iter()
+            .map(|e| e.parse::<Cpus>().with_context(|| format!("--cpus '{e}'")))
+            .collect::<anyhow::Result<_>>()?;
+    }
+    if let Some(spec) = &args.throttle {
+        grid.throttles =
+            ThrottleSpec::parse_list(spec).map_err(|e| anyhow::anyhow!("--throttle: {e}"))?;
+    }
+    check_grid(&runner, &grid)?;
     let plan = Plan {
-        grid: Grid {
-            threads,
-            places,
-            cpus,
-            throttles,
-        },
+        grid,
         strategy: if args.exhaustive {
             Strategy::Exhaustive
         } else {
@@ -497,282 +263,84 @@ fn new_sweep(
     };
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => PathBuf::from("coretune-results").join(now_stamp()),
+        None => timestamped_dir(Path::new("coretune-results"), ""),
     };
-    if dir.join("runs.jsonl").exists() {
-        bail!(
-            "{} already holds a sweep; continue it with --resume {}, or choose another --out",
-            dir.display(),
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let sweep = SweepFile {
-        schema: SWEEP_SCHEMA.into(),
-        plan,
-        target,
-        binding: args.bind,
-        timeout_s: args.timeout,
-        prepare: args.prepare.clone(),
-        monitor_ms: args.monitor,
-    };
-    write_json(&dir.join("sweep.json"), &sweep)?;
-    Ok((dir, sweep))
+    let spec = SweepSpec::new(plan, runner.target().clone(), settings);
+    Ok((SweepFolder::create(&dir, spec)?, runner))
 }
 
-/// Writes a run's monitor samples to `monitor/<seq>.jsonl`.
-fn save_samples(
-    dir: &Path,
-    seq: usize,
-    samples: &[coretune_core::watch::Sample],
-) -> anyhow::Result<()> {
-    let path = dir.join(report::monitor_file(seq));
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
+/// Every CPU set of the grid resolves here; their warnings go to stderr.
+fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
+    for (cpus, warning) in runner.check(grid)? {
+        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
     }
-    let mut text = String::new();
-    for s in samples {
-        text.push_str(&serde_json::to_string(s)?);
-        text.push('\n');
-    }
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    Ok(())
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
-    bytes.push(b'\n');
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
-}
-
-/// One in-process run of a built-in workload, on a thread of its own so that a timeout can be
-/// noticed (the thread itself cannot be stopped).
-fn run_builtin(
-    w: &dyn Workload,
-    topo: &Topology,
-    c: &Config,
-    placement: &Placement,
-    timeout: Option<Duration>,
-) -> Outcome {
-    let throttle = c.throttle.map(coretune_pool::Throttle::new);
-    let config = RunConfig {
-        throttle: throttle.as_ref(),
-        start_hook: placement.pin_hook(topo),
-        ..RunConfig::threads(c.threads)
-    };
-    let Some(limit) = timeout else {
-        return match run_measured(w, &config) {
-            Ok(r) => Outcome::Done(r),
-            Err(e) => Outcome::Failed(e.to_string()),
-        };
-    };
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let config = &config;
-        s.spawn(move || {
-            let _ = tx.send(run_measured(w, config));
-        });
-        match rx.recv_timeout(limit) {
-            Ok(Ok(r)) => Outcome::Done(r),
-            Ok(Err(e)) => Outcome::Failed(e.to_string()),
-            Err(_) => {
-                // The scope would wait for the stuck run: leave the process instead. The log is
-                // flushed after every run, so nothing finished is lost.
-                eprintln!(
-                    "coretune: a {} run exceeded --timeout ({:.1} s) and cannot be stopped \
-                     in-process; exiting (finished runs are saved; use --resume)",
-                    w.name(),
-                    limit.as_secs_f64()
-                );
-                std::process::exit(2);
-            }
+/// The first Ctrl-C asks the sweep to stop after the run in flight; the second quits at once
+/// (the log is flushed after every run, so nothing finished is lost either way).
+fn ctrl_c(dir: &Path) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let presses = Arc::new(AtomicUsize::new(0));
+    let flag = Arc::clone(&stop);
+    let shown = dir.display().to_string();
+    // Not fatal: without a handler Ctrl-C ends the process, and the log is still intact.
+    let _ = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            flag.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\ncoretune: stopping after the run in flight (Ctrl-C again to quit now); \
+                 continue with: coretune tune --resume {shown}"
+            );
+        } else {
+            std::process::exit(i32::from(exit::INTERRUPTED));
         }
-    })
+    });
+    stop
 }
 
-/// Substitutes `{threads}`, `{cpus}` and `{place}` in one argument.
-fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
-    arg.replace("{threads}", &c.threads.to_string())
-        .replace("{cpus}", cpus)
-        .replace("{place}", &c.place)
-}
-
-/// The CPU list a configuration's process runs on (`{cpus}`): the placement's union when it
-/// pins or restricts, else every PU.
-fn cpus_list(placement: &Placement) -> String {
-    format_list(&set_to_vec(&placement.union()))
-}
-
-/// One run of an external program.
-fn run_external(
-    argv: &[String],
-    shell: bool,
-    c: &Config,
-    placement: &Placement,
-    timeout: Option<Duration>,
-    prepare: Option<&str>,
-) -> Outcome {
-    let cpus = cpus_list(placement);
-    if let Some(prep) = prepare {
-        match Command::new("sh").arg("-c").arg(prep).status() {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Outcome::Failed(format!("--prepare exited with {s}")),
-            Err(e) => return Outcome::Failed(format!("--prepare: {e}")),
-        }
-    }
-    let words: Vec<String> = argv.iter().map(|a| substitute(a, c, &cpus)).collect();
-    let mut cmd = if shell {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(words.join(" "));
-        cmd
+fn progress_bar(hidden: bool) -> ProgressBar {
+    let bar = if hidden {
+        ProgressBar::hidden()
     } else {
-        let mut cmd = Command::new(&words[0]);
-        cmd.args(&words[1..]);
-        cmd
+        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd.envs(launch::thread_env(c.threads, Some(placement)));
-    let restrict = (placement.is_pinned() || c.cpus != "all").then(|| placement.union());
-    let probe = ChildProbe::start();
-    let mut child = match launch::spawn(cmd, restrict.as_ref()) {
-        Ok(child) => child,
-        Err(e) => return Outcome::Failed(e.to_string()),
-    };
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
-        }
-        if timeout.is_some_and(|t| probe.elapsed() > t) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Outcome::Timeout;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    };
-    let measurement = probe.finish();
-    if !status.success() {
-        return Outcome::Failed(format!(
-            "{} exited with status {}",
-            words[0],
-            launch::exit_code(status)
-        ));
-    }
-    let work = Work {
-        amount: 1.0,
-        unit: Unit::RunsPerSec,
-        kernel_time: None,
-    };
-    Outcome::Done(RunRecord {
-        throughput: work.throughput(measurement.wall),
-        verified: true,
-        verify_error: None,
-        checksum: None,
-        measurement,
-    })
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
 }
 
-/// Ready-to-paste lines that apply a configuration.
-pub(crate) fn apply_lines(
+/// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
+fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
+    if p.stage != stage.0 {
+        *stage = (p.stage, p.done - 1);
+        bar.set_prefix((p.stage + 1).to_string());
+    }
+    let in_stage = p.done - stage.1;
+    bar.set_length((in_stage + p.remaining_in_stage) as u64);
+    bar.set_position(in_stage as u64);
+    let wall = p
+        .line
+        .wall_s()
+        .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
+    bar.set_message(format!("{}: {wall}", p.line.config));
+}
+
+/// Builds the report of `results` (apply lines on this machine's topology) and writes every
+/// report file into its folder.
+fn write_report(
+    results: &SweepResults<'_>,
+    machine: MachineRecord,
     topo: &Topology,
-    target: &Target,
-    c: &Config,
-    binding: Binding,
-) -> Vec<String> {
-    let Ok(placement) = placement_of(topo, c, binding) else {
-        return Vec::new();
-    };
-    let n = c.threads;
-    let cpus_flag = if c.cpus == "all" {
-        String::new()
-    } else {
-        format!(" --cpus '{}'", c.cpus)
-    };
-    let throttle_flag = c
-        .throttle
-        .map_or(String::new(), |k| format!(" --throttle {k}"));
-    let list = cpus_list(&placement);
-    let restricted = placement.is_pinned() || c.cpus != "all";
-    let mut lines = Vec::new();
-    match target {
-        Target::Workload { spec, .. } => {
-            let mut extra = String::new();
-            if spec.size != Size::Default {
-                extra.push_str(&format!(" --size {}", spec.size));
-            }
-            if let Some(r) = spec.rays {
-                extra.push_str(&format!(" --rays {r}"));
-            }
-            lines.push(format!(
-                "coretune bench {} --threads {n} --place {}{cpus_flag}{throttle_flag}{extra}",
-                spec.name, c.place
-            ));
-        }
-        Target::Command { argv, shell } => {
-            let words: Vec<String> = argv.iter().map(|a| substitute(a, c, &list)).collect();
-            let cmd = if *shell {
-                format!("sh -c '{}'", words.join(" "))
-            } else {
-                words.join(" ")
-            };
-            lines.push(format!(
-                "coretune run --threads {n} --place {}{cpus_flag} -- {cmd}",
-                c.place
-            ));
-            if restricted {
-                lines.push(format!("taskset -c {list} {cmd}"));
-            }
-        }
-    }
-    let mut omp = format!("OMP_NUM_THREADS={n}");
-    if let Some(places) = placement.omp_places() {
-        omp.push_str(&format!(" OMP_PLACES='{places}'"));
-    }
-    omp.push_str(&format!(" OMP_PROC_BIND={}", placement.omp_proc_bind()));
-    lines.push(omp);
-    lines.push(format!("RAYON_NUM_THREADS={n} TOKIO_WORKER_THREADS={n}"));
-    if restricted {
-        lines.push(format!(
-            "systemd unit: CPUAffinity={} (AllowedCPUs= for a slice)",
-            list.replace(',', " ")
-        ));
-    }
-    lines
-}
-
-#[cfg(test)]
-mod test {
-    use super::*;
-
-    #[test]
-    fn timestamps_are_civil_utc() {
-        assert_eq!(timestamp(0), "1970-01-01T00-00-00");
-        // 2026-11-21 21:58:15 UTC
-        assert_eq!(timestamp(1_795_298_295), "2026-11-21T21-58-15");
-        // A leap day.
-        assert_eq!(timestamp(951_782_400), "2000-02-29T00-00-00");
-    }
-
-    #[test]
-    fn throttles_and_placeholders() {
-        let m = MachineCounts { cores: 4, pus: 8 };
-        assert_eq!(
-            parse_throttles("none,2,cores", m).unwrap(),
-            vec![None, Some(2), Some(4)]
-        );
-        assert!(parse_throttles("0", m).is_err());
-        let c = Config {
-            threads: 4,
-            place: "spread".into(),
-            cpus: "all".into(),
-            throttle: None,
-        };
-        assert_eq!(
-            substitute("--threads={threads} --on {cpus} ({place})", &c, "0-3"),
-            "--threads=4 --on 0-3 (spread)"
-        );
-    }
+    places: &[CpuPlace],
+) -> anyhow::Result<SweepReport> {
+    let report = results.report(machine, Some(topo), None);
+    let view = results.run_view(&report, places);
+    report::write_all(results.dir, &report, &view)?;
+    Ok(report)
 }

@@ -11,7 +11,7 @@
 
 use std::io::Write as _;
 use std::os::fd::AsFd as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,10 +20,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::launch;
+use coretune_core::sweep::{RunView, timestamped_dir};
 use coretune_core::topology::{Topology, TopologySource};
 use coretune_core::watch::{Sampler, WatchSummary, cpu_places, summarize};
 
-use crate::report::svg::{RunView, residency_plot, utilisation_plot};
+use crate::report::svg::{residency_plot, utilisation_plot};
 
 #[derive(Debug, Args)]
 pub(crate) struct WatchArgs {
@@ -55,11 +56,13 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if args.pid.is_none() && args.command.is_empty() {
         bail!("watch: give a command after -- or --pid PID");
     }
+    // A program that is not there is refused before the folder is made.
+    if let Some(program) = args.command.first() {
+        launch::find_program(program)?;
+    }
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => {
-            PathBuf::from("coretune-results").join(format!("watch-{}", super::tune::now_stamp()))
-        }
+        None => timestamped_dir(Path::new("coretune-results"), "watch-"),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let log_path = dir.join("watch.jsonl");
@@ -94,7 +97,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
-    let mut sampler = Sampler::new(std::path::Path::new("/proc"), Some(pid), true)
+    let mut sampler = Sampler::new(Path::new("/proc"), Some(pid), true)
         .with_context(|| format!("watching pid {pid}"))?;
     let interval = Duration::from_millis(args.interval);
     let mut samples = Vec::new();

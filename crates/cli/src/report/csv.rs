@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
-use super::{ConfigRow, Reporter, SweepReport};
+use coretune_core::sweep::{ConfigRow, SweepReport, ThrottleSpec};
+
+use super::Reporter;
 
 pub(crate) struct Csv;
 
@@ -13,7 +15,7 @@ struct Row<'a> {
     threads: usize,
     place: &'a str,
     cpus: &'a str,
-    throttle: Option<usize>,
+    throttle: ThrottleSpec,
     median_s: Option<f64>,
     ci_low_s: Option<f64>,
     ci_high_s: Option<f64>,
@@ -40,10 +42,10 @@ struct Row<'a> {
 impl<'a> Row<'a> {
     fn of(c: &'a ConfigRow, recommended: bool) -> Self {
         Self {
-            threads: c.threads,
-            place: &c.place,
-            cpus: &c.cpus,
-            throttle: c.throttle,
+            threads: c.config.threads,
+            place: c.config.place.as_str(),
+            cpus: c.config.cpus.as_str(),
+            throttle: c.config.throttle,
             median_s: c.median_s,
             ci_low_s: c.ci_s.map(|c| c.0),
             ci_high_s: c.ci_s.map(|c| c.1),
@@ -75,10 +77,10 @@ impl Reporter for Csv {
     }
 
     fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>> {
-        let chosen = report.recommended_row().map(ConfigRow::key);
+        let chosen = report.recommended_row().map(|c| &c.config);
         let mut w = ::csv::Writer::from_writer(Vec::new());
         for c in &report.configs {
-            w.serialize(Row::of(c, Some(c.key()) == chosen))?;
+            w.serialize(Row::of(c, Some(&c.config) == chosen))?;
         }
         Ok(w.into_inner()?)
     }

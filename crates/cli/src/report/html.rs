@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{SweepReport, secs};
+use coretune_core::sweep::{SweepReport, Target};
+
+use super::secs;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 
@@ -54,23 +56,19 @@ fn machine(report: &SweepReport) -> String {
 
 fn grid(report: &SweepReport) -> String {
     let g = &report.plan.grid;
-    let throttles: Vec<String> = g
-        .throttles
-        .iter()
-        .map(|t| t.map_or("none".into(), |k| k.to_string()))
-        .collect();
+    let throttles: Vec<String> = g.throttles.iter().map(ToString::to_string).collect();
     let threads: Vec<String> = g.threads.iter().map(ToString::to_string).collect();
     let mut s = String::from("<dl>\n");
     let mut row = |k: &str, v: &str| {
         let _ = writeln!(s, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
     };
     row("Target", &report.target.label());
-    if let super::Target::Workload { description, .. } = &report.target {
+    if let Target::Workload { description, .. } = &report.target {
         row("Workload", description);
     }
     row("Threads", &threads.join(", "));
-    row("Placements", &g.places.join(", "));
-    row("CPU sets", &g.cpus.join(" | "));
+    row("Placements", &join(&g.places, ", "));
+    row("CPU sets", &join(&g.cpus, " | "));
     row("Throttles", &throttles.join(", "));
     row(
         "Runs",
@@ -101,7 +99,7 @@ fn recommendation(report: &SweepReport) -> String {
     let mut s = String::from("<div class=\"rec\">\n");
     let label = report
         .recommended_row()
-        .map_or_else(|| r.config.to_string(), super::ConfigRow::label);
+        .map_or_else(|| r.config.to_string(), |c| c.config.to_string());
     let _ = writeln!(s, "<p class=\"choice\">{}</p>", escape(&label));
     let _ = writeln!(s, "<p>{}</p>", escape(&r.reason));
     for w in &r.warnings {
@@ -124,9 +122,9 @@ fn table(report: &SweepReport) -> String {
          <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th><th>Speedup</th>\
          <th>Efficiency</th><th>Migrations</th><th>Runs</th></tr></thead>\n<tbody>\n",
     );
-    let chosen = report.recommended_row().map(super::ConfigRow::key);
+    let chosen = report.recommended_row().map(|c| &c.config);
     for c in &report.configs {
-        let class = if Some(c.key()) == chosen {
+        let class = if Some(&c.config) == chosen {
             " class=\"chosen\""
         } else {
             ""
@@ -140,10 +138,14 @@ fn table(report: &SweepReport) -> String {
             s,
             "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            c.threads,
-            escape(&c.place),
-            escape(&c.cpus),
-            c.throttle.map_or("–".into(), |k| k.to_string()),
+            c.config.threads,
+            escape(c.config.place.as_str()),
+            escape(c.config.cpus.as_str()),
+            if c.config.throttle.is_set() {
+                c.config.throttle.to_string()
+            } else {
+                "–".into()
+            },
             opt(c.median_s, secs),
             c.ci_s.map_or("–".into(), |(lo, hi)| format!(
                 "{} – {}",
@@ -222,4 +224,13 @@ pub(crate) fn render(report: &SweepReport, figures: &[Figure]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The items' texts joined with `sep`.
+fn join<T: std::fmt::Display>(items: &[T], sep: &str) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(sep)
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Reporter, SweepReport};
+use coretune_core::sweep::SweepReport;
+
+use super::Reporter;
 
 pub(crate) struct Hyperfine;
 
@@ -43,15 +45,12 @@ impl Reporter for Hyperfine {
             .iter()
             .filter_map(|c| {
                 let mut parameters = BTreeMap::new();
-                parameters.insert("threads".into(), c.threads.to_string());
-                parameters.insert("place".into(), c.place.clone());
-                parameters.insert("cpus".into(), c.cpus.clone());
-                parameters.insert(
-                    "throttle".into(),
-                    c.throttle.map_or("none".into(), |k| k.to_string()),
-                );
+                parameters.insert("threads".into(), c.config.threads.to_string());
+                parameters.insert("place".into(), c.config.place.to_string());
+                parameters.insert("cpus".into(), c.config.cpus.to_string());
+                parameters.insert("throttle".into(), c.config.throttle.to_string());
                 Some(Result {
-                    command: format!("{label} ({})", c.label()),
+                    command: format!("{label} ({})", c.config),
                     mean: c.mean_s?,
                     stddev: (c.times_s.len() > 1).then_some(c.stddev_s).flatten(),
                     median: c.median_s?,

@@ -1,6 +1,8 @@
 //! `summary.json`: the whole report, versioned (`docs/summary.schema.json`).
 
-use super::{Reporter, SweepReport};
+use coretune_core::sweep::SweepReport;
+
+use super::Reporter;
 
 pub(crate) struct Json;
 

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Reporter, SweepReport};
+use coretune_core::sweep::SweepReport;
+
+use super::Reporter;
 
 pub(crate) struct Markdown;
 
@@ -32,20 +34,20 @@ impl Reporter for Markdown {
             "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] | Speedup | Efficiency | Runs |"
         )?;
         writeln!(s, "|---:|---|---|---:|---:|---|---:|---:|---:|")?;
-        let chosen = report.recommended_row().map(super::ConfigRow::key);
+        let chosen = report.recommended_row().map(|c| &c.config);
         for c in &report.configs {
-            let mark = if Some(c.key()) == chosen {
+            let mark = if Some(&c.config) == chosen {
                 " **←**"
             } else {
                 ""
             };
-            let [throttle, median, ci, speedup, efficiency] = c.cells();
+            let [throttle, median, ci, speedup, efficiency] = super::cells(c);
             writeln!(
                 s,
                 "| {} | {} | `{}` | {} | {}{mark} | {} | {} | {} | {}{} |",
-                c.threads,
-                c.place,
-                c.cpus,
+                c.config.threads,
+                c.config.place,
+                c.config.cpus,
                 throttle,
                 median,
                 ci,

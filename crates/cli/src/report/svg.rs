@@ -10,12 +10,12 @@
 
 use std::collections::BTreeMap;
 
-use coretune_core::watch::{CpuPlace, Sample};
+use coretune_core::sweep::{ConfigRow, RunView, SweepReport};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{ConfigRow, Reporter, SweepReport};
+use super::Reporter;
 
 const WIDTH: u32 = 800;
 const FONT: &str = "sans-serif";
@@ -26,12 +26,13 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 
 /// A family's label: placement, CPU set and throttle when not the defaults.
 fn family_label(c: &ConfigRow) -> String {
-    let mut s = c.place.clone();
-    if c.cpus != "all" {
+    let c = &c.config;
+    let mut s = c.place.to_string();
+    if !c.cpus.is_all() {
         s.push_str(&format!(" cpus '{}'", c.cpus));
     }
-    if let Some(k) = c.throttle {
-        s.push_str(&format!(" throttle {k}"));
+    if c.throttle.is_set() {
+        s.push_str(&format!(" throttle {}", c.throttle));
     }
     s
 }
@@ -47,13 +48,13 @@ fn families(report: &SweepReport) -> Vec<(String, Vec<&ConfigRow>)> {
         }
     }
     for (_, rows) in &mut out {
-        rows.sort_by_key(|c| c.threads);
+        rows.sort_by_key(|c| c.config.threads);
     }
     out
 }
 
 fn thread_counts(report: &SweepReport) -> Vec<usize> {
-    let mut v: Vec<usize> = report.configs.iter().map(|c| c.threads).collect();
+    let mut v: Vec<usize> = report.configs.iter().map(|c| c.config.threads).collect();
     v.sort_unstable();
     v.dedup();
     v
@@ -207,7 +208,7 @@ fn series(
 
 /// Median wall time against threads, whiskers = 95% interval of the median.
 pub(crate) fn time_plot(report: &SweepReport) -> anyhow::Result<String> {
-    let series = series(report, |c| Some((c.threads, c.median_s?, c.ci_s)));
+    let series = series(report, |c| Some((c.config.threads, c.median_s?, c.ci_s)));
     line_plot(&LinePlot {
         title: "Wall time (median, 95% interval)",
         y_desc: "wall time (s)",
@@ -219,7 +220,7 @@ pub(crate) fn time_plot(report: &SweepReport) -> anyhow::Result<String> {
 
 /// Speedup over 1 thread against threads, with the ideal (linear) line.
 pub(crate) fn speedup_plot(report: &SweepReport) -> anyhow::Result<String> {
-    let series = series(report, |c| Some((c.threads, c.speedup?, None)));
+    let series = series(report, |c| Some((c.config.threads, c.speedup?, None)));
     line_plot(&LinePlot {
         title: "Speedup over 1 thread",
         y_desc: "speedup (×)",
@@ -231,7 +232,9 @@ pub(crate) fn speedup_plot(report: &SweepReport) -> anyhow::Result<String> {
 
 /// Efficiency (speedup per thread) against threads, with the ideal 100% line.
 pub(crate) fn efficiency_plot(report: &SweepReport) -> anyhow::Result<String> {
-    let series = series(report, |c| Some((c.threads, c.efficiency? * 100.0, None)));
+    let series = series(report, |c| {
+        Some((c.config.threads, c.efficiency? * 100.0, None))
+    });
     line_plot(&LinePlot {
         title: "Parallel efficiency",
         y_desc: "efficiency (%)",
@@ -340,7 +343,7 @@ pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
     let mut cells = BTreeMap::new();
     for (row, (_, rows)) in fams.iter().enumerate() {
         for c in rows {
-            let Some(col) = threads.iter().position(|&t| t == c.threads) else {
+            let Some(col) = threads.iter().position(|&t| t == c.config.threads) else {
                 continue;
             };
             let text = match (c.median_s, c.speedup) {
@@ -371,33 +374,20 @@ fn label_width(chars: usize) -> u32 {
     u32::try_from(chars * 8 + 40).unwrap_or(300).clamp(70, 320)
 }
 
-/// What one run's threads and CPUs did: from monitor samples, or from the workers' own
-/// records.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RunView {
-    /// What the run was ("run 12: 2 threads, place os").
-    pub(crate) label: String,
-    /// Monitor samples (empty when the run was not monitored).
-    pub(crate) samples: Vec<Sample>,
-    /// Threads: label, CPU → samples, migrations.
-    pub(crate) threads: Vec<(String, BTreeMap<usize, u64>, Option<u64>)>,
-    /// Where each CPU sits (empty when no topology was available).
-    pub(crate) places: Vec<CpuPlace>,
-}
-
-impl RunView {
-    /// The CPUs to show, ordered by NUMA node, L3, core, number.
-    fn cpus(&self) -> Vec<(usize, String)> {
-        let mut cpus: Vec<usize> = self
+/// The CPUs a run view shows, ordered by NUMA node, L3, core, number, with their labels.
+fn view_cpus(view: &RunView) -> Vec<(usize, String)> {
+    {
+        let this = view;
+        let mut cpus: Vec<usize> = this
             .samples
             .iter()
             .flat_map(|s| s.cpus.iter().map(|c| c.cpu))
-            .chain(self.threads.iter().flat_map(|t| t.1.keys().copied()))
-            .chain(self.places.iter().map(|p| p.cpu))
+            .chain(this.threads.iter().flat_map(|t| t.1.keys().copied()))
+            .chain(this.places.iter().map(|p| p.cpu))
             .collect();
         cpus.sort_unstable();
         cpus.dedup();
-        let place = |cpu: usize| self.places.iter().find(|p| p.cpu == cpu);
+        let place = |cpu: usize| this.places.iter().find(|p| p.cpu == cpu);
         cpus.sort_by_key(|&c| {
             place(c).map_or((usize::MAX, usize::MAX, usize::MAX, c), |p| {
                 (
@@ -431,7 +421,7 @@ pub(crate) fn utilisation_plot(view: &RunView) -> anyhow::Result<Option<String>>
     if view.samples.is_empty() {
         return Ok(None);
     }
-    let cpus = view.cpus();
+    let cpus = view_cpus(view);
     let cols = if cpus.len() <= 2 {
         cpus.len()
     } else if cpus.len() <= 8 {
@@ -507,7 +497,7 @@ pub(crate) fn residency_plot(view: &RunView) -> anyhow::Result<Option<String>> {
     if view.threads.is_empty() {
         return Ok(None);
     }
-    let cpus = view.cpus();
+    let cpus = view_cpus(view);
     let mut cells = BTreeMap::new();
     let mut rows = Vec::new();
     for (row, (label, seen, migrations)) in view.threads.iter().enumerate() {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use super::SweepReport;
+use coretune_core::sweep::SweepReport;
 
 /// Renders the table, the recommendation, its reason and how to apply it.
 pub(crate) fn render(report: &SweepReport, color: bool) -> String {
@@ -20,19 +20,12 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     let green = Style::new().fg_color(Some(AnsiColor::Green.into())).bold();
     let red = Style::new().fg_color(Some(AnsiColor::Red.into()));
     let dim = Style::new().dimmed();
-    let chosen = report.recommended_row().map(super::ConfigRow::key);
-    let fastest = report.recommendation.as_ref().map(|r| {
-        (
-            r.fastest.threads,
-            r.fastest.place.clone(),
-            r.fastest.cpus.clone(),
-            r.fastest.throttle,
-        )
-    });
+    let chosen = report.recommended_row().map(|c| &c.config);
+    let fastest = report.recommendation.as_ref().map(|r| &r.fastest);
     let cpus_width = report
         .configs
         .iter()
-        .map(|c| c.cpus.len())
+        .map(|c| c.config.cpus.as_str().chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -52,7 +45,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     );
     let _ = writeln!(s, "{}", paint(bold, &header));
     for c in &report.configs {
-        let mark = match (Some(c.key()) == chosen, Some(c.key()) == fastest) {
+        let mark = match (Some(&c.config) == chosen, Some(&c.config) == fastest) {
             (true, true) => "  ← recommended, fastest",
             (true, false) => "  ← recommended",
             (false, true) => "  (fastest)",
@@ -63,12 +56,12 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             if c.bimodal { " bimodal" } else { "" },
             if c.busy_runs > 0 { " busy" } else { "" }
         );
-        let [throttle, median, ci, speedup, efficiency] = c.cells();
+        let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
             "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
-            c.threads,
-            c.place,
-            c.cpus,
+            c.config.threads,
+            c.config.place,
+            c.config.cpus,
             throttle,
             median,
             ci,
@@ -82,7 +75,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
                 c.runs.to_string()
             },
         );
-        let style = if Some(c.key()) == chosen {
+        let style = if Some(&c.config) == chosen {
             green
         } else if c.median_s.is_none() {
             red

@@ -6,8 +6,10 @@ use std::time::Duration;
 use coretune_core::machine::MachineRecord;
 use coretune_core::measure::{Measurement, MigrationSource, RssSource};
 use coretune_core::noise::Noise;
-use coretune_core::sweep::recommend::recommend;
-use coretune_core::sweep::{Config, Grid, Plan, RunLine, Status, Strategy, summarize};
+use coretune_core::placement::Policy;
+use coretune_core::sweep::{
+    Config, Cpus, Grid, Plan, RunLine, RunView, Status, Strategy, SweepReport, Target, ThrottleSpec,
+};
 use coretune_core::workload::{RunRecord, Size, Throughput, Unit, WorkloadSpec};
 
 use super::*;
@@ -33,14 +35,15 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         verified: status == Status::Ok,
         verify_error: (status != Status::Ok).then(|| "raymesh: ray 7 was never traced".into()),
         checksum: Some(0xfeed),
+        throttle_trace: Vec::new(),
     };
     RunLine {
         seq,
         config: Config {
             threads,
-            place: place.into(),
-            cpus: "all".into(),
-            throttle: None,
+            place: place.parse().unwrap(),
+            cpus: Cpus::All,
+            throttle: ThrottleSpec::None,
         },
         warmup: false,
         status,
@@ -70,11 +73,6 @@ fn fixed_report() -> SweepReport {
         }
     }
     lines.push(line(lines.len(), 4, "spread", 0.5, Status::Unverified));
-    let summaries = summarize(&lines);
-    let mut rec = recommend(&summaries, 0.03);
-    if let Some(r) = rec.as_mut() {
-        r.apply = vec!["coretune bench raymesh --threads 2 --place os".into()];
-    }
     let machine = MachineRecord {
         hostname: "bench-host".into(),
         kernel: "6.1.0".into(),
@@ -88,9 +86,9 @@ fn fixed_report() -> SweepReport {
     let plan = Plan {
         grid: Grid {
             threads: vec![1, 2, 4],
-            places: vec!["os".into(), "spread".into()],
-            cpus: vec!["all".into()],
-            throttles: vec![None],
+            places: vec![Policy::Os, Policy::Spread],
+            cpus: vec![Cpus::All],
+            throttles: vec![ThrottleSpec::None],
         },
         strategy: Strategy::Search,
         runs: 3,
@@ -107,7 +105,9 @@ fn fixed_report() -> SweepReport {
         },
         description: "3 tables of 250000 rays".into(),
     };
-    let mut report = SweepReport::build(target, machine, plan, &lines, &summaries, rec);
+    let mut report = SweepReport::build(target, machine, plan, &lines, &|_| {
+        vec!["coretune bench raymesh --threads 2 --place os".into()]
+    });
     report.created_at = 0.0;
     report.tool_version = "0.1.0".into();
     report
@@ -246,7 +246,7 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
         })
         .to_vec();
     let summary = summarize(&samples);
-    let view = svg::RunView {
+    let view = RunView {
         label: "test".into(),
         threads: summary
             .threads
@@ -278,15 +278,11 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
     assert!(t.iter().any(|x| x == "67%") && t.iter().any(|x| x == "33%"));
     // Nothing to draw without samples or threads.
     assert!(
-        svg::utilisation_plot(&svg::RunView::default())
+        svg::utilisation_plot(&RunView::default())
             .unwrap()
             .is_none()
     );
-    assert!(
-        svg::residency_plot(&svg::RunView::default())
-            .unwrap()
-            .is_none()
-    );
+    assert!(svg::residency_plot(&RunView::default()).unwrap().is_none());
 }
 
 #[test]

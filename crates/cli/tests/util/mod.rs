@@ -55,15 +55,6 @@ pub fn assert_valid(validator: &jsonschema::Validator, value: &serde_json::Value
     );
 }
 
-/// Asserts a finished command succeeded, showing its standard error when not.
-pub fn assert_success(out: &std::process::Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Asserts that a finished `coretune` (or helper) command succeeded, showing its stderr if not.
 pub fn assert_ok(out: &std::process::Output) {
     assert!(
@@ -71,4 +62,37 @@ pub fn assert_ok(out: &std::process::Output) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A JSON file, parsed.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A sweep folder's `summary.json`.
+pub fn summary(dir: &std::path::Path) -> serde_json::Value {
+    read_json(&dir.join("summary.json"))
+}
+
+/// A JSON-lines file (`runs.jsonl`), one value a line.
+pub fn read_jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Copies a folder tree (a results folder) to `to`.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }

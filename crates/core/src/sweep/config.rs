@@ -1,24 +1,288 @@
-//! One configuration of a sweep, and the grid of them.
+//! One configuration of a sweep, the grid of them, and the typed values of its axes.
+//!
+//! Every axis value is a type that parses from and prints as the text a user writes
+//! ([`Policy`], [`Cpus`], [`ThrottleSpec`]); results files store that text (a throttle limit as
+//! a number, no throttle as `null`), so folders written before these types existed read back.
 
 use std::fmt;
+use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use hwlocality::cpu::cpuset::CpuSet;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::budget::CpuBudget;
+use crate::cpuset::{CpuSetError, CpuSetExpr, ResolveOptions, Warning};
+use crate::placement::{Binding, Placement, PlacementError, Policy, plan};
+use crate::topology::Topology;
+
+/// The CPU set a configuration is limited to: every CPU, or a parsed CPU-set expression (which
+/// keeps its text for display and the results files).
+///
+/// Ordered and compared by its text, as written: `all ~pu:0` and `all ~0` are different grid
+/// values even where they name the same CPUs.
+#[derive(Clone, Debug, Default)]
+pub enum Cpus {
+    /// No limit: whatever the process may use.
+    #[default]
+    All,
+    /// An expression, evaluated on the topology when a run starts.
+    Expr(CpuSetExpr),
+}
+
+impl Cpus {
+    /// Whether this is no limit at all.
+    pub fn is_all(&self) -> bool {
+        matches!(self, Cpus::All)
+    }
+
+    /// The text as written (`all` for no limit).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Cpus::All => "all",
+            Cpus::Expr(e) => e.source(),
+        }
+    }
+
+    /// The CPUs this names on `topology` that can run threads (`None` = no limit), with the
+    /// expression's warnings.
+    ///
+    /// # Errors
+    ///
+    /// The expression's [`CpuSetError`] on this topology (an object it does not have, ...).
+    pub fn resolve(
+        &self,
+        topology: &Topology,
+    ) -> Result<(Option<CpuSet>, Vec<Warning>), CpuSetError> {
+        match self {
+            Cpus::All => Ok((None, Vec::new())),
+            Cpus::Expr(e) => {
+                let resolved = e.resolve(topology, &ResolveOptions::default())?;
+                Ok((Some(resolved.usable(topology)), resolved.warnings))
+            }
+        }
+    }
+}
+
+impl FromStr for Cpus {
+    type Err = CpuSetError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim() == "all" {
+            Ok(Cpus::All)
+        } else {
+            s.parse().map(Cpus::Expr)
+        }
+    }
+}
+
+impl fmt::Display for Cpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so that table columns line up.
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq for Cpus {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Cpus {}
+
+impl std::hash::Hash for Cpus {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialOrd for Cpus {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cpus {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Serialize for Cpus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Cpus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How many workers may compute at once: a grid axis of its own.
+///
+/// Ordered none, fixed limits (ascending), `cores`, `pus`, `adaptive`. In results files `none`
+/// is `null` and a fixed limit a number (as coretune 0.1 wrote them); `cores`, `pus` and
+/// `adaptive` are strings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ThrottleSpec {
+    /// No throttle.
+    #[default]
+    None,
+    /// At most this many at once.
+    Limit(usize),
+    /// As many as the usable physical cores of the machine the run is on.
+    Cores,
+    /// As many as the usable PUs of the machine the run is on.
+    Pus,
+    /// A limit that adapts to measured throughput (`coretune_pool::Throttle::adaptive`),
+    /// created anew for every run so that each run's time includes its settling.
+    Adaptive,
+}
+
+impl ThrottleSpec {
+    /// The fixed limit on `machine` (`None` for no throttle and for the adaptive one).
+    pub fn fixed_limit(self, machine: MachineCounts) -> Option<usize> {
+        match self {
+            ThrottleSpec::None | ThrottleSpec::Adaptive => None,
+            ThrottleSpec::Limit(k) => Some(k),
+            ThrottleSpec::Cores => Some(machine.cores),
+            ThrottleSpec::Pus => Some(machine.pus),
+        }
+    }
+
+    /// A fresh throttle for one run of `threads` workers on `machine`, or `None` for no
+    /// throttle. The adaptive one moves between 1 and `threads`, starting at the core count.
+    pub fn build(self, threads: usize, machine: MachineCounts) -> Option<coretune_pool::Throttle> {
+        match self {
+            ThrottleSpec::Adaptive => Some(coretune_pool::Throttle::adaptive(
+                coretune_pool::AdaptiveConfig {
+                    min: 1,
+                    max: threads.max(1),
+                    initial: machine.cores.clamp(1, threads.max(1)),
+                    ..coretune_pool::AdaptiveConfig::default()
+                },
+            )),
+            other => other.fixed_limit(machine).map(coretune_pool::Throttle::new),
+        }
+    }
+
+    /// Whether any throttle is set.
+    pub fn is_set(self) -> bool {
+        self != ThrottleSpec::None
+    }
+
+    /// Parses a comma-separated list (`none,2,4,cores,adaptive`), without duplicates.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the item that is not a throttle value, or an empty list.
+    pub fn parse_list(spec: &str) -> Result<Vec<ThrottleSpec>, String> {
+        let mut out: Vec<ThrottleSpec> = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let value: ThrottleSpec = item.parse()?;
+            if !out.contains(&value) {
+                out.push(value);
+            }
+        }
+        if out.is_empty() {
+            return Err("no values".into());
+        }
+        Ok(out)
+    }
+}
+
+impl FromStr for ThrottleSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "none" => Ok(ThrottleSpec::None),
+            "cores" => Ok(ThrottleSpec::Cores),
+            "pus" => Ok(ThrottleSpec::Pus),
+            "adaptive" => Ok(ThrottleSpec::Adaptive),
+            n => match n.parse::<usize>() {
+                Ok(k) if k > 0 => Ok(ThrottleSpec::Limit(k)),
+                _ => Err(format!(
+                    "'{s}' is not none, a positive number, cores, pus or adaptive"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ThrottleSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so that table columns line up.
+        match self {
+            ThrottleSpec::None => f.pad("none"),
+            ThrottleSpec::Limit(k) => f.pad(&k.to_string()),
+            ThrottleSpec::Cores => f.pad("cores"),
+            ThrottleSpec::Pus => f.pad("pus"),
+            ThrottleSpec::Adaptive => f.pad("adaptive"),
+        }
+    }
+}
+
+impl Serialize for ThrottleSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ThrottleSpec::None => s.serialize_none(),
+            ThrottleSpec::Limit(k) => s.serialize_u64(*k as u64),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ThrottleSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ThrottleSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("null, a positive number, \"cores\", \"pus\" or \"adaptive\"")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ThrottleSpec, E> {
+                Ok(ThrottleSpec::None)
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<ThrottleSpec, E> {
+                Ok(ThrottleSpec::None)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ThrottleSpec, E> {
+                match usize::try_from(v) {
+                    Ok(k) if k > 0 => Ok(ThrottleSpec::Limit(k)),
+                    _ => Err(E::custom(format!("throttle {v} is not a positive limit"))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ThrottleSpec, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("throttle {v} is not a positive limit")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ThrottleSpec, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// One point of the grid: how many threads, placed how, on which CPUs, with how many admitted.
 ///
-/// Placement and CPU set are kept as the text the user gave (`spread`, `all ~pu:0`): they are
-/// resolved against the topology when the configuration runs, and the text is what a report and
-/// the `apply` lines show.
+/// Ordered by thread count, then by the text of placement, CPU set and throttle (the order of
+/// the tables).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Config {
     /// Worker threads.
     pub threads: usize,
-    /// Placement policy (`os`, `compact`, `spread`, `cores`, `round-robin`).
-    pub place: String,
-    /// CPU-set expression the placement is limited to (`all` = no limit).
-    pub cpus: String,
-    /// At most this many workers compute at once; `None` = no throttle.
-    pub throttle: Option<usize>,
+    /// Placement policy.
+    pub place: Policy,
+    /// CPU set the placement is limited to.
+    pub cpus: Cpus,
+    /// At most this many workers compute at once.
+    pub throttle: ThrottleSpec,
 }
 
 impl Config {
@@ -26,7 +290,7 @@ impl Config {
     /// for.
     pub fn family(&self) -> Family {
         Family {
-            place: self.place.clone(),
+            place: self.place,
             cpus: self.cpus.clone(),
             throttle: self.throttle,
         }
@@ -34,14 +298,43 @@ impl Config {
 
     /// How "simple" the configuration is, for breaking ties: fewer threads, then no pinning,
     /// then no CPU exclusion, then no throttle (DESIGN.md: a tie goes to the simplest).
-    pub fn simplicity_key(&self) -> (usize, bool, bool, bool, String) {
+    pub fn simplicity_key(&self) -> (usize, bool, bool, bool, Policy) {
         (
             self.threads,
-            self.place != "os",
-            self.cpus != "all",
-            self.throttle.is_some(),
-            self.place.clone(),
+            self.place.is_pinned(),
+            !self.cpus.is_all(),
+            self.throttle.is_set(),
+            self.place,
         )
+    }
+
+    /// The placement this configuration runs with on `topology`, each thread's set as wide as
+    /// `binding`.
+    ///
+    /// # Errors
+    ///
+    /// The CPU-set expression does not resolve on this topology, or the placement cannot be
+    /// planned (no usable CPU in the set).
+    pub fn placement(
+        &self,
+        topology: &Topology,
+        binding: Binding,
+    ) -> Result<Placement, ConfigError> {
+        let (cpus, _) = self
+            .cpus
+            .resolve(topology)
+            .map_err(|source| ConfigError::Cpus {
+                cpus: self.cpus.to_string(),
+                source,
+            })?;
+        plan(topology, self.threads, self.place, cpus.as_ref(), binding)
+            .map_err(ConfigError::Placement)
+    }
+
+    /// Whether a program run in this configuration gets a process CPU set (pinned, or limited
+    /// to part of the machine).
+    pub fn is_restricted(&self) -> bool {
+        self.place.is_pinned() || !self.cpus.is_all()
     }
 }
 
@@ -52,15 +345,32 @@ impl fmt::Display for Config {
     }
 }
 
+/// Why a configuration cannot run on a topology.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The CPU-set expression does not resolve here.
+    #[error("cpus '{cpus}': {source}")]
+    Cpus {
+        /// The expression.
+        cpus: String,
+        /// Why.
+        source: CpuSetError,
+    },
+    /// The placement cannot be planned.
+    #[error("{0}")]
+    Placement(PlacementError),
+}
+
 /// A configuration without its thread count.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Family {
     /// Placement policy.
-    pub place: String,
-    /// CPU-set expression.
-    pub cpus: String,
-    /// Throttle limit.
-    pub throttle: Option<usize>,
+    pub place: Policy,
+    /// CPU set.
+    pub cpus: Cpus,
+    /// Throttle.
+    pub throttle: ThrottleSpec,
 }
 
 impl Family {
@@ -68,7 +378,7 @@ impl Family {
     pub fn at(&self, threads: usize) -> Config {
         Config {
             threads,
-            place: self.place.clone(),
+            place: self.place,
             cpus: self.cpus.clone(),
             throttle: self.throttle,
         }
@@ -78,11 +388,11 @@ impl Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "place {}", self.place)?;
-        if self.cpus != "all" {
+        if !self.cpus.is_all() {
             write!(f, ", cpus '{}'", self.cpus)?;
         }
-        if let Some(k) = self.throttle {
-            write!(f, ", throttle {k}")?;
+        if self.throttle.is_set() {
+            write!(f, ", throttle {}", self.throttle)?;
         }
         Ok(())
     }
@@ -94,22 +404,39 @@ pub struct Grid {
     /// Thread counts, ascending, distinct.
     pub threads: Vec<usize>,
     /// Placement policies.
-    pub places: Vec<String>,
-    /// CPU-set expressions.
-    pub cpus: Vec<String>,
-    /// Throttle limits (`None` = no throttle).
-    pub throttles: Vec<Option<usize>>,
+    pub places: Vec<Policy>,
+    /// CPU sets.
+    pub cpus: Vec<Cpus>,
+    /// Throttles.
+    pub throttles: Vec<ThrottleSpec>,
 }
 
 impl Grid {
+    /// The default grid for a workload that has no defaults of its own, and for programs: thread
+    /// counts from [`default_threads`], the placements `os`, `compact`, `spread` and `cores`,
+    /// every CPU and — on machines with more than 2 PUs — every CPU but CPU 0 (the articles'
+    /// "keep CPU 0 free"), no throttle.
+    pub fn default_for(machine: MachineCounts) -> Self {
+        let mut cpus = vec![Cpus::All];
+        if machine.pus > 2 {
+            cpus.push("all ~pu:0".parse().expect("a valid expression"));
+        }
+        Self {
+            threads: default_threads(machine),
+            places: vec![Policy::Os, Policy::Compact, Policy::Spread, Policy::Cores],
+            cpus,
+            throttles: vec![ThrottleSpec::None],
+        }
+    }
+
     /// Every family of the grid, in axis order.
     pub fn families(&self) -> Vec<Family> {
         let mut out = Vec::new();
-        for place in &self.places {
+        for &place in &self.places {
             for cpus in &self.cpus {
                 for &throttle in &self.throttles {
                     out.push(Family {
-                        place: place.clone(),
+                        place,
                         cpus: cpus.clone(),
                         throttle,
                     });
@@ -128,13 +455,25 @@ impl Grid {
     }
 }
 
-/// What thread-count tokens mean on this machine.
+/// What thread-count tokens (`cores`, `pus`) and throttle values mean on a machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MachineCounts {
     /// Physical cores usable.
     pub cores: usize,
     /// PUs usable.
     pub pus: usize,
+}
+
+impl MachineCounts {
+    /// The cores and PUs this process may use on the machine it runs on (its CPU budget: the
+    /// affinity mask and cgroup cpuset applied), at least 1 each.
+    pub fn live(topology: &Topology) -> Self {
+        let budget = CpuBudget::live(topology);
+        Self {
+            cores: budget.usable_cores.max(1),
+            pus: budget.usable.len().max(1),
+        }
+    }
 }
 
 /// Parses a thread-count list: numbers, ranges `a-b` or `a..b` (inclusive), ranges with a step
@@ -273,14 +612,88 @@ mod test {
     fn grid_and_simplicity() {
         let grid = Grid {
             threads: vec![1, 2],
-            places: vec!["os".into(), "spread".into()],
-            cpus: vec!["all".into()],
-            throttles: vec![None],
+            places: vec![Policy::Os, Policy::Spread],
+            cpus: vec![Cpus::All],
+            throttles: vec![ThrottleSpec::None],
         };
         assert_eq!(grid.configs().len(), 4);
         let mut configs = grid.configs();
         configs.sort_by_key(Config::simplicity_key);
         assert_eq!(configs[0].to_string(), "1 thread, place os");
         assert_eq!(configs[1].to_string(), "1 thread, place spread");
+    }
+
+    #[test]
+    fn values_read_and_write_as_coretune_0_1_did() {
+        // A runs.jsonl line's configuration from coretune 0.1, read back and written again.
+        let old = r#"{"threads":2,"place":"spread","cpus":"all ~pu:0","throttle":2}"#;
+        let c: Config = serde_json::from_str(old).unwrap();
+        assert_eq!(c.place, Policy::Spread);
+        assert_eq!(c.cpus.as_str(), "all ~pu:0");
+        assert_eq!(c.throttle, ThrottleSpec::Limit(2));
+        assert_eq!(serde_json::to_string(&c).unwrap(), old);
+        let none: Config =
+            serde_json::from_str(r#"{"threads":1,"place":"os","cpus":"all","throttle":null}"#)
+                .unwrap();
+        assert!(none.cpus.is_all() && none.throttle == ThrottleSpec::None);
+        assert_eq!(none.to_string(), "1 thread, place os");
+        let adaptive = Config {
+            throttle: ThrottleSpec::Adaptive,
+            ..none
+        };
+        let text = serde_json::to_string(&adaptive).unwrap();
+        assert!(text.contains(r#""throttle":"adaptive""#), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), adaptive);
+        assert_eq!(
+            adaptive.to_string(),
+            "1 thread, place os, throttle adaptive"
+        );
+    }
+
+    #[test]
+    fn throttle_lists_and_order() {
+        assert_eq!(
+            ThrottleSpec::parse_list("none,2,cores,2,adaptive").unwrap(),
+            vec![
+                ThrottleSpec::None,
+                ThrottleSpec::Limit(2),
+                ThrottleSpec::Cores,
+                ThrottleSpec::Adaptive
+            ]
+        );
+        assert!(ThrottleSpec::parse_list("0").unwrap_err().contains("'0'"));
+        assert!(ThrottleSpec::parse_list(",").is_err());
+        assert!(ThrottleSpec::None < ThrottleSpec::Limit(1));
+        assert!(ThrottleSpec::Limit(64) < ThrottleSpec::Cores);
+        assert_eq!(ThrottleSpec::Cores.fixed_limit(LAPTOP), Some(4));
+        assert_eq!(ThrottleSpec::Adaptive.fixed_limit(LAPTOP), None);
+        assert!(ThrottleSpec::Adaptive.build(8, LAPTOP).is_some());
+    }
+
+    #[test]
+    fn configs_order_as_their_text() {
+        let c = |place: Policy, cpus: &str| Config {
+            threads: 2,
+            place,
+            cpus: cpus.parse().unwrap(),
+            throttle: ThrottleSpec::None,
+        };
+        let mut v = [
+            c(Policy::Spread, "all"),
+            c(Policy::Os, "all ~pu:0"),
+            c(Policy::Os, "all"),
+            c(Policy::Compact, "all"),
+        ];
+        v.sort();
+        let names: Vec<String> = v.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            names,
+            [
+                "2 threads, place compact",
+                "2 threads, place os",
+                "2 threads, place os, cpus 'all ~pu:0'",
+                "2 threads, place spread"
+            ]
+        );
     }
 }

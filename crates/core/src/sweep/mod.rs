@@ -17,11 +17,33 @@
 //!    missing runs are made.
 //!
 //! A failed run (the workload or program failed, crashed, timed out, or its result did not
-//! verify) is logged with its status and never enters the timing statistics.
+//! verify) is logged with its status and never enters the timing statistics. A configuration
+//! that timed out once gets no further runs: it is slower than the user allows, and repeating
+//! it would only spend the timeout again.
+//!
+//! # Where each step lives
+//!
+//! | step | module |
+//! |---|---|
+//! | grid values and configurations | [`config`] |
+//! | what is measured, `sweep.json` | [`target`] |
+//! | one run of one configuration | [`run`] ([`Runner`]) |
+//! | which configurations next | [`search`] |
+//! | the stages and rounds, the log | this module ([`execute`], [`RunLog`]) |
+//! | the results folder | [`folder`] ([`SweepFolder`]) |
+//! | statistics per configuration | [`summarize`] |
+//! | the recommendation | [`recommend`] |
+//! | its apply lines | [`apply`] |
+//! | the report model (`summary.json`, plot data) | [`report`] |
 
+pub mod apply;
 pub mod config;
+pub mod folder;
 pub mod recommend;
+pub mod report;
+pub mod run;
 pub mod search;
+pub mod target;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -31,8 +53,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use config::{Config, Family, Grid, MachineCounts, default_threads, parse_threads};
+pub use apply::apply_lines;
+pub use config::{
+    Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
+    parse_threads,
+};
+pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
+pub use recommend::{Recommendation, recommend};
+pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
+pub use run::{RunResult, Runner};
 pub use search::{Estimate, Strategy};
+pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};
 
 use crate::noise::{Noise, NoiseProbe};
 use crate::stats::Summary;
@@ -95,65 +126,125 @@ pub enum Outcome {
     Failed(String),
     /// It exceeded the timeout.
     Timeout,
+    /// It exceeded the timeout inside this process and cannot be stopped: logged as timed out,
+    /// then the sweep stops with [`SweepError::Abandoned`] (the message says what ran).
+    Abandoned(String),
 }
 
-/// The append-only run log, `runs.jsonl`.
+/// The append-only run log: `runs.jsonl` of a results folder, or a log kept in memory (a
+/// `coretune bench`, which writes no folder).
 #[derive(Debug)]
 pub struct RunLog {
-    path: PathBuf,
-    file: File,
+    file: Option<(PathBuf, File)>,
     lines: Vec<RunLine>,
 }
 
 impl RunLog {
+    /// A log kept in memory only.
+    pub fn in_memory() -> Self {
+        Self {
+            file: None,
+            lines: Vec::new(),
+        }
+    }
+
     /// Opens (creating if needed) the log at `path` and reads the runs already in it. A last
     /// line cut short by a crash is dropped (and overwritten by the next run).
     ///
     /// # Errors
     ///
-    /// I/O errors, and a malformed line other than the last, naming the file and line.
-    pub fn open(path: &Path) -> Result<Self, String> {
-        let mut lines = Vec::new();
-        let mut good_bytes = 0u64;
-        if path.exists() {
-            let reader =
-                BufReader::new(File::open(path).map_err(|e| format!("{}: {e}", path.display()))?);
-            let raw: Vec<String> = reader
-                .lines()
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let last = raw.len().saturating_sub(1);
-            for (i, line) in raw.iter().enumerate() {
-                if line.trim().is_empty() {
-                    good_bytes += line.len() as u64 + 1;
-                    continue;
-                }
-                match serde_json::from_str::<RunLine>(line) {
-                    Ok(run) => {
-                        lines.push(run);
-                        good_bytes += line.len() as u64 + 1;
-                    }
-                    Err(_) if i == last => break,
-                    Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
-                }
-            }
-        }
+    /// [`SweepError::Read`]/[`SweepError::Write`] naming the file, and
+    /// [`SweepError::Malformed`] for a malformed line other than the last.
+    pub fn open(path: &Path) -> Result<Self, SweepError> {
+        let (lines, good_bytes) = if path.exists() {
+            Self::parse(path)?
+        } else {
+            (Vec::new(), 0)
+        };
+        let write_error = |source| SweepError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(write_error)?;
         // Drop a torn last line so the next append starts on a fresh line.
-        file.set_len(good_bytes)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.set_len(good_bytes).map_err(write_error)?;
+        Ok(Self {
+            file: Some((path.to_path_buf(), file)),
+            lines,
+        })
+    }
+
+    /// Reads the log at `path` without changing the file (a torn last line is skipped); runs
+    /// appended afterwards stay in memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`RunLog::open`].
+    pub fn read(path: &Path) -> Result<Self, SweepError> {
+        let (lines, _) = Self::parse(path)?;
+        Ok(Self { file: None, lines })
+    }
+
+    /// The runs in the file and how many bytes of it hold whole lines.
+    fn parse(path: &Path) -> Result<(Vec<RunLine>, u64), SweepError> {
+        let (mut lines, good_bytes) = Self::read_lines::<RunLine>(path)?;
         for (i, line) in lines.iter_mut().enumerate() {
             line.seq = i;
         }
-        Ok(Self {
+        Ok((lines, good_bytes))
+    }
+
+    /// Reads a JSON-lines file (`runs.jsonl`, monitor samples) without changing it; a last line
+    /// cut short by a crash is skipped.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::Read`] naming the file, [`SweepError::Malformed`] naming a malformed line
+    /// other than the last.
+    pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SweepError> {
+        Self::read_lines(path).map(|(v, _)| v)
+    }
+
+    fn read_lines<T: serde::de::DeserializeOwned>(
+        path: &Path,
+    ) -> Result<(Vec<T>, u64), SweepError> {
+        let read_error = |source| SweepError::Read {
             path: path.to_path_buf(),
-            file,
-            lines,
-        })
+            source,
+        };
+        let reader = BufReader::new(File::open(path).map_err(read_error)?);
+        let raw: Vec<String> = reader
+            .lines()
+            .collect::<Result<_, _>>()
+            .map_err(read_error)?;
+        let last = raw.len().saturating_sub(1);
+        let mut out = Vec::new();
+        let mut good_bytes = 0u64;
+        for (i, line) in raw.iter().enumerate() {
+            if line.trim().is_empty() {
+                good_bytes += line.len() as u64 + 1;
+                continue;
+            }
+            match serde_json::from_str::<T>(line) {
+                Ok(value) => {
+                    out.push(value);
+                    good_bytes += line.len() as u64 + 1;
+                }
+                Err(_) if i == last => break,
+                Err(e) => {
+                    return Err(SweepError::Malformed {
+                        path: path.to_path_buf(),
+                        line: i + 1,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok((out, good_bytes))
     }
 
     /// The runs logged so far.
@@ -165,15 +256,21 @@ impl RunLog {
     ///
     /// # Errors
     ///
-    /// I/O errors, naming the file.
-    pub fn append(&mut self, mut line: RunLine) -> Result<(), String> {
+    /// [`SweepError::Write`] naming the file.
+    pub fn append(&mut self, mut line: RunLine) -> Result<(), SweepError> {
         line.seq = self.lines.len();
-        let mut text = serde_json::to_string(&line).map_err(|e| e.to_string())?;
-        text.push('\n');
-        self.file
-            .write_all(text.as_bytes())
-            .and_then(|()| self.file.flush())
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        if let Some((path, file)) = &mut self.file {
+            let write_error = |source| SweepError::Write {
+                path: path.clone(),
+                source,
+            };
+            let mut text =
+                serde_json::to_string(&line).map_err(|e| write_error(std::io::Error::other(e)))?;
+            text.push('\n');
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.flush())
+                .map_err(write_error)?;
+        }
         self.lines.push(line);
         Ok(())
     }
@@ -213,16 +310,81 @@ pub struct Progress<'a> {
     pub lines: &'a [RunLine],
 }
 
-/// Why a sweep stopped early.
+/// Why a sweep could not start, or stopped early. Every variant keeps the path, program or
+/// configuration it is about, and its message is one line.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweepError {
-    /// The run log could not be written.
-    #[error("{0}")]
-    Log(String),
+    /// A results file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A results file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A results file is not what it should be.
+    #[error("{}{}: {message}", path.display(), if *line > 0 { format!(":{line}") } else { String::new() })]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based; 0 when not known).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A results file of another version.
+    #[error("{}: a '{found}' file, not {expected}", path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// The schema it says it has.
+        found: String,
+        /// The schema this coretune reads.
+        expected: &'static str,
+    },
+    /// Not a folder.
+    #[error("{}: not a folder", dir.display())]
+    NotAFolder {
+        /// The path given.
+        dir: PathBuf,
+    },
+    /// A new sweep was pointed at a folder that already holds one.
+    #[error(
+        "{} already holds a sweep; continue it with --resume {}, or choose another --out",
+        dir.display(),
+        dir.display()
+    )]
+    AlreadyASweep {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// No command to run.
+    #[error("no command given")]
+    NoCommand,
+    /// The workload cannot be built.
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
+    /// The program cannot be started.
+    #[error(transparent)]
+    Launch(#[from] crate::launch::LaunchError),
+    /// A configuration cannot run on this machine.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The caller asked to stop (Ctrl-C); finished runs are in the log.
     #[error("interrupted")]
     Interrupted,
+    /// A run exceeded the timeout and could not be stopped; it is logged as timed out.
+    #[error("{0}")]
+    Abandoned(String),
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
@@ -271,8 +433,9 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 ///
 /// # Errors
 ///
-/// [`SweepError::Log`] when the log cannot be written, [`SweepError::Interrupted`] when `stop`
-/// said so. Either way every finished run is in the log.
+/// [`SweepError::Write`] when the log cannot be written, [`SweepError::Interrupted`] when `stop`
+/// said so, [`SweepError::Abandoned`] after a run that could not be stopped at its timeout.
+/// Every finished run is in the log.
 pub fn execute(
     plan: &Plan,
     log: &mut RunLog,
@@ -294,8 +457,17 @@ pub fn execute(
                 .filter(|l| &l.config == c && l.warmup == warm)
                 .count()
         };
+        let timed_out: BTreeSet<&Config> = log
+            .lines()
+            .iter()
+            .filter(|l| l.status == Status::Timeout)
+            .map(|l| &l.config)
+            .collect();
         for c in &tried {
-            if !configs.contains(c) && count(log.lines(), c, false) < plan.runs {
+            if !configs.contains(c)
+                && !timed_out.contains(c)
+                && count(log.lines(), c, false) < plan.runs
+            {
                 configs.push(c.clone());
             }
         }
@@ -305,6 +477,12 @@ pub fn execute(
         configs.sort();
         for round in 0.. {
             let needs = |lines: &[RunLine], c: &Config| -> Option<bool> {
+                if lines
+                    .iter()
+                    .any(|l| &l.config == c && l.status == Status::Timeout)
+                {
+                    return None;
+                }
                 if count(lines, c, true) < plan.warmup {
                     return Some(true);
                 }
@@ -322,6 +500,11 @@ pub fn execute(
                 .filter_map(|c| needs(log.lines(), c).map(|w| (c.clone(), w)))
                 .collect();
             if todo.is_empty() {
+                if round == 0 {
+                    // Nothing of this stage can run, and the next stage would be this one again
+                    // (it depends only on the log): the sweep is as complete as it can be.
+                    return Ok(());
+                }
                 break;
             }
             shuffle(&mut todo, (stage as u64) << 32 | round as u64);
@@ -337,11 +520,16 @@ pub fn execute(
                 if stop() && !matches!(outcome, Outcome::Done(_)) {
                     return Err(SweepError::Interrupted);
                 }
+                let mut abandoned = None;
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
                     Outcome::Failed(e) => (Status::Failed, Some(e), None),
                     Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
+                    Outcome::Abandoned(why) => {
+                        abandoned = Some(why.clone());
+                        (Status::Timeout, Some(why), None)
+                    }
                 };
                 let ended_at = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -355,8 +543,7 @@ pub fn execute(
                     record,
                     noise,
                     ended_at,
-                })
-                .map_err(SweepError::Log)?;
+                })?;
                 done += 1;
                 let lines = log.lines();
                 progress(&Progress {
@@ -366,6 +553,9 @@ pub fn execute(
                     stage,
                     lines,
                 });
+                if let Some(why) = abandoned {
+                    return Err(SweepError::Abandoned(why));
+                }
             }
         }
     }
@@ -459,7 +649,7 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
         .collect();
     let os_baseline = one_thread
         .iter()
-        .find(|(f, _)| f.place == "os" && f.cpus == "all" && f.throttle.is_none())
+        .find(|(f, _)| !f.place.is_pinned() && f.cpus.is_all() && !f.throttle.is_set())
         .map(|(_, &t)| t);
     for s in &mut out {
         let Some(wall) = &s.wall else { continue };

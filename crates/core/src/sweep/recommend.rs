@@ -113,8 +113,8 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
             && c.throttle == chosen.config.throttle
     };
     if let (Some((_, os_e)), Some((pinned, pin_e))) = (
-        best_of(&|c| same(c) && c.place == "os"),
-        best_of(&|c| same(c) && c.place != "os"),
+        best_of(&|c| same(c) && !c.place.is_pinned()),
+        best_of(&|c| same(c) && c.place.is_pinned()),
     ) {
         let gain = pct(pin_e.median, os_e.median);
         let n = chosen.config.threads;
@@ -138,9 +138,10 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
     }
 
     // CPU exclusion (e.g. keeping CPU 0 free).
-    if let (Some((_, all_e)), Some((excl, excl_e))) =
-        (best_of(&|c| c.cpus == "all"), best_of(&|c| c.cpus != "all"))
-    {
+    if let (Some((_, all_e)), Some((excl, excl_e))) = (
+        best_of(&|c| c.cpus.is_all()),
+        best_of(&|c| !c.cpus.is_all()),
+    ) {
         let gain = pct(excl_e.median, all_e.median);
         let verdict = if ties(&excl_e, &all_e, tolerance) && ties(&all_e, &excl_e, tolerance) {
             "within noise"

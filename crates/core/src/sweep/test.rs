@@ -28,6 +28,7 @@ fn record(wall: f64, involuntary: u64) -> RunRecord {
         verified: true,
         verify_error: None,
         checksum: None,
+        throttle_trace: Vec::new(),
     }
 }
 
@@ -45,15 +46,16 @@ fn plan(grid: Grid, strategy: Strategy) -> Plan {
 fn grid(threads: Vec<usize>, places: &[&str], cpus: &[&str]) -> Grid {
     Grid {
         threads,
-        places: places.iter().map(|s| (*s).to_owned()).collect(),
-        cpus: cpus.iter().map(|s| (*s).to_owned()).collect(),
-        throttles: vec![None],
+        places: places.iter().map(|s| s.parse().unwrap()).collect(),
+        cpus: cpus.iter().map(|s| s.parse().unwrap()).collect(),
+        throttles: vec![ThrottleSpec::None],
     }
 }
 
 /// Deterministic ±0.5% jitter from the configuration and the run number.
 fn jitter(c: &Config, n: u64) -> f64 {
-    let mut h = c.threads as u64 * 0x9e37_79b9 + n * 0x85eb_ca6b + c.place.len() as u64 * 31;
+    let mut h =
+        c.threads as u64 * 0x9e37_79b9 + n * 0x85eb_ca6b + c.place.as_str().len() as u64 * 31;
     h ^= h >> 13;
     h = h.wrapping_mul(0xc2b2_ae35);
     #[allow(clippy::cast_precision_loss)]
@@ -93,7 +95,7 @@ fn scenarios() -> Vec<(&'static str, CostModel)> {
             "best at 18 threads on 4 cores (the article's renderer)",
             Box::new(|c: &Config| {
                 let t = c.threads as f64;
-                let pin = if c.place == "os" { 1.0 } else { 1.04 };
+                let pin = if c.place.as_str() == "os" { 1.0 } else { 1.04 };
                 pin * (1.0 / t.min(18.0) * 18.0 / 18.0 + 0.02 * (t - 18.0).max(0.0) + 0.3)
             }),
         ),
@@ -108,7 +110,11 @@ fn scenarios() -> Vec<(&'static str, CostModel)> {
             "spread placement wins by 15%",
             Box::new(|c: &Config| {
                 let t = c.threads as f64;
-                let pin = if c.place == "spread" { 0.85 } else { 1.0 };
+                let pin = if c.place.as_str() == "spread" {
+                    0.85
+                } else {
+                    1.0
+                };
                 pin * (4.0 / t.min(8.0) + 0.01 * t)
             }),
         ),
@@ -258,7 +264,11 @@ fn ties_go_to_fewer_threads_and_no_pinning() {
             2 => 1.005,
             _ => 1.0,
         };
-        base * if c.place == "spread" { 0.995 } else { 1.0 }
+        base * if c.place.as_str() == "spread" {
+            0.995
+        } else {
+            1.0
+        }
     });
     let rec = recommend(&summarize(&lines), 0.03).unwrap();
     assert_eq!((rec.config.threads, rec.config.place.as_str()), (2, "os"));
@@ -276,7 +286,12 @@ fn a_clear_winner_is_recommended_beyond_noise() {
     let g = grid(vec![1, 2, 4], &["os", "spread"], &["all"]);
     let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| {
         let t = c.threads as f64;
-        (1.0 / t) * if c.place == "spread" { 0.8 } else { 1.0 }
+        (1.0 / t)
+            * if c.place.as_str() == "spread" {
+                0.8
+            } else {
+                1.0
+            }
     });
     let rec = recommend(&summarize(&lines), 0.03).unwrap();
     assert_eq!(
@@ -303,4 +318,67 @@ fn oversubscription_shows_in_the_reason() {
         "{}",
         rec.reason
     );
+}
+
+#[test]
+fn a_timed_out_configuration_gets_no_more_runs_and_the_sweep_ends() {
+    let plan = plan(grid(vec![1, 2], &["os"], &["all"]), Strategy::Exhaustive);
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = RunLog::open(&dir.path().join("runs.jsonl")).unwrap();
+    execute(
+        &plan,
+        &mut log,
+        &mut |c| {
+            if c.threads == 2 {
+                Outcome::Timeout
+            } else {
+                Outcome::Done(record(1.0, 1))
+            }
+        },
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap();
+    let two: Vec<&RunLine> = log
+        .lines()
+        .iter()
+        .filter(|l| l.config.threads == 2)
+        .collect();
+    assert_eq!(two.len(), 1);
+    assert_eq!(two[0].status, Status::Timeout);
+    // 1 warm-up + 3 runs of the other configuration.
+    assert_eq!(log.lines().len(), 5);
+}
+
+#[test]
+fn an_abandoned_run_is_logged_then_stops_the_sweep() {
+    let plan = plan(grid(vec![1, 2], &["os"], &["all"]), Strategy::Exhaustive);
+    let mut log = RunLog::in_memory();
+    let err = execute(
+        &plan,
+        &mut log,
+        &mut |_| Outcome::Abandoned("stuck".into()),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, SweepError::Abandoned(ref why) if why == "stuck"),
+        "{err}"
+    );
+    assert_eq!(log.lines().len(), 1);
+    assert_eq!(log.lines()[0].status, Status::Timeout);
+    assert_eq!(log.lines()[0].error.as_deref(), Some("stuck"));
+}
+
+#[test]
+fn log_errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.jsonl");
+    std::fs::write(&path, "not json\n{\"also\": \"not a run\"}\n").unwrap();
+    let err = RunLog::open(&path).unwrap_err().to_string();
+    assert!(err.starts_with(&format!("{}:1: ", path.display())), "{err}");
+    let missing = dir.path().join("missing/runs.jsonl");
+    let err = RunLog::open(&missing).unwrap_err().to_string();
+    assert!(err.contains(&missing.display().to_string()), "{err}");
 }

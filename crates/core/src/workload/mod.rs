@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Measurement, Probe, ThreadProbe, ThreadTracker};
+use crate::sweep::{Grid, MachineCounts};
 
 /// How big a job to run. Each workload maps these to its own parameters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,6 +238,12 @@ pub trait Workload: Send + Sync {
         None
     }
 
+    /// The grid `coretune tune` sweeps when the user gives no axis values; the command line
+    /// replaces the axes it names. Default: [`Grid::default_for`].
+    fn default_grid(&self, machine: MachineCounts) -> Grid {
+        Grid::default_for(machine)
+    }
+
     /// Runs once under `config`, recording each worker in `tracker`.
     ///
     /// # Errors
@@ -279,6 +286,30 @@ pub struct RunRecord {
     /// The result checksum, for workloads that have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<u64>,
+    /// An adaptive throttle's samples during the run (empty for no or a fixed throttle).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttle_trace: Vec<ThrottleSample>,
+}
+
+/// One sample of an adaptive throttle: the limit in force and the throughput measured under it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThrottleSample {
+    /// Seconds since the run's throttle was created.
+    pub t_s: f64,
+    /// The limit in force during the sample.
+    pub limit: usize,
+    /// Completions (work units) per second during the sample.
+    pub throughput: f64,
+}
+
+impl From<coretune_pool::TraceSample> for ThrottleSample {
+    fn from(s: coretune_pool::TraceSample) -> Self {
+        Self {
+            t_s: s.at.as_secs_f64(),
+            limit: s.limit,
+            throughput: s.throughput,
+        }
+    }
 }
 
 /// Runs `workload` once under `config`: measures the run, then verifies its result outside the
@@ -303,6 +334,10 @@ pub fn run_measured(
         verify_error: verdict.err(),
         checksum: workload.checksum(&output),
         measurement,
+        throttle_trace: config
+            .throttle
+            .map(|t| t.trace().into_iter().map(ThrottleSample::from).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -432,6 +467,18 @@ pub struct WorkloadSpec {
 
 /// Names of the workloads [`build`] knows.
 pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum", "spawn"];
+
+impl WorkloadSpec {
+    /// The spec a sweep uses when the user gave no size: a workload whose default size is too
+    /// long to repeat over a whole grid gets a smaller one (raymesh: [`raymesh::SWEEP_RAYS`]
+    /// rays per table, so that the default sweep takes about a minute on 2 cores).
+    pub fn for_sweep(mut self, size_given: bool) -> Self {
+        if self.name == "raymesh" && !size_given && self.rays.is_none() {
+            self.rays = Some(raymesh::SWEEP_RAYS);
+        }
+        self
+    }
+}
 
 /// Prepares the workload `spec` names. `llc_bytes` sizes membw (its arrays are 4 × the
 /// last-level cache by default).

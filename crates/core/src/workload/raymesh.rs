@@ -25,6 +25,9 @@ use crate::measure::ThreadTracker;
 
 /// Rays per table by default: the article's 2143 × 455.
 pub const DEFAULT_RAYS: usize = 975_065;
+/// Rays per table in a sweep when no size is given: the default sweep (about 80 runs on a 2-PU
+/// machine) then takes about a minute on 2 cores.
+pub const SWEEP_RAYS: usize = 500_000;
 /// Tables (cameras) per run.
 pub const TABLES: usize = 3;
 /// Rays a worker takes at a time: big enough that the shared counter costs nothing (one atomic

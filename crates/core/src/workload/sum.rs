@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError, run_workers};
 use crate::measure::ThreadTracker;
+use crate::placement::Policy;
+use crate::sweep::{Cpus, Grid, MachineCounts, ThrottleSpec};
 
 /// OS threads of the article's experiment.
 pub const DEFAULT_THREADS: usize = 64;
@@ -103,6 +105,19 @@ impl Workload for Sum {
 
     fn default_threads(&self) -> Option<usize> {
         Some(DEFAULT_THREADS)
+    }
+
+    /// The article's experiment: 64 threads placed by the OS, on every CPU, under no throttle and
+    /// a ladder of limits.
+    fn default_grid(&self, _machine: MachineCounts) -> Grid {
+        let mut throttles = vec![ThrottleSpec::None];
+        throttles.extend([1, 2, 3, 4, 6, 8, 16, 64].map(ThrottleSpec::Limit));
+        Grid {
+            threads: vec![DEFAULT_THREADS],
+            places: vec![Policy::Os],
+            cpus: vec![Cpus::All],
+            throttles,
+        }
     }
 
     fn run(

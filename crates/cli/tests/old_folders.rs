@@ -1,0 +1,86 @@
+//! Results folders written by coretune 0.1.0 (`tests/data/results-0.1.0/`, see its README) still
+//! report and resume: the sweep engine reads their `sweep.json` and `runs.jsonl` as written
+//! then, and reports the same table and recommendation that release did.
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/results-0.1.0")
+        .join(name)
+}
+
+#[test]
+fn old_folders_report_the_same_table_and_recommendation() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["builtin", "external"] {
+        let dir = tmp.path().join(name);
+        util::copy_dir(&fixture(name), &dir);
+        let old = util::read_json(&dir.join("summary.json"));
+        let new = util::json(&["report", "--json", dir.to_str().unwrap()]);
+        assert_eq!(new["configs"], old["configs"], "{name}");
+        assert_eq!(new["usl"], old["usl"], "{name}");
+        assert_eq!(new["recommendation"], old["recommendation"], "{name}");
+        assert_eq!(new["runs"], old["runs"], "{name}");
+        for file in ["summary.csv", "summary.md", "report.html", "time.svg"] {
+            assert!(dir.join(file).is_file(), "{name}: {file}");
+        }
+    }
+    // The monitored one draws its per-CPU plot from the old monitor files.
+    assert!(tmp.path().join("builtin/utilisation.svg").is_file());
+}
+
+#[test]
+fn old_folders_resume_where_they_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, keep) in [("builtin", 30), ("external", 5)] {
+        let dir = tmp.path().join(name);
+        util::copy_dir(&fixture(name), &dir);
+        let all = util::read_jsonl(&dir.join("runs.jsonl"));
+        // Cut the log as a crash would have: `keep` whole runs and half of the next line.
+        let text = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap();
+        let mut cut: String = text.lines().take(keep).map(|l| format!("{l}\n")).collect();
+        let next = text.lines().nth(keep).unwrap();
+        cut.push_str(&next[..next.len() / 2]);
+        std::fs::write(dir.join("runs.jsonl"), cut).unwrap();
+        let out = util::coretune()
+            .args(["tune", "--quiet", "--resume"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let now = util::read_jsonl(&dir.join("runs.jsonl"));
+        assert_eq!(
+            now.len(),
+            all.len(),
+            "{name}: as many runs as the finished sweep"
+        );
+        assert_eq!(
+            now[..keep],
+            all[..keep],
+            "{name}: the old runs are kept as they were"
+        );
+        let count = |lines: &[serde_json::Value]| {
+            let mut m = std::collections::BTreeMap::<String, usize>::new();
+            for l in lines {
+                let key = format!(
+                    "{}|{}|{}|{}",
+                    l["threads"], l["place"], l["cpus"], l["throttle"]
+                );
+                *m.entry(key).or_default() += 1;
+            }
+            m
+        };
+        assert_eq!(
+            count(&now),
+            count(&all),
+            "{name}: the same runs per configuration"
+        );
+        let s = util::read_json(&dir.join("summary.json"));
+        assert_eq!(s["runs"]["failed"], 0, "{name}");
+    }
+}

@@ -1,0 +1,373 @@
+//! A sweep's results folder, as far as the engine owns it: `sweep.json` (what to measure),
+//! `runs.jsonl` (every run), `machine.json` and `topology.xml` (where it was measured) and
+//! `monitor/<seq>.jsonl` (a run's monitor samples). The report files written beside them
+//! (`summary.*`, plots, `report.html`) are the caller's.
+//!
+//! A folder is created for a new sweep ([`SweepFolder::create`], which refuses a folder that
+//! already holds one), opened to continue it ([`SweepFolder::resume`]), or read without being
+//! changed ([`SweepFolder::read`], for reporting a folder copied from elsewhere).
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use super::report::{RunView, SweepReport};
+use super::run::Runner;
+use super::target::SweepSpec;
+use super::{Outcome, Progress, RunLine, RunLog, SweepError, execute};
+use crate::machine::MachineRecord;
+use crate::topology::{Topology, TopologySource};
+use crate::watch::{CpuPlace, Sample};
+
+/// The files of a results folder.
+const SWEEP_FILE: &str = "sweep.json";
+const RUNS_FILE: &str = "runs.jsonl";
+const MACHINE_FILE: &str = "machine.json";
+const TOPOLOGY_FILE: &str = "topology.xml";
+const SUMMARY_FILE: &str = "summary.json";
+
+/// A results folder and the sweep in it.
+#[derive(Debug)]
+pub struct SweepFolder {
+    dir: PathBuf,
+    spec: SweepSpec,
+    log: RunLog,
+}
+
+impl SweepFolder {
+    /// Creates `dir` (and its parents) for a new sweep and writes its `sweep.json`.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::AlreadyASweep`] when `dir` already holds a sweep's runs, and the I/O
+    /// errors of creating the folder and its files, naming them.
+    pub fn create(dir: &Path, spec: SweepSpec) -> Result<Self, SweepError> {
+        if dir.join(RUNS_FILE).exists() {
+            return Err(SweepError::AlreadyASweep {
+                dir: dir.to_path_buf(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|source| SweepError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        write_json(&dir.join(SWEEP_FILE), &spec)?;
+        let log = RunLog::open(&dir.join(RUNS_FILE))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            spec,
+            log,
+        })
+    }
+
+    /// Opens the sweep in `dir` to continue it: its runs so far count, and a last run cut
+    /// short by a crash is dropped from `runs.jsonl`.
+    ///
+    /// # Errors
+    ///
+    /// `dir` is not a folder, or its `sweep.json` or `runs.jsonl` cannot be read.
+    pub fn resume(dir: &Path) -> Result<Self, SweepError> {
+        let spec = Self::spec_of(dir)?;
+        let log = RunLog::open(&dir.join(RUNS_FILE))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            spec,
+            log,
+        })
+    }
+
+    /// Reads the sweep in `dir` without changing anything there.
+    ///
+    /// # Errors
+    ///
+    /// As [`SweepFolder::resume`].
+    pub fn read(dir: &Path) -> Result<Self, SweepError> {
+        let spec = Self::spec_of(dir)?;
+        let log = RunLog::read(&dir.join(RUNS_FILE))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            spec,
+            log,
+        })
+    }
+
+    fn spec_of(dir: &Path) -> Result<SweepSpec, SweepError> {
+        if !dir.is_dir() {
+            return Err(SweepError::NotAFolder {
+                dir: dir.to_path_buf(),
+            });
+        }
+        SweepSpec::read(&dir.join(SWEEP_FILE))
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What the sweep measures.
+    pub fn spec(&self) -> &SweepSpec {
+        &self.spec
+    }
+
+    /// Every run logged so far.
+    pub fn lines(&self) -> &[RunLine] {
+        self.log.lines()
+    }
+
+    /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
+    /// be exported.
+    ///
+    /// # Errors
+    ///
+    /// Writing either file, naming it.
+    pub fn write_machine(
+        &self,
+        machine: &MachineRecord,
+        topology: &Topology,
+    ) -> Result<(), SweepError> {
+        write_json(&self.dir.join(MACHINE_FILE), machine)?;
+        if let Ok(xml) = topology.to_xml() {
+            let path = self.dir.join(TOPOLOGY_FILE);
+            std::fs::write(&path, xml).map_err(|source| SweepError::Write { path, source })?;
+        }
+        Ok(())
+    }
+
+    /// The machine the sweep ran on (`machine.json`).
+    ///
+    /// # Errors
+    ///
+    /// The file is missing or not a machine record.
+    pub fn machine(&self) -> Result<MachineRecord, SweepError> {
+        read_json(&self.dir.join(MACHINE_FILE))
+    }
+
+    /// The sweep machine's topology (`topology.xml`), when the folder has one that loads.
+    pub fn topology(&self) -> Option<Topology> {
+        load_topology(&self.dir)
+    }
+
+    /// The folder's `summary.json`, when it has one that reads.
+    pub fn previous_report(&self) -> Option<SweepReport> {
+        read_json(&self.dir.join(SUMMARY_FILE)).ok()
+    }
+
+    /// Runs the sweep's plan with `runner` until it is complete, `stop` says so, or a run is
+    /// abandoned; every run is appended to `runs.jsonl` as it finishes and its monitor samples
+    /// saved. `progress` is told after each run.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`], and writing the monitor samples.
+    pub fn execute(
+        &mut self,
+        runner: &Runner<'_>,
+        progress: &mut dyn FnMut(&Progress<'_>),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), SweepError> {
+        let samples: RefCell<Option<Vec<Sample>>> = RefCell::new(None);
+        let save_error: RefCell<Option<SweepError>> = RefCell::new(None);
+        let dir = self.dir.clone();
+        let result = execute(
+            &self.spec.plan,
+            &mut self.log,
+            &mut |c| -> Outcome {
+                let r = runner.run(c);
+                *samples.borrow_mut() = (!r.monitor.is_empty()).then_some(r.monitor);
+                r.outcome
+            },
+            &mut |p| {
+                if let Some(s) = samples.borrow_mut().take() {
+                    if let Err(e) = save_monitor(&dir, p.line.seq, &s) {
+                        save_error.borrow_mut().get_or_insert(e);
+                    }
+                }
+                progress(p);
+            },
+            &|| stop() || save_error.borrow().is_some(),
+        );
+        match save_error.into_inner() {
+            Some(e) => Err(e),
+            None => result,
+        }
+    }
+
+    /// The sweep's results so far, to report.
+    pub fn results(&self) -> SweepResults<'_> {
+        SweepResults {
+            dir: &self.dir,
+            spec: &self.spec,
+            lines: self.lines(),
+        }
+    }
+}
+
+/// A sweep's results at one moment — its folder, what it measures and the runs logged — from
+/// which its report is built (also while the sweep runs, from a [`Progress`]'s lines).
+#[derive(Clone, Copy, Debug)]
+pub struct SweepResults<'a> {
+    /// The results folder (for the monitor samples).
+    pub dir: &'a Path,
+    /// What the sweep measures.
+    pub spec: &'a SweepSpec,
+    /// The runs logged.
+    pub lines: &'a [RunLine],
+}
+
+impl SweepResults<'_> {
+    /// The report of these runs. For a sweep on this machine pass its `topology` (the apply
+    /// lines are computed on it); for a folder reported elsewhere, the lines are kept from
+    /// `previous` when it recommends the same configuration, else computed on the folder's own
+    /// `topology.xml`, else left out.
+    pub fn report(
+        &self,
+        machine: MachineRecord,
+        topology: Option<&Topology>,
+        previous: Option<&SweepReport>,
+    ) -> SweepReport {
+        let own = topology
+            .is_none()
+            .then(|| load_topology(self.dir))
+            .flatten();
+        let topology = topology.or(own.as_ref());
+        let spec = self.spec;
+        SweepReport::build(
+            spec.target.clone(),
+            machine,
+            spec.plan.clone(),
+            self.lines,
+            &|c| {
+                if let Some(r) = previous.and_then(|p| p.recommendation.as_ref()) {
+                    if &r.config == c {
+                        return r.apply.clone();
+                    }
+                }
+                topology.map_or_else(Vec::new, |t| {
+                    super::apply::apply_lines(t, &spec.target, c, spec.settings.binding)
+                })
+            },
+        )
+    }
+
+    /// What the per-run plots of `report` draw ([`RunView::choose`]), from the folder's
+    /// monitor samples; `places` groups the CPUs.
+    pub fn run_view(&self, report: &SweepReport, places: &[CpuPlace]) -> RunView {
+        RunView::choose(
+            report,
+            self.lines,
+            &|seq| {
+                let path = self.dir.join(monitor_file(seq));
+                path.is_file()
+                    .then(|| RunLog::read_jsonl(&path).unwrap_or_default())
+            },
+            places,
+        )
+    }
+}
+
+fn load_topology(dir: &Path) -> Option<Topology> {
+    let path = dir.join(TOPOLOGY_FILE);
+    path.is_file()
+        .then(|| Topology::load(&TopologySource::XmlFile(path)).ok())
+        .flatten()
+}
+
+/// Where a run's monitor samples are kept, relative to the folder.
+pub fn monitor_file(seq: usize) -> String {
+    format!("monitor/{seq}.jsonl")
+}
+
+fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepError> {
+    let path = dir.join(monitor_file(seq));
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SweepError::Write { path, source }
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(write_error(parent))?;
+    }
+    let mut text = String::new();
+    for s in samples {
+        text.push_str(&serde_json::to_string(s).map_err(|e| SweepError::Write {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).map_err(write_error(&path))
+}
+
+/// Writes `value` as pretty JSON with a final newline.
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
+    let error = |source| SweepError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| error(std::io::Error::other(e)))?;
+    bytes.push(b'\n');
+    std::fs::write(path, bytes).map_err(error)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| SweepError::Malformed {
+        path: path.to_path_buf(),
+        line: e.line(),
+        message: e.to_string(),
+    })
+}
+
+/// A folder for new results: `base/<prefix><UTC date>T<time>` (`coretune-results/2026-11-21T21-58-15`,
+/// `coretune-results/watch-2026-11-21T21-58-15`).
+pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    base.join(format!("{prefix}{}", timestamp(now)))
+}
+
+/// Civil date and time (UTC) of a Unix time, for folder names (Hinnant's `civil_from_days`).
+fn timestamp(unix: u64) -> String {
+    let days = i64::try_from(unix / 86_400).unwrap_or(0);
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_civil_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00-00-00");
+        // 2026-11-21 21:58:15 UTC
+        assert_eq!(timestamp(1_795_298_295), "2026-11-21T21-58-15");
+        // A leap day.
+        assert_eq!(timestamp(951_782_400), "2000-02-29T00-00-00");
+        let dir = timestamped_dir(Path::new("base"), "watch-");
+        assert!(dir.starts_with("base"));
+        assert!(
+            dir.to_string_lossy().contains("/watch-2"),
+            "{}",
+            dir.display()
+        );
+    }
+}

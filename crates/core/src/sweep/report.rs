@@ -1,0 +1,333 @@
+//! The report model: a sweep's results as data — per-configuration rows, Universal Scalability
+//! Law fits, run counts and the recommendation ([`SweepReport`], the content of
+//! `summary.json`), and what the per-run plots draw ([`RunView`]). Turning them into bytes
+//! (tables, CSV, SVG, HTML) is the caller's.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{Config, Family};
+use super::recommend::{Recommendation, recommend};
+use super::target::Target;
+use super::{ConfigSummary, Plan, RunLine, Status, summarize};
+use crate::machine::MachineRecord;
+use crate::stats::{UslFit, usl_fit};
+use crate::watch::{CpuPlace, Sample};
+use crate::workload::{RunRecord, Throughput};
+
+/// Version of `summary.json`; see `docs/summary.schema.json`.
+pub const SUMMARY_SCHEMA: &str = "coretune-summary/1";
+
+/// One configuration's row, as `summary.json`'s `configs` entries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRow {
+    /// The configuration (`threads`, `place`, `cpus`, `throttle`).
+    #[serde(flatten)]
+    pub config: Config,
+    /// Median wall time of the successful runs, seconds (null when none succeeded).
+    pub median_s: Option<f64>,
+    /// Bootstrap 95% interval of the median, seconds.
+    pub ci_s: Option<(f64, f64)>,
+    /// Mean wall time, seconds.
+    pub mean_s: Option<f64>,
+    /// Standard deviation of the wall times, seconds.
+    pub stddev_s: Option<f64>,
+    /// Fastest run, seconds.
+    pub min_s: Option<f64>,
+    /// Slowest run, seconds.
+    pub max_s: Option<f64>,
+    /// Median absolute deviation, seconds.
+    pub mad_s: Option<f64>,
+    /// Mean user CPU time of the successful runs, seconds.
+    pub user_s: Option<f64>,
+    /// Mean system CPU time of the successful runs, seconds.
+    pub sys_s: Option<f64>,
+    /// Successful measured runs.
+    pub runs: usize,
+    /// Failed, timed-out or unverified measured runs.
+    pub failed: usize,
+    /// Speedup over the family's 1-thread median.
+    pub speedup: Option<f64>,
+    /// Speedup per thread.
+    pub efficiency: Option<f64>,
+    /// Median workload throughput.
+    pub throughput: Option<Throughput>,
+    /// Median voluntary context switches per run.
+    pub voluntary_ctx_switches: Option<f64>,
+    /// Median involuntary context switches per run.
+    pub involuntary_ctx_switches: Option<f64>,
+    /// Median CPU migrations per run.
+    pub migrations: Option<f64>,
+    /// Runs taken while other processes used the CPUs.
+    pub busy_runs: usize,
+    /// Runs flagged as outliers (modified z-score > 3.5).
+    pub outliers: usize,
+    /// Run times fall in two separated clusters.
+    pub bimodal: bool,
+    /// Wall times of the successful runs, seconds, in the order they ran.
+    pub times_s: Vec<f64>,
+}
+
+impl ConfigRow {
+    fn of(s: &ConfigSummary, lines: &[RunLine]) -> Self {
+        let w = s.wall.as_ref();
+        let ok: Vec<&RunLine> = lines
+            .iter()
+            .filter(|l| !l.warmup && l.config == s.config && l.status == Status::Ok)
+            .collect();
+        let times_s = ok.iter().filter_map(|l| l.wall_s()).collect();
+        let mean_of = |f: &dyn Fn(&RunRecord) -> f64| {
+            let v: Vec<f64> = ok.iter().filter_map(|l| l.record.as_ref()).map(f).collect();
+            crate::stats::mean(&v)
+        };
+        Self {
+            config: s.config.clone(),
+            median_s: w.map(|w| w.median),
+            ci_s: w.map(|w| w.ci),
+            mean_s: w.map(|w| w.mean),
+            stddev_s: w.map(|w| w.stddev),
+            min_s: w.map(|w| w.min),
+            max_s: w.map(|w| w.max),
+            mad_s: w.map(|w| w.mad),
+            user_s: mean_of(&|r| r.measurement.user.as_secs_f64()),
+            sys_s: mean_of(&|r| r.measurement.sys.as_secs_f64()),
+            runs: s.runs,
+            failed: s.failed,
+            speedup: s.speedup,
+            efficiency: s.efficiency,
+            throughput: s.throughput,
+            voluntary_ctx_switches: s.voluntary_ctx_switches,
+            involuntary_ctx_switches: s.involuntary_ctx_switches,
+            migrations: s.migrations,
+            busy_runs: s.busy_runs,
+            outliers: w.map_or(0, |w| w.outliers.len()),
+            bimodal: w.is_some_and(|w| w.bimodal),
+            times_s,
+        }
+    }
+}
+
+/// A Universal Scalability Law fit of one family's speedup curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UslRow {
+    /// The family (`place`, `cpus`, `throttle`).
+    #[serde(flatten)]
+    pub family: Family,
+    /// The fit.
+    #[serde(flatten)]
+    pub fit: UslFit,
+}
+
+/// Run counts of the whole sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunCounts {
+    /// Measured runs (warm-ups excluded).
+    pub measured: usize,
+    /// Measured runs that completed and verified.
+    pub ok: usize,
+    /// Measured runs that failed, timed out or did not verify.
+    pub failed: usize,
+    /// Measured runs taken on a busy machine.
+    pub busy: usize,
+    /// Warm-up runs.
+    pub warmup: usize,
+}
+
+/// Everything `summary.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// [`SUMMARY_SCHEMA`].
+    pub schema: String,
+    /// coretune's version.
+    pub tool_version: String,
+    /// Unix time the summary was made, seconds.
+    pub created_at: f64,
+    /// What was measured.
+    pub target: Target,
+    /// The machine it was measured on.
+    pub machine: MachineRecord,
+    /// The grid and settings.
+    pub plan: Plan,
+    /// One row per configuration measured, in configuration order.
+    pub configs: Vec<ConfigRow>,
+    /// One fit per family with enough points.
+    pub usl: Vec<UslRow>,
+    /// The recommendation, when any configuration has a successful run.
+    pub recommendation: Option<Recommendation>,
+    /// Run counts.
+    pub runs: RunCounts,
+}
+
+impl SweepReport {
+    /// Builds the report from the run log: summaries, fits, and the recommendation with the
+    /// lines `apply` gives for it.
+    pub fn build(
+        target: Target,
+        machine: MachineRecord,
+        plan: Plan,
+        lines: &[RunLine],
+        apply: &dyn Fn(&Config) -> Vec<String>,
+    ) -> Self {
+        let summaries = summarize(lines);
+        let mut recommendation = recommend(&summaries, plan.tolerance);
+        if let Some(r) = recommendation.as_mut() {
+            r.apply = apply(&r.config);
+        }
+        let configs: Vec<ConfigRow> = summaries.iter().map(|s| ConfigRow::of(s, lines)).collect();
+        let mut curves: BTreeMap<Family, Vec<(usize, f64)>> = BTreeMap::new();
+        for s in &summaries {
+            let points = curves.entry(s.config.family()).or_default();
+            if let Some(speedup) = s.speedup {
+                points.push((s.config.threads, speedup));
+            }
+        }
+        let usl = curves
+            .into_iter()
+            .filter_map(|(family, points)| {
+                Some(UslRow {
+                    family,
+                    fit: usl_fit(&points)?,
+                })
+            })
+            .collect();
+        let measured: Vec<&RunLine> = lines.iter().filter(|l| !l.warmup).collect();
+        let runs = RunCounts {
+            measured: measured.len(),
+            ok: measured.iter().filter(|l| l.status == Status::Ok).count(),
+            failed: measured.iter().filter(|l| l.status != Status::Ok).count(),
+            busy: measured.iter().filter(|l| l.noise.busy).count(),
+            warmup: lines.len() - measured.len(),
+        };
+        Self {
+            schema: SUMMARY_SCHEMA.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            target,
+            machine,
+            plan,
+            configs,
+            usl,
+            recommendation,
+            runs,
+        }
+    }
+
+    /// The recommended configuration's row.
+    pub fn recommended_row(&self) -> Option<&ConfigRow> {
+        let r = self.recommendation.as_ref()?;
+        self.configs.iter().find(|c| c.config == r.config)
+    }
+
+    /// Why nothing could be recommended: `None` when a configuration completed a verified run,
+    /// else a one-line reason naming the first failure.
+    pub fn failure(&self, lines: &[RunLine]) -> Option<String> {
+        if self.recommendation.is_some() {
+            return None;
+        }
+        let failed: Vec<&RunLine> = lines.iter().filter(|l| l.status != Status::Ok).collect();
+        Some(match failed.first() {
+            None => "no run was made".to_owned(),
+            Some(first) => format!(
+                "no configuration completed a verified run ({} of {} runs failed; the first: \
+                 {}: {})",
+                failed.len(),
+                lines.len(),
+                first.config,
+                first.error.as_deref().unwrap_or("failed")
+            ),
+        })
+    }
+}
+
+/// One thread in a per-run plot: its label, CPU number → samples seen there, migrations.
+pub type ThreadView = (String, BTreeMap<usize, u64>, Option<u64>);
+
+/// What the per-run plots draw: one run's monitor samples and where its threads ran.
+#[derive(Clone, Debug, Default)]
+pub struct RunView {
+    /// Which run ("run 12: 2 threads, place os").
+    pub label: String,
+    /// The monitor's samples during the run (empty when the sweep was not monitored).
+    pub samples: Vec<Sample>,
+    /// Every thread shown.
+    pub threads: Vec<ThreadView>,
+    /// Where each CPU sits (core, L3, NUMA node), for grouping the per-CPU graphs.
+    pub places: Vec<CpuPlace>,
+}
+
+impl RunView {
+    /// The run the per-run plots show: the recommended configuration's (one that was monitored
+    /// if any was), else the last successful run. `samples_of` reads a run's monitor samples
+    /// (by sequence number; `None` when there are none). The threads are the workers' own
+    /// records of where they ran, or — for programs, whose threads coretune does not start —
+    /// the monitor's.
+    pub fn choose(
+        report: &SweepReport,
+        lines: &[RunLine],
+        samples_of: &dyn Fn(usize) -> Option<Vec<Sample>>,
+        places: &[CpuPlace],
+    ) -> Self {
+        let chosen = report.recommendation.as_ref().map(|r| &r.config);
+        let ok: Vec<&RunLine> = lines
+            .iter()
+            .filter(|l| !l.warmup && l.status == Status::Ok)
+            .collect();
+        let of_chosen: Vec<&RunLine> = ok
+            .iter()
+            .copied()
+            .filter(|l| Some(&l.config) == chosen)
+            .collect();
+        let pool = if of_chosen.is_empty() {
+            &ok
+        } else {
+            &of_chosen
+        };
+        let monitored = pool
+            .iter()
+            .rev()
+            .find_map(|l| samples_of(l.seq).map(|s| (*l, s)));
+        let Some((line, samples)) = monitored.or_else(|| pool.last().map(|l| (*l, Vec::new())))
+        else {
+            return Self::default();
+        };
+        let workers = line
+            .record
+            .as_ref()
+            .map(|r| r.measurement.threads.clone())
+            .unwrap_or_default();
+        let threads = if workers.iter().any(|w| !w.cpus_seen.is_empty()) {
+            workers
+                .into_iter()
+                .map(|w| {
+                    (
+                        format!("worker {} (tid {})", w.worker, w.tid),
+                        w.cpus_seen,
+                        w.migrations,
+                    )
+                })
+                .collect()
+        } else {
+            crate::watch::summarize(&samples)
+                .threads
+                .into_iter()
+                .take(16)
+                .map(|t| {
+                    (
+                        format!("{} (tid {})", t.name, t.tid),
+                        t.cpus_seen,
+                        t.migrations,
+                    )
+                })
+                .collect()
+        };
+        Self {
+            label: format!("run {}: {}", line.seq, line.config),
+            samples,
+            threads,
+            places: places.to_vec(),
+        }
+    }
+}

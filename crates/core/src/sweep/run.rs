@@ -1,0 +1,369 @@
+//! Running one configuration: the [`Runner`] prepares a target once (builds the workload, finds
+//! the program) and then makes one run of it per call, measured the same way whether the run
+//! belongs to a sweep or to `coretune bench`.
+//!
+//! - A **built-in workload** runs in this process, on worker threads started with the
+//!   configuration's placement (a start hook pins worker `i`) and throttle (a fresh one per run,
+//!   so an adaptive throttle's climb is part of every run's time). With a timeout the run happens
+//!   on a thread of its own; a run that exceeds it cannot be stopped inside the process, so it is
+//!   [`Outcome::Abandoned`]: logged as timed out, and the sweep stops (the caller exits, which
+//!   ends the stuck thread; `--resume` continues).
+//! - An **external program** is a child process: `{threads}`, `{cpus}` and `{place}` substituted
+//!   into its arguments, the thread-count variables of [`crate::launch::thread_env`] set, the
+//!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
+//!   closed, killed at the timeout. A non-zero exit is a failed run.
+//!
+//! With [`RunSettings::monitor`] a background sampler records per-CPU utilisation and every
+//! thread's CPU during the run.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::{Config, ConfigError, Grid, MachineCounts};
+use super::target::{RunSettings, Target};
+use super::{Outcome, SweepError};
+use crate::budget::format_list;
+use crate::cpuset::Warning;
+use crate::launch;
+use crate::measure::ChildProbe;
+use crate::placement::Placement;
+use crate::topology::{Topology, set_to_vec};
+use crate::watch::{Monitor, Sample};
+use crate::workload::{RunConfig, RunRecord, Unit, Work, Workload, run_measured};
+
+/// What one call of [`Runner::run`] produced.
+#[derive(Debug)]
+pub struct RunResult {
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// The monitor's samples during the run (empty when not monitoring).
+    pub monitor: Vec<Sample>,
+}
+
+/// A prepared target.
+enum Prepared {
+    Builtin(Arc<dyn Workload>),
+    Command {
+        argv: Vec<String>,
+        shell: bool,
+        prepare: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Prepared::Builtin(w) => write!(f, "Builtin({})", w.name()),
+            Prepared::Command { argv, shell, .. } => write!(f, "Command({argv:?}, shell {shell})"),
+        }
+    }
+}
+
+/// Makes runs of one target on one machine.
+#[derive(Debug)]
+pub struct Runner<'t> {
+    topology: &'t Topology,
+    target: Target,
+    prepared: Prepared,
+    settings: RunSettings,
+    machine: MachineCounts,
+}
+
+impl<'t> Runner<'t> {
+    /// Prepares `target` for runs on `topology` (the live machine: runs bind threads). A
+    /// workload is built (its inputs generated, its reference answer computed) and its
+    /// description filled in; a program is looked up, so that a missing one is refused before
+    /// anything runs.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::Workload`] for an unknown workload or a bad parameter,
+    /// [`SweepError::Launch`] for a program that is not there or not executable, and
+    /// [`SweepError::NoCommand`] for an empty command.
+    pub fn new(
+        topology: &'t Topology,
+        target: Target,
+        settings: RunSettings,
+        machine: MachineCounts,
+    ) -> Result<Self, SweepError> {
+        let (target, prepared) = match target {
+            Target::Workload { spec, .. } => {
+                let llc = topology.last_level_cache_bytes().unwrap_or(32 << 20);
+                let workload: Arc<dyn Workload> = Arc::from(crate::workload::build(&spec, llc)?);
+                (
+                    Target::Workload {
+                        description: workload.describe(),
+                        spec,
+                    },
+                    Prepared::Builtin(workload),
+                )
+            }
+            Target::Command { argv, shell } => {
+                let Some(program) = argv.first() else {
+                    return Err(SweepError::NoCommand);
+                };
+                // A placeholder in the program's own name is resolved per run; `sh` runs a
+                // shell command.
+                if !shell && !program.contains('{') {
+                    launch::find_program(program)?;
+                }
+                (
+                    Target::Command {
+                        argv: argv.clone(),
+                        shell,
+                    },
+                    Prepared::Command {
+                        argv,
+                        shell,
+                        prepare: settings.prepare.clone(),
+                    },
+                )
+            }
+        };
+        Ok(Self {
+            topology,
+            target,
+            prepared,
+            settings,
+            machine,
+        })
+    }
+
+    /// The target, with a workload's description filled in.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The settings every run uses.
+    pub fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// The machine counts `cores`/`pus` values resolve against.
+    pub fn machine(&self) -> MachineCounts {
+        self.machine
+    }
+
+    /// The workload's own description of this instance (`None` for a program).
+    pub fn describe(&self) -> Option<String> {
+        match &self.prepared {
+            Prepared::Builtin(w) => Some(w.describe()),
+            Prepared::Command { .. } => None,
+        }
+    }
+
+    /// The grid to sweep when the user names no axis: the workload's own defaults, or
+    /// [`Grid::default_for`] for a program.
+    pub fn default_grid(&self) -> Grid {
+        match &self.prepared {
+            Prepared::Builtin(w) => w.default_grid(self.machine),
+            Prepared::Command { .. } => Grid::default_for(self.machine),
+        }
+    }
+
+    /// The thread count of one run when the user gives none: the workload's own (`sum`: 64),
+    /// else the PUs this process may use.
+    pub fn default_threads(&self) -> usize {
+        match &self.prepared {
+            Prepared::Builtin(w) => w.default_threads().unwrap_or(self.machine.pus),
+            Prepared::Command { .. } => self.machine.pus,
+        }
+    }
+
+    /// Checks every CPU set of `grid` on this topology before anything runs, and returns the
+    /// warnings each one raises (CPU 0 included, SMT siblings split, ...).
+    ///
+    /// # Errors
+    ///
+    /// The first CPU set that does not resolve here.
+    pub fn check(&self, grid: &Grid) -> Result<Vec<(String, Warning)>, ConfigError> {
+        let mut warnings = Vec::new();
+        for cpus in &grid.cpus {
+            let (_, w) = cpus
+                .resolve(self.topology)
+                .map_err(|source| ConfigError::Cpus {
+                    cpus: cpus.to_string(),
+                    source,
+                })?;
+            warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
+        }
+        Ok(warnings)
+    }
+
+    /// Makes one run of `config`.
+    pub fn run(&self, config: &Config) -> RunResult {
+        let placement = match config.placement(self.topology, self.settings.binding) {
+            Ok(p) => p,
+            Err(e) => {
+                return RunResult {
+                    outcome: Outcome::Failed(e.to_string()),
+                    monitor: Vec::new(),
+                };
+            }
+        };
+        let monitor = self
+            .settings
+            .monitor
+            .and_then(|every| Monitor::start_self(every.max(Duration::from_millis(1))).ok());
+        let outcome = match &self.prepared {
+            Prepared::Builtin(w) => self.run_builtin(w, config, &placement),
+            Prepared::Command {
+                argv,
+                shell,
+                prepare,
+            } => self.run_command(argv, *shell, prepare.as_deref(), config, &placement),
+        };
+        RunResult {
+            outcome,
+            monitor: monitor.map(Monitor::finish).unwrap_or_default(),
+        }
+    }
+
+    fn run_builtin(&self, w: &Arc<dyn Workload>, c: &Config, placement: &Placement) -> Outcome {
+        let throttle = c.throttle.build(c.threads, self.machine);
+        let start_hook = placement.pin_hook(self.topology);
+        let threads = c.threads;
+        let Some(limit) = self.settings.timeout else {
+            let config = RunConfig {
+                threads,
+                start_hook,
+                throttle: throttle.as_ref(),
+            };
+            return match run_measured(w.as_ref(), &config) {
+                Ok(r) => Outcome::Done(r),
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let workload = Arc::clone(w);
+        let spawned = std::thread::Builder::new()
+            .name("coretune-run".into())
+            .spawn(move || {
+                let config = RunConfig {
+                    threads,
+                    start_hook,
+                    throttle: throttle.as_ref(),
+                };
+                let _ = tx.send(run_measured(workload.as_ref(), &config));
+            });
+        if let Err(e) = spawned {
+            return Outcome::Failed(format!("cannot start the run's thread: {e}"));
+        }
+        match rx.recv_timeout(limit) {
+            Ok(Ok(r)) => Outcome::Done(r),
+            Ok(Err(e)) => Outcome::Failed(e.to_string()),
+            Err(_) => Outcome::Abandoned(format!(
+                "a {} run exceeded the timeout ({:.1} s) and cannot be stopped inside coretune",
+                w.name(),
+                limit.as_secs_f64()
+            )),
+        }
+    }
+
+    fn run_command(
+        &self,
+        argv: &[String],
+        shell: bool,
+        prepare: Option<&str>,
+        c: &Config,
+        placement: &Placement,
+    ) -> Outcome {
+        let cpus = format_list(&set_to_vec(&placement.union()));
+        if let Some(prep) = prepare {
+            match Command::new("sh").arg("-c").arg(prep).status() {
+                Ok(s) if s.success() => {}
+                Ok(s) => return Outcome::Failed(format!("--prepare exited with {s}")),
+                Err(e) => return Outcome::Failed(format!("--prepare: {e}")),
+            }
+        }
+        let words = substitute_all(argv, c, &cpus);
+        let mut cmd = if shell {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(words.join(" "));
+            cmd
+        } else {
+            let mut cmd = Command::new(PathBuf::from(&words[0]));
+            cmd.args(&words[1..]);
+            cmd
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.envs(launch::thread_env(c.threads, Some(placement)));
+        let restrict = c.is_restricted().then(|| placement.union());
+        let probe = ChildProbe::start();
+        let mut child = match launch::spawn(cmd, restrict.as_ref()) {
+            Ok(child) => child,
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
+            }
+            if self.settings.timeout.is_some_and(|t| probe.elapsed() > t) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Outcome::Timeout;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        let measurement = probe.finish();
+        if !status.success() {
+            return Outcome::Failed(format!(
+                "{} exited with status {}",
+                words[0],
+                launch::exit_code(status)
+            ));
+        }
+        let work = Work {
+            amount: 1.0,
+            unit: Unit::RunsPerSec,
+            kernel_time: None,
+        };
+        Outcome::Done(RunRecord {
+            throughput: work.throughput(measurement.wall),
+            verified: true,
+            verify_error: None,
+            checksum: None,
+            measurement,
+            throttle_trace: Vec::new(),
+        })
+    }
+}
+
+/// Substitutes `{threads}`, `{cpus}` (the CPU list) and `{place}` in one argument.
+pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
+    arg.replace("{threads}", &c.threads.to_string())
+        .replace("{cpus}", cpus)
+        .replace("{place}", c.place.as_str())
+}
+
+/// [`substitute`] in every argument.
+pub fn substitute_all(argv: &[String], c: &Config, cpus: &str) -> Vec<String> {
+    argv.iter().map(|a| substitute(a, c, cpus)).collect()
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::placement::Policy;
+    use crate::sweep::{Cpus, ThrottleSpec};
+
+    #[test]
+    fn placeholders() {
+        let c = Config {
+            threads: 4,
+            place: Policy::Spread,
+            cpus: Cpus::All,
+            throttle: ThrottleSpec::None,
+        };
+        assert_eq!(
+            substitute("--threads={threads} --on {cpus} ({place})", &c, "0-3"),
+            "--threads=4 --on 0-3 (spread)"
+        );
+    }
+}
