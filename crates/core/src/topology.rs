@@ -384,6 +384,184 @@ impl Topology {
     }
 }
 
+/// One object of the topology tree as `coretune topo` shows it: only the levels that matter
+/// for placement (packages, dies, groups, NUMA nodes, L3, an L2 shared by several cores, cores,
+/// PUs); the others (L1, per-core L2, memory-side caches) are looked through.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TopoNode {
+    /// What it is.
+    pub kind: NodeKind,
+    /// hwloc's logical index (`L#`).
+    pub logical_index: usize,
+    /// The OS index (`P#`), when it has one.
+    pub os_index: Option<usize>,
+    /// Memory: a NUMA node's local memory, the machine's total.
+    pub memory_bytes: Option<u64>,
+    /// A cache's size.
+    pub cache_bytes: Option<u64>,
+    /// Its PUs, as OS indexes.
+    pub pus: Vec<usize>,
+    /// The shown objects below it: NUMA nodes first, then the others in logical order.
+    pub children: Vec<TopoNode>,
+}
+
+/// The kinds of object a [`TopoNode`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
+pub enum NodeKind {
+    /// The whole machine (the root).
+    Machine,
+    /// A package (socket).
+    Package,
+    /// A die.
+    Die,
+    /// An hwloc group (cluster, module, ...).
+    Group,
+    /// A NUMA node.
+    NumaNode,
+    /// An L3 cache.
+    L3,
+    /// An L2 cache shared by several cores.
+    L2,
+    /// A physical core.
+    Core,
+    /// A processing unit (hardware thread).
+    Pu,
+}
+
+impl fmt::Display for NodeKind {
+    /// hwloc's names, with caches shortened as `lstopo` prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeKind::Machine => "Machine",
+            NodeKind::Package => "Package",
+            NodeKind::Die => "Die",
+            NodeKind::Group => "Group",
+            NodeKind::NumaNode => "NUMANode",
+            NodeKind::L3 => "L3",
+            NodeKind::L2 => "L2",
+            NodeKind::Core => "Core",
+            NodeKind::Pu => "PU",
+        })
+    }
+}
+
+impl Topology {
+    /// The topology as a tree of the objects that matter for placement ([`TopoNode`]).
+    pub fn tree(&self) -> TopoNode {
+        let root = self.hwloc.root_object();
+        TopoNode {
+            kind: NodeKind::Machine,
+            logical_index: root.logical_index(),
+            os_index: root.os_index(),
+            memory_bytes: Some(root.total_memory()).filter(|&m| m > 0),
+            cache_bytes: None,
+            pus: root.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
+            children: shown_children(root).into_iter().map(node).collect(),
+        }
+    }
+
+    /// The indexes of the objects of `kind` whose PUs intersect `set`: logical (hwloc-calc
+    /// `-I`), or OS indexes when `physical`.
+    pub fn indexes_intersecting(
+        &self,
+        kind: crate::cpuset::ObjKind,
+        set: &CpuSet,
+        physical: bool,
+    ) -> Vec<usize> {
+        self.objects(kind.object_type())
+            .into_iter()
+            .filter(|o| o.cpuset().is_some_and(|s| s.intersects(set)))
+            .map(|o| {
+                if physical {
+                    o.os_index().unwrap_or_default()
+                } else {
+                    o.logical_index()
+                }
+            })
+            .collect()
+    }
+}
+
+fn node(obj: &TopologyObject) -> TopoNode {
+    let kind = match obj.object_type() {
+        ObjectType::Package => NodeKind::Package,
+        ObjectType::Die => NodeKind::Die,
+        ObjectType::Group => NodeKind::Group,
+        ObjectType::NUMANode => NodeKind::NumaNode,
+        ObjectType::L3Cache => NodeKind::L3,
+        ObjectType::L2Cache => NodeKind::L2,
+        ObjectType::Core => NodeKind::Core,
+        ObjectType::PU => NodeKind::Pu,
+        _ => NodeKind::Machine,
+    };
+    let (memory_bytes, cache_bytes) = match obj.attributes() {
+        Some(ObjectAttributes::NUMANode(attrs)) => (attrs.local_memory().map(|m| m.get()), None),
+        Some(ObjectAttributes::Cache(cache)) => (None, cache.size().map(|s| s.get())),
+        _ => (None, None),
+    };
+    TopoNode {
+        kind,
+        logical_index: obj.logical_index(),
+        os_index: obj.os_index(),
+        memory_bytes,
+        cache_bytes,
+        pus: obj.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
+        children: shown_children(obj).into_iter().map(node).collect(),
+    }
+}
+
+/// Levels shown in the tree; the others (L1, per-core L2, memory-side caches) are looked
+/// through.
+fn is_shown(obj: &TopologyObject) -> bool {
+    match obj.object_type() {
+        ObjectType::Package
+        | ObjectType::Die
+        | ObjectType::Group
+        | ObjectType::L3Cache
+        | ObjectType::Core
+        | ObjectType::PU
+        | ObjectType::NUMANode => true,
+        // An L2 shared by several cores (Knights Landing tiles, Atom clusters) says something.
+        ObjectType::L2Cache => cores_below(obj) > 1,
+        _ => false,
+    }
+}
+
+fn cores_below(obj: &TopologyObject) -> usize {
+    if obj.object_type() == ObjectType::Core {
+        1
+    } else {
+        obj.normal_children().map(cores_below).sum()
+    }
+}
+
+/// The shown objects directly below `obj`: NUMA nodes first, then normal children, looking
+/// through the levels that are not shown.
+fn shown_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut out = Vec::new();
+    collect_memory(obj, &mut out);
+    for child in obj.normal_children() {
+        if is_shown(child) {
+            out.push(child);
+        } else {
+            out.extend(shown_children(child));
+        }
+    }
+    out
+}
+
+fn collect_memory<'a>(obj: &'a TopologyObject, out: &mut Vec<&'a TopologyObject>) {
+    for mem in obj.memory_children() {
+        if mem.object_type() == ObjectType::NUMANode {
+            out.push(mem);
+        } else {
+            // MemCache objects sit between a parent and its NUMA nodes.
+            collect_memory(mem, out);
+        }
+    }
+}
+
 fn bad_xml(input: &str, xml: &str) -> TopologyError {
     let reason = if !xml.contains("<topology") {
         "not an hwloc XML file (no <topology> element)".to_owned()
@@ -520,4 +698,60 @@ pub struct MissingPus {
     pub offline: Vec<usize>,
     /// Online but not allowed (cgroup cpuset, or hwloc's allowed set).
     pub disallowed: Vec<usize>,
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn node_kinds_print_as_hwloc_and_lstopo_name_them() {
+        for (kind, ty) in [
+            (NodeKind::Machine, ObjectType::Machine),
+            (NodeKind::Package, ObjectType::Package),
+            (NodeKind::Die, ObjectType::Die),
+            (NodeKind::Group, ObjectType::Group),
+            (NodeKind::NumaNode, ObjectType::NUMANode),
+            (NodeKind::Core, ObjectType::Core),
+            (NodeKind::Pu, ObjectType::PU),
+        ] {
+            assert_eq!(kind.to_string(), ty.to_string());
+        }
+    }
+
+    #[test]
+    fn tree_keeps_the_levels_placement_needs() {
+        let topo = Topology::load(&TopologySource::Synthetic(
+            "pack:2 numa:2 l3:1 core:2 pu:2".into(),
+        ))
+        .unwrap();
+        let tree = topo.tree();
+        assert_eq!(tree.kind, NodeKind::Machine);
+        assert_eq!(tree.pus.len(), 16);
+        let pack = &tree.children[0];
+        assert_eq!(pack.kind, NodeKind::Package);
+        // A NUMA node's memory child and its L3 (a normal child) are both under the package's
+        // group level, NUMA first.
+        let kinds: Vec<NodeKind> = pack.children.iter().map(|c| c.kind).collect();
+        assert!(
+            kinds.contains(&NodeKind::L3) || kinds.contains(&NodeKind::Group),
+            "{kinds:?}"
+        );
+        fn count(n: &TopoNode, k: NodeKind) -> usize {
+            usize::from(n.kind == k) + n.children.iter().map(|c| count(c, k)).sum::<usize>()
+        }
+        assert_eq!(count(&tree, NodeKind::Core), 8);
+        assert_eq!(count(&tree, NodeKind::Pu), 16);
+        assert_eq!(count(&tree, NodeKind::NumaNode), 4);
+        let all = set_from_indexes(0..16);
+        assert_eq!(
+            topo.indexes_intersecting(crate::cpuset::ObjKind::Numa, &set_from_indexes([5]), false),
+            vec![1]
+        );
+        assert_eq!(
+            topo.indexes_intersecting(crate::cpuset::ObjKind::Core, &all, false)
+                .len(),
+            8
+        );
+    }
 }

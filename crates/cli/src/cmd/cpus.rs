@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
-use coretune_core::hwlocality::object::types::ObjectType;
+use coretune_core::cpuset::{CpuSetExpr, Format, ObjKind, ResolveOptions};
 use coretune_core::topology::set_to_vec;
 use serde::Serialize;
 
@@ -45,12 +44,12 @@ enum ObjectKind {
 }
 
 impl ObjectKind {
-    fn object_type(self) -> ObjectType {
+    fn kind(self) -> ObjKind {
         match self {
-            ObjectKind::Core => ObjectType::Core,
-            ObjectKind::Numa => ObjectType::NUMANode,
-            ObjectKind::L3 => ObjectType::L3Cache,
-            ObjectKind::Package => ObjectType::Package,
+            ObjectKind::Core => ObjKind::Core,
+            ObjectKind::Numa => ObjKind::Numa,
+            ObjectKind::L3 => ObjKind::L3,
+            ObjectKind::Package => ObjKind::Package,
         }
     }
 }
@@ -99,16 +98,9 @@ pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(kind) = args.objects {
         let indexes: Vec<String> = topo
-            .objects(kind.object_type())
-            .into_iter()
-            .filter(|o| o.cpuset().is_some_and(|s| s.intersects(&resolved.set)))
-            .map(|o| {
-                if args.physical {
-                    o.os_index().unwrap_or_default().to_string()
-                } else {
-                    o.logical_index().to_string()
-                }
-            })
+            .indexes_intersecting(kind.kind(), &resolved.set, args.physical)
+            .iter()
+            .map(ToString::to_string)
             .collect();
         writeln!(out, "{}", indexes.join(","))?;
         return Ok(ExitCode::SUCCESS);

@@ -13,10 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use coretune_core::budget::{CpuBudget, format_list};
-use coretune_core::hwlocality::object::TopologyObject;
-use coretune_core::hwlocality::object::attributes::ObjectAttributes;
-use coretune_core::hwlocality::object::types::ObjectType;
-use coretune_core::topology::{Topology, set_to_vec};
+use coretune_core::topology::{NodeKind, TopoNode, Topology};
 use serde::Serialize;
 
 use crate::input::TopologyArgs;
@@ -121,14 +118,13 @@ fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {
         &facts.source
     };
     let _ = writeln!(s, "{source}: {}", facts.summary);
-    let root = topo.hwloc().root_object();
+    let root = topo.tree();
     let mut machine = String::from("Machine");
-    let total = root.total_memory();
-    if total > 0 {
+    if let Some(total) = root.memory_bytes {
         let _ = write!(machine, " ({} total)", bytes(total));
     }
     let _ = writeln!(s, "{machine}");
-    render_children(&mut s, root, 1, full);
+    render_children(&mut s, &root, 1, full);
 
     for matrix in &facts.distances {
         let n = matrix.os_indexes.len();
@@ -191,66 +187,17 @@ fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {
     s
 }
 
-/// Levels shown in the tree; the others (L1, per-core L2, memory-side caches) are folded away.
-fn is_shown(obj: &TopologyObject) -> bool {
-    match obj.object_type() {
-        ObjectType::Package
-        | ObjectType::Die
-        | ObjectType::Group
-        | ObjectType::L3Cache
-        | ObjectType::Core
-        | ObjectType::PU
-        | ObjectType::NUMANode => true,
-        // An L2 shared by several cores (Knights Landing tiles, Atom clusters) says something.
-        ObjectType::L2Cache => cores_below(obj) > 1,
-        _ => false,
-    }
-}
-
-fn cores_below(obj: &TopologyObject) -> usize {
-    if obj.object_type() == ObjectType::Core {
-        1
-    } else {
-        obj.normal_children().map(cores_below).sum()
-    }
-}
-
-/// The shown objects directly below `obj`: NUMA nodes first, then normal children, looking
-/// through the levels that are not shown.
-fn shown_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
-    let mut out = Vec::new();
-    collect_memory(obj, &mut out);
-    for child in obj.normal_children() {
-        if is_shown(child) {
-            out.push(child);
-        } else {
-            out.extend(shown_children(child));
-        }
-    }
-    out
-}
-
-fn collect_memory<'a>(obj: &'a TopologyObject, out: &mut Vec<&'a TopologyObject>) {
-    for mem in obj.memory_children() {
-        if mem.object_type() == ObjectType::NUMANode {
-            out.push(mem);
-        } else {
-            // MemCache objects sit between a parent and its NUMA nodes.
-            collect_memory(mem, out);
-        }
-    }
-}
-
 /// The shape of a subtree without indexes: what makes two siblings "identical".
-fn shape(obj: &TopologyObject) -> String {
-    let mut s = obj.object_type().to_string();
-    if let Some(ObjectAttributes::Cache(cache)) = obj.attributes() {
-        let _ = write!(s, "{}", cache.size().map_or(0, |n| n.get()));
+fn shape(node: &TopoNode) -> String {
+    let mut s = node.kind.to_string();
+    if let Some(size) = node.cache_bytes {
+        let _ = write!(s, "{size}");
+    } else if matches!(node.kind, NodeKind::L2 | NodeKind::L3) {
+        s.push('0');
     }
-    let children = shown_children(obj);
-    if !children.is_empty() {
+    if !node.children.is_empty() {
         s.push('(');
-        for c in children {
+        for c in &node.children {
             s.push_str(&shape(c));
             s.push(',');
         }
@@ -259,57 +206,48 @@ fn shape(obj: &TopologyObject) -> String {
     s
 }
 
-fn label(obj: &TopologyObject) -> String {
-    let ty = obj.object_type();
-    let name = match ty {
-        ObjectType::L3Cache => "L3".to_owned(),
-        ObjectType::L2Cache => "L2".to_owned(),
-        ObjectType::Group => "Group".to_owned(),
-        other => other.to_string(),
-    };
-    let mut s = format!("{name} L#{}", obj.logical_index());
-    match (ty, obj.attributes()) {
-        (ObjectType::PU, _) => {
-            if let Some(os) = obj.os_index() {
+fn label(node: &TopoNode) -> String {
+    let mut s = format!("{} L#{}", node.kind, node.logical_index);
+    match node.kind {
+        NodeKind::Pu => {
+            if let Some(os) = node.os_index {
                 let _ = write!(s, " (P#{os})");
             }
         }
-        (ObjectType::NUMANode, Some(ObjectAttributes::NUMANode(attrs))) => {
-            let os = obj.os_index().map_or("?".into(), |i| i.to_string());
-            match attrs.local_memory() {
+        NodeKind::NumaNode => {
+            let os = node.os_index.map_or("?".into(), |i| i.to_string());
+            match node.memory_bytes {
                 Some(mem) => {
-                    let _ = write!(s, " (P#{os} {})", bytes(mem.get()));
+                    let _ = write!(s, " (P#{os} {})", bytes(mem));
                 }
                 None => {
                     let _ = write!(s, " (P#{os})");
                 }
             }
         }
-        (_, Some(ObjectAttributes::Cache(cache))) => {
-            if let Some(size) = cache.size() {
-                let _ = write!(s, " ({})", bytes(size.get()));
+        _ => {
+            if let Some(size) = node.cache_bytes {
+                let _ = write!(s, " ({})", bytes(size));
             }
         }
-        _ => {}
     }
     s
 }
 
 /// One object's line: a chain of single children joined with " + " (as lstopo does), and a
 /// core's PUs inline.
-fn render_object(s: &mut String, obj: &TopologyObject, depth: usize, full: bool) {
-    let mut line = label(obj);
-    let mut cur = obj;
+fn render_object(s: &mut String, node: &TopoNode, depth: usize, full: bool) {
+    let mut line = label(node);
+    let mut cur = node;
     loop {
-        let children = shown_children(cur);
-        if cur.object_type() == ObjectType::Core && children.len() > 1 {
-            let pus: Vec<String> = children.iter().map(|pu| label(pu)).collect();
+        if cur.kind == NodeKind::Core && cur.children.len() > 1 {
+            let pus: Vec<String> = cur.children.iter().map(label).collect();
             let _ = write!(line, ": {}", pus.join(", "));
             let _ = writeln!(s, "{}{line}", "  ".repeat(depth));
             return;
         }
-        match children.as_slice() {
-            [only] if only.object_type() != ObjectType::NUMANode => {
+        match cur.children.as_slice() {
+            [only] if only.kind != NodeKind::NumaNode => {
                 let _ = write!(line, " + {}", label(only));
                 cur = only;
             }
@@ -322,17 +260,17 @@ fn render_object(s: &mut String, obj: &TopologyObject, depth: usize, full: bool)
     }
 }
 
-fn render_children(s: &mut String, obj: &TopologyObject, depth: usize, full: bool) {
-    let children = shown_children(obj);
+fn render_children(s: &mut String, node: &TopoNode, depth: usize, full: bool) {
+    let children = &node.children;
     let mut i = 0;
     while i < children.len() {
-        let first = children[i];
+        let first = &children[i];
         let mut run = 1;
         if !full {
             let sig = shape(first);
             while i + run < children.len()
-                && children[i + run].object_type() == first.object_type()
-                && shape(children[i + run]) == sig
+                && children[i + run].kind == first.kind
+                && shape(&children[i + run]) == sig
             {
                 run += 1;
             }
@@ -344,25 +282,16 @@ fn render_children(s: &mut String, obj: &TopologyObject, depth: usize, full: boo
         } else {
             render_object(s, first, depth, full);
             let rest = &children[i + 1..i + run];
-            let mut pus = Vec::new();
-            for obj in rest {
-                if let Some(set) = obj.cpuset() {
-                    pus.extend(set_to_vec(&set));
-                }
-            }
+            let mut pus: Vec<usize> = rest.iter().flat_map(|n| n.pus.iter().copied()).collect();
             pus.sort_unstable();
-            let (a, b) = (
-                rest[0].logical_index(),
-                rest[rest.len() - 1].logical_index(),
-            );
-            let name = label(first);
-            let ty = name.split(" L#").next().unwrap_or_default();
+            let (a, b) = (rest[0].logical_index, rest[rest.len() - 1].logical_index);
             let _ = writeln!(
                 s,
-                "{}... {} more {ty} like L#{} (L#{a}-{b}, PUs P#{})",
+                "{}... {} more {} like L#{} (L#{a}-{b}, PUs P#{})",
                 "  ".repeat(depth),
                 rest.len(),
-                first.logical_index(),
+                first.kind,
+                first.logical_index,
                 format_list(&pus)
             );
         }
