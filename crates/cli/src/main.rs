@@ -1,8 +1,10 @@
 //! `coretune`: how many threads, on which CPUs, with how many running at once — measured.
 //!
 //! Each subcommand lives in its own module under `cmd/`; shared options (the `--input` topology)
-//! in `input.rs`. Errors are printed as one line, `coretune: <what>: <why>`, with exit status 2;
-//! a closed stdout (`coretune topo | head`) is not an error.
+//! in `input.rs`. `completions` and `man` are generated from [`Cli`]'s definitions, which they
+//! get from here as a `clap::Command` (commands do not import each other). Errors are printed as
+//! one line, `coretune: <what>: <why>`, with exit status 2; a closed stdout
+//! (`coretune topo | head`) is not an error.
 #![forbid(unsafe_code)]
 
 mod cmd;
@@ -14,7 +16,7 @@ mod workload_args;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// How many threads, on which CPUs, with how many running at once: measured.
 #[derive(Debug, Parser)]
@@ -49,6 +51,10 @@ enum Command {
     /// Watch a program (started here, or --pid): per-CPU utilisation, each thread's CPU and
     /// migrations, interrupts per CPU; JSON-lines samples, plots and a summary.
     Watch(cmd::watch::WatchArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the man page coretune(1), or with --out DIR write it and one page per command.
+    Man(cmd::man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +69,9 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Report(args) => cmd::report::run(&args),
         Command::Watch(args) => cmd::watch::run(&args),
+        // Both are generated from the definitions above, which only this file knows in full.
+        Command::Completions(args) => cmd::completions::run(&args, Cli::command()),
+        Command::Man(args) => cmd::man::run(&args, Cli::command()),
     };
     match result {
         Ok(code) => code,

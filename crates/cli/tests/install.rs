@@ -1,0 +1,302 @@
+//! What an installed coretune ships beside the binary: `coretune completions SHELL` for every shell
+//! clap_complete knows, `coretune man` (one page, or one per command with `--out`), and the
+//! Makefile's `install-files` and `uninstall`, run against the binary under test.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+
+/// The subcommands `coretune --help` lists (clap's own `help` left out), so that a new command is
+/// checked here without being named here.
+fn subcommands() -> Vec<String> {
+    let out = util::coretune().arg("--help").output().unwrap();
+    util::assert_ok(&out);
+    let help = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<String> = help
+        .lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        // A command's line starts two spaces in; its wrapped description further.
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect();
+    for expected in ["topo", "tune", "completions", "man"] {
+        assert!(
+            names.iter().any(|name| name == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    names
+}
+
+/// Runs `coretune ARGS`, expects success, returns stdout.
+fn stdout(args: &[&str]) -> String {
+    let out = util::coretune().args(args).output().unwrap();
+    util::assert_ok(&out);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The first line of a roff page that is not part of clap_mangen's preamble (the `.ie`/`.el`
+/// pair defining the apostrophe string).
+fn title_line(page: &str) -> &str {
+    page.lines()
+        .find(|line| !line.starts_with(".ie ") && !line.starts_with(".el "))
+        .unwrap_or_default()
+}
+
+fn file_names(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The man pages `man --out` writes: `coretune.1` and `coretune-CMD.1` for each subcommand.
+fn expected_pages() -> BTreeSet<String> {
+    let mut pages: BTreeSet<String> = subcommands()
+        .iter()
+        .map(|name| format!("coretune-{name}.1"))
+        .collect();
+    pages.insert("coretune.1".to_owned());
+    pages
+}
+
+#[test]
+fn completions_for_every_shell_name_the_subcommands() {
+    let subcommands = subcommands();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let script = stdout(&["completions", shell]);
+        assert!(!script.trim().is_empty(), "{shell}: empty script");
+        for name in &subcommands {
+            assert!(script.contains(name.as_str()), "{shell}: {name} missing");
+        }
+    }
+    let out = util::coretune()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bash_completion_is_valid_bash_and_completes_subcommands() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coretune.bash");
+    fs::write(&path, stdout(&["completions", "bash"])).unwrap();
+    let check = StdCommand::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
+    util::assert_ok(&check);
+    // What bash does on `coretune to<TAB>`: the function the script registers gets the words.
+    let complete = StdCommand::new("bash")
+        .arg("-c")
+        .arg(
+            r#"source "$1" && complete -p coretune >/dev/null &&
+               COMP_WORDS=(coretune to) COMP_CWORD=1 && _coretune coretune to coretune &&
+               printf '%s\n' "${COMPREPLY[@]}""#,
+        )
+        .arg("bash")
+        .arg(&path)
+        .output()
+        .unwrap();
+    util::assert_ok(&complete);
+    let words: BTreeSet<String> = String::from_utf8(complete.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        words,
+        BTreeSet::from(["topo".to_owned()]),
+        "coretune to<TAB>"
+    );
+}
+
+#[test]
+fn man_page_is_coretune_1_and_lists_every_subcommand() {
+    let page = stdout(&["man"]);
+    assert!(
+        title_line(&page).starts_with(".TH coretune 1 "),
+        "{}",
+        title_line(&page)
+    );
+    assert!(page.contains("\n.SH SYNOPSIS\n"));
+    assert!(page.contains("\n.SH SUBCOMMANDS\n"));
+    for name in subcommands() {
+        // roff escapes the hyphen.
+        assert!(page.contains(&format!("coretune\\-{name}(1)")), "{name}");
+    }
+    assert!(!page.contains("coretune\\-help"), "no page for clap's help");
+}
+
+#[test]
+fn man_out_writes_one_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("man1");
+    let out = util::coretune()
+        .args(["man", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(out.stdout.is_empty());
+    assert_eq!(file_names(&out_dir), expected_pages());
+    for name in subcommands() {
+        let page = fs::read_to_string(out_dir.join(format!("coretune-{name}.1"))).unwrap();
+        assert!(
+            title_line(&page).starts_with(&format!(".TH coretune-{name} 1 ")),
+            "{name}: {}",
+            title_line(&page)
+        );
+        assert!(
+            page.contains(&format!("\\fBcoretune {name}\\fR")),
+            "{name}: synopsis"
+        );
+    }
+    // The page printed without --out is the same coretune.1.
+    assert_eq!(
+        fs::read_to_string(out_dir.join("coretune.1")).unwrap(),
+        stdout(&["man"])
+    );
+}
+
+/// An extra check where man-db is installed: the pages render, and say what they are.
+#[test]
+fn man_pages_render_with_man_where_it_is_installed() {
+    if StdCommand::new("man").arg("--version").output().is_err() {
+        eprintln!("skipped: no `man` program");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    util::assert_ok(
+        &util::coretune()
+            .args(["man", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap(),
+    );
+    for (page, expected) in [
+        ("coretune.1", "coretune - How many threads"),
+        ("coretune-tune.1", "coretune tune [--threads]"),
+    ] {
+        let out = StdCommand::new("man")
+            .arg("-l")
+            .arg(dir.path().join(page))
+            .env("MANWIDTH", "100")
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        // Off a terminal, man still prints bold and underline as overstrikes: `c\bc`, `_\bc`.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&out.stdout).chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(text.contains(expected), "{page}: {text}");
+        assert!(!text.contains(".TH"), "{page}: rendered, not raw");
+    }
+}
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `make TARGET DESTDIR=… PREFIX=/usr CORETUNE=<the binary under test>` in the repository root.
+fn make(target: &str, destdir: &Path) -> std::process::Output {
+    let coretune = assert_cmd::cargo::cargo_bin("coretune");
+    StdCommand::new("make")
+        // Not the settings of a `make test` this may run under.
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("MAKELEVEL")
+        .arg("--no-print-directory")
+        .arg("-C")
+        .arg(repository_root())
+        .arg(target)
+        .arg(format!("DESTDIR={}", destdir.display()))
+        .arg("PREFIX=/usr")
+        .arg(format!("CORETUNE={}", coretune.display()))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn make_install_files_then_uninstall() {
+    let destdir = tempfile::tempdir().unwrap();
+    let usr = destdir.path().join("usr");
+    let mut files = vec![
+        ("bin/coretune".to_owned(), 0o755),
+        (
+            "share/bash-completion/completions/coretune".to_owned(),
+            0o644,
+        ),
+        ("share/zsh/site-functions/_coretune".to_owned(), 0o644),
+        (
+            "share/fish/vendor_completions.d/coretune.fish".to_owned(),
+            0o644,
+        ),
+    ];
+    for page in expected_pages() {
+        files.push((format!("share/man/man1/{page}"), 0o644));
+    }
+
+    util::assert_ok(&make("install-files", destdir.path()));
+    for (file, mode) in &files {
+        let meta = fs::metadata(usr.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(meta.len() > 0, "{file} is empty");
+        assert_eq!(meta.permissions().mode() & 0o777, *mode, "{file}: mode");
+    }
+    assert_eq!(
+        file_names(&usr.join("share/man/man1")),
+        expected_pages(),
+        "man pages installed"
+    );
+    // The installed files are what the binary prints.
+    let installed = |file: &str| fs::read_to_string(usr.join(file)).unwrap();
+    assert_eq!(
+        installed("share/bash-completion/completions/coretune"),
+        stdout(&["completions", "bash"])
+    );
+    assert_eq!(
+        installed("share/zsh/site-functions/_coretune"),
+        stdout(&["completions", "zsh"])
+    );
+    assert_eq!(
+        installed("share/fish/vendor_completions.d/coretune.fish"),
+        stdout(&["completions", "fish"])
+    );
+    assert_eq!(installed("share/man/man1/coretune.1"), stdout(&["man"]));
+    let version = StdCommand::new(usr.join("bin/coretune"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    util::assert_ok(&version);
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("coretune "));
+
+    // Something else in the same folders survives the uninstall.
+    let other = usr.join("share/man/man1/other.1");
+    fs::write(&other, ".TH other 1\n").unwrap();
+    util::assert_ok(&make("uninstall", destdir.path()));
+    for (file, _) in &files {
+        assert!(!usr.join(file).exists(), "{file} left behind");
+    }
+    assert!(
+        other.exists(),
+        "uninstall removed a file it did not install"
+    );
+}
