@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use hwlocality::object::types::ObjectType;
 use serde::Serialize;
 
+use crate::cpuset::{format_list, parse_list};
 use crate::topology::{Topology, set_from_indexes};
 
 /// A CPU quota from a cgroup: `quota / period` CPUs.
@@ -190,55 +191,6 @@ fn trim_float(x: f64) -> String {
 
 fn read(root: &Path, rel: &str) -> Option<String> {
     std::fs::read_to_string(root.join(rel)).ok()
-}
-
-/// Parses a Linux CPU list (`0-3,8,10-11`; empty = no CPUs). `None` when malformed.
-pub fn parse_list(text: &str) -> Option<Vec<usize>> {
-    let text = text.trim();
-    let mut out = Vec::new();
-    if text.is_empty() {
-        return Some(out);
-    }
-    for part in text.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
-/// Formats sorted CPU numbers as a Linux CPU list (`0-3,8`).
-pub fn format_list(cpus: &[usize]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if end == start {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
 }
 
 /// One line of `/proc/self/cgroup`: `hierarchy-id:controllers:path`.

@@ -9,10 +9,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::{CpuBudget, format_list};
 use coretune_core::placement::{Binding, Policy, plan};
 use coretune_core::stats::median;
 use coretune_core::workload::{RunConfig, RunRecord, Throughput, build, run_measured};
+use coretune_core::{budget::CpuBudget, cpuset::format_list};
 use serde::Serialize;
 
 use crate::workload_args::WorkloadArgs;

@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::{CpuBudget, format_list};
 use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
 use coretune_core::launch;
 use coretune_core::machine::{MachineRecord, topology_summary};
@@ -38,6 +37,7 @@ use coretune_core::sweep::{
 };
 use coretune_core::topology::{Topology, set_to_vec};
 use coretune_core::workload::{RunConfig, RunRecord, Size, Unit, Work, Workload, run_measured};
+use coretune_core::{budget::CpuBudget, cpuset::format_list};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 

@@ -171,20 +171,6 @@ fn offline_and_isolated_cpus_are_shown() {
 }
 
 #[test]
-fn cpu_lists_parse_and_format() {
-    assert_eq!(
-        parse_list("0-3,8,10-11\n"),
-        Some(vec![0, 1, 2, 3, 8, 10, 11])
-    );
-    assert_eq!(parse_list(""), Some(vec![]));
-    assert_eq!(parse_list("3-1"), None);
-    assert_eq!(parse_list("a"), None);
-    assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-    assert_eq!(format_list(&[]), "");
-    assert_eq!(format_list(&[5]), "5");
-}
-
-#[test]
 fn cpu_max_parsing() {
     assert_eq!(parse_cpu_max("max 100000"), None);
     let q = parse_cpu_max("50000 100000\n").unwrap();
