@@ -14,6 +14,9 @@
 //! | `linux/sched.rs` | `/proc/PID/task/TID/sched` (`se.nr_migrations`), hand-parsed |
 //! | `linux/cpu_stat.rs` | `/proc/stat` per CPU by number, hand-parsed |
 //! | `linux/interrupts.rs` | `/proc/interrupts`, `/proc/softirqs`, hand-parsed |
+//! | `linux/cgroup.rs` | `/proc/self/cgroup` (procfs), cgroup v2/v1 cpuset and quota files |
+//! | `linux/sysfs.rs` | online and isolated CPU lists, cpufreq governor |
+//! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]) |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
 //!
@@ -21,6 +24,7 @@
 //! `PROC_DIR`) or `root` (`/`) — so tests can lay a fake tree out in a temporary folder.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 mod error;
@@ -60,6 +64,12 @@ pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 pub(crate) use os::{
     PROC_DIR, own_threads, own_uid, process_state, process_uid, processes, thread_ids, threads,
 };
+
+// The inputs of the CPU budget.
+pub(crate) use os::{allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
+
+// The host, for the reproducibility record.
+pub(crate) use os::{cpu_governor, cpu_model, host_name, kernel_release};
 
 /// Cumulative time one CPU (or all of them together) spent in each state since boot, in clock
 /// ticks (`USER_HZ`, 100 a second on every Linux ABI).
@@ -138,6 +148,35 @@ pub(crate) struct ResourceUsage {
     pub(crate) max_rss_bytes: u64,
 }
 
+/// The CPUs a cgroup cpuset allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupCpus {
+    /// The CPUs, sorted.
+    pub(crate) cpus: Vec<usize>,
+    /// The file they came from, as the live machine names it.
+    pub(crate) file: PathBuf,
+}
+
+/// A cgroup CPU quota: `quota_us` of CPU time per `period_us`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupQuota {
+    /// CPU time per period, in microseconds.
+    pub(crate) quota_us: u64,
+    /// The period, in microseconds (never 0).
+    pub(crate) period_us: u64,
+    /// The file the quota came from, as the live machine names it.
+    pub(crate) file: PathBuf,
+}
+
+/// The cgroup limits on this process's CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CgroupLimits {
+    /// The cpuset, when one is found.
+    pub(crate) cpuset: Option<CgroupCpus>,
+    /// Every CPU quota on the path from the process's cgroup to the root.
+    pub(crate) quotas: Vec<CgroupQuota>,
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod test {
     use std::collections::BTreeMap;
@@ -159,6 +198,8 @@ mod test {
                 $(let _: [$t; 2] = [linux::$f, unsupported::$f];)*
             };
         }
+        type Cpus = Result<Vec<usize>, SysError>;
+        type Text = Result<String, SysError>;
         same!(
             bind_before_exec: fn(&mut Command, &CpuSet) -> io::Result<()>,
             exit_signal: fn(ExitStatus) -> Option<i32>,
@@ -184,6 +225,14 @@ mod test {
             processes: fn(&Path) -> Result<Vec<ProcessInfo>, SysError>,
             thread_ids: fn(&Path, i32) -> Result<Vec<i32>, SysError>,
             threads: fn(&Path, i32) -> Result<Vec<ThreadInfo>, SysError>,
+            allowed_cpus: fn(&Path) -> Cpus,
+            cgroup_limits: fn(&Path) -> Result<CgroupLimits, SysError>,
+            isolated_cpus: fn(&Path) -> Cpus,
+            online_cpus: fn(&Path) -> Cpus,
+            cpu_governor: fn(usize) -> Text,
+            cpu_model: fn() -> Text,
+            host_name: fn() -> Text,
+            kernel_release: fn() -> Text,
             thread_cpu_time: fn() -> Result<Duration, SysError>,
         );
         let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];

@@ -9,7 +9,9 @@ use std::process::{Command, ExitStatus};
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::sys::{CpuStat, ProcessInfo, ResourceUsage, SysError, ThreadInfo, UsageOf};
+use crate::sys::{
+    CgroupLimits, CpuStat, ProcessInfo, ResourceUsage, SysError, ThreadInfo, UsageOf,
+};
 
 /// Where Linux keeps `/proc`; nothing reads it here.
 pub(crate) const PROC_DIR: &str = "/proc";
@@ -141,6 +143,38 @@ pub(crate) fn process_uid(_proc_dir: &Path, _pid: i32) -> Result<u32, SysError> 
 
 pub(crate) fn own_uid() -> Result<u32, SysError> {
     unsupported("process owners")
+}
+
+pub(crate) fn online_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("the online CPUs")
+}
+
+pub(crate) fn isolated_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("isolated CPUs")
+}
+
+pub(crate) fn allowed_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("the affinity mask")
+}
+
+pub(crate) fn cgroup_limits(_root: &Path) -> Result<CgroupLimits, SysError> {
+    unsupported("cgroup limits")
+}
+
+pub(crate) fn host_name() -> Result<String, SysError> {
+    unsupported("the host name")
+}
+
+pub(crate) fn kernel_release() -> Result<String, SysError> {
+    unsupported("the kernel release")
+}
+
+pub(crate) fn cpu_model() -> Result<String, SysError> {
+    unsupported("the CPU model")
+}
+
+pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
+    unsupported("the cpufreq governor")
 }
 
 #[cfg(test)]

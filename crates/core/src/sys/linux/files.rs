@@ -27,6 +27,18 @@ pub(super) fn parse_text<T>(
     })
 }
 
+/// The first line, trimmed; an error when it is empty.
+pub(super) fn first_line(path: &Path) -> Result<String, SysError> {
+    parse_text(path, |text| {
+        let line = text.lines().next().unwrap_or("").trim();
+        if line.is_empty() {
+            Err("empty".to_owned())
+        } else {
+            Ok(line.to_owned())
+        }
+    })
+}
+
 /// The file parsed by procfs's parser for its format.
 pub(super) fn read_procfs<T: FromRead>(path: &Path) -> Result<T, SysError> {
     let bytes = std::fs::read(path).map_err(|source| SysError::Read {
@@ -86,6 +98,15 @@ mod test {
         assert!(
             matches!(&err, SysError::Read { path, .. } if *path == missing),
             "{err}"
+        );
+        write(dir.path(), "empty", "\n");
+        let err = first_line(&dir.path().join("empty")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: unexpected format: empty",
+                dir.path().join("empty").display()
+            )
         );
         write(dir.path(), "loadavg", "0.5 x\n");
         let err = read_procfs::<procfs::LoadAverage>(&dir.path().join("loadavg")).unwrap_err();

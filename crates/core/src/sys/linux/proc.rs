@@ -1,5 +1,5 @@
 //! Processes and threads through procfs: the process list with parents, each thread's `stat`
-//! (name, the CPU it last ran on), `status` (real uid, `VmHWM`), this
+//! (name, the CPU it last ran on), `status` (real uid, `Cpus_allowed_list`, `VmHWM`), this
 //! process's CPU time and peak-RSS reset, and `/proc/loadavg`.
 //!
 //! Processes are opened with [`Process::new_with_root`] under a `/proc` directory the caller
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use procfs::process::{ClearRefs, Process};
+use procfs::process::{ClearRefs, Process, Status};
 use procfs::{LoadAverage, ProcError, ProcResult};
 
 use super::files::{proc_error, read_procfs};
@@ -135,6 +135,30 @@ pub(crate) fn own_uid() -> Result<u32, SysError> {
     Ok(Opened::myself()?.read("status", Process::status)?.ruid)
 }
 
+/// The CPUs this process may run on: `Cpus_allowed_list` of `proc/self/status` under `root`
+/// (`/` for the live machine), which is what `sched_getaffinity` returns for the main thread.
+pub(crate) fn allowed_cpus(root: &Path) -> Result<Vec<usize>, SysError> {
+    let path = root.join("proc/self/status");
+    let status: Status = read_procfs(&path)?;
+    let parse_error = |what: &str| SysError::Parse {
+        path: path.clone(),
+        what: what.to_owned(),
+    };
+    let ranges = status
+        .cpus_allowed_list
+        .ok_or_else(|| parse_error("no Cpus_allowed_list"))?;
+    let mut cpus = Vec::new();
+    for (first, last) in ranges {
+        if last < first {
+            return Err(parse_error("a Cpus_allowed_list range goes downwards"));
+        }
+        cpus.extend((first..=last).filter_map(|c| usize::try_from(c).ok()));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
 /// Resets this process's peak resident set size (`VmHWM`) to its current size: writes `5` to
 /// `/proc/self/clear_refs` (Linux ≥ 4.0).
 pub(crate) fn reset_peak_rss() -> Result<(), SysError> {
@@ -221,6 +245,24 @@ mod test {
             process_uid(root, 20),
             Err(SysError::Read { path, .. }) if path.ends_with("20/status")
         ));
+    }
+
+    #[test]
+    fn allowed_cpus_from_a_status_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "proc/self/status", &status("0-3,8,2", 0, 100));
+        assert_eq!(allowed_cpus(root).unwrap(), [0, 1, 2, 3, 8]);
+        write(
+            root,
+            "proc/self/status",
+            "Name:\tx\nCpus_allowed_list:\t0-3\n",
+        );
+        let err = allowed_cpus(root).unwrap_err();
+        assert!(
+            matches!(&err, SysError::Parse { path, .. } if path.ends_with("proc/self/status")),
+            "{err}"
+        );
     }
 
     #[test]
