@@ -17,9 +17,10 @@
 //! are listed: the scheduler does not balance onto them even when they are in the mask.
 //!
 //! Every path is read under a root directory (`/` for the live machine) so tests can lay the
-//! files out in a temporary folder. cgroup file systems are looked for at their standard mount
-//! points (`/sys/fs/cgroup` for v2, `/sys/fs/cgroup/<controller>` for v1), which is where
-//! systemd, Docker and Kubernetes put them.
+//! files out in a temporary folder; the platform layer (`sys`) reads them, this module does the
+//! arithmetic. cgroup file systems are looked for at their standard mount points
+//! (`/sys/fs/cgroup` for v2, `/sys/fs/cgroup/<controller>` for v1), which is where systemd,
+//! Docker and Kubernetes put them.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ use std::path::{Path, PathBuf};
 use hwlocality::object::types::ObjectType;
 use serde::Serialize;
 
+use crate::cpuset::format_list;
+use crate::sys;
 use crate::topology::{Topology, set_from_indexes};
 
 /// A CPU quota from a cgroup: `quota / period` CPUs.
@@ -82,21 +85,20 @@ impl CpuBudget {
 
     /// Probes the files under `root` (a copy of `/proc` and `/sys`, or `/` itself).
     pub fn probe(root: &Path, topology: &Topology) -> Self {
-        let online = read(root, "sys/devices/system/cpu/online").and_then(|s| parse_list(&s));
-        let affinity = read(root, "proc/self/status").and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .and_then(parse_list)
+        let online = sys::online_cpus(root).ok();
+        let affinity = sys::allowed_cpus(root).ok();
+        let isolated = sys::isolated_cpus(root).unwrap_or_default();
+        let cgroups = sys::cgroup_limits(root).unwrap_or_default();
+        let cgroup_cpuset = cgroups.cpuset.map(|c| CgroupCpuset {
+            cpus: c.cpus,
+            file: c.file,
         });
-        let isolated = read(root, "sys/devices/system/cpu/isolated")
-            .and_then(|s| parse_list(&s))
-            .unwrap_or_default();
-        let cgroups = read(root, "proc/self/cgroup")
-            .map(|s| parse_proc_cgroup(&s))
-            .unwrap_or_default();
-        let cgroup_cpuset = cgroup_cpuset(root, &cgroups);
-        let quota = cgroup_quota(root, &cgroups);
+        // The smallest quota on the path wins (the first of equals, v2 before v1, leaf first).
+        let quota = cgroups
+            .quotas
+            .into_iter()
+            .map(Quota::from)
+            .min_by(|a, b| a.cpus.total_cmp(&b.cpus));
 
         let topology_pus = crate::topology::set_to_vec(&topology.cpuset());
         let usable: Vec<usize> = topology_pus
@@ -188,225 +190,17 @@ fn trim_float(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-fn read(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
-}
-
-/// Parses a Linux CPU list (`0-3,8,10-11`; empty = no CPUs). `None` when malformed.
-pub fn parse_list(text: &str) -> Option<Vec<usize>> {
-    let text = text.trim();
-    let mut out = Vec::new();
-    if text.is_empty() {
-        return Some(out);
-    }
-    for part in text.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
+impl From<sys::CgroupQuota> for Quota {
+    fn from(q: sys::CgroupQuota) -> Self {
+        #[allow(clippy::cast_precision_loss)] // microsecond counts are far below 2^52
+        let cpus = q.quota_us as f64 / q.period_us as f64;
+        Quota {
+            cpus,
+            quota_us: q.quota_us,
+            period_us: q.period_us,
+            file: q.file,
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
-/// Formats sorted CPU numbers as a Linux CPU list (`0-3,8`).
-pub fn format_list(cpus: &[usize]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if end == start {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
-}
-
-/// One line of `/proc/self/cgroup`: `hierarchy-id:controllers:path`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct CgroupLine {
-    controllers: Vec<String>,
-    path: String,
-}
-
-fn parse_proc_cgroup(text: &str) -> Vec<CgroupLine> {
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(3, ':');
-            let _id = parts.next()?;
-            let controllers = parts.next()?;
-            let path = parts.next()?;
-            Some(CgroupLine {
-                controllers: controllers
-                    .split(',')
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                path: path.to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// The cgroup directory for `line` under `mount`, falling back to the mount itself when the
-/// path does not exist there (inside a container's cgroup namespace, `/proc/self/cgroup` may
-/// name a path that is the container's root).
-fn cgroup_dir(mount: &Path, line: &CgroupLine) -> Option<PathBuf> {
-    if !mount.is_dir() {
-        return None;
-    }
-    let dir = mount.join(line.path.trim_start_matches('/'));
-    Some(if dir.is_dir() {
-        dir
-    } else {
-        mount.to_path_buf()
-    })
-}
-
-/// Directories from `dir` up to and including `mount`.
-fn ancestors<'a>(dir: &'a Path, mount: &'a Path) -> impl Iterator<Item = &'a Path> {
-    dir.ancestors().take_while(move |d| d.starts_with(mount))
-}
-
-fn v2_line(lines: &[CgroupLine]) -> Option<&CgroupLine> {
-    lines.iter().find(|l| l.controllers.is_empty())
-}
-
-fn v1_line<'a>(lines: &'a [CgroupLine], controller: &str) -> Option<&'a CgroupLine> {
-    lines
-        .iter()
-        .find(|l| l.controllers.iter().any(|c| c == controller))
-}
-
-fn cgroup_cpuset(root: &Path, lines: &[CgroupLine]) -> Option<CgroupCpuset> {
-    let v2_mount = root.join("sys/fs/cgroup");
-    if let Some(line) = v2_line(lines) {
-        if let Some(dir) = cgroup_dir(&v2_mount, line) {
-            let file = dir.join("cpuset.cpus.effective");
-            if let Some(cpus) = std::fs::read_to_string(&file)
-                .ok()
-                .and_then(|s| parse_list(&s))
-            {
-                if !cpus.is_empty() {
-                    let file = strip_root(root, &file);
-                    return Some(CgroupCpuset { cpus, file });
-                }
-            }
-        }
-    }
-    let line = v1_line(lines, "cpuset")?;
-    let dir = cgroup_dir(&v2_mount.join("cpuset"), line)?;
-    ["cpuset.effective_cpus", "cpuset.cpus"]
-        .iter()
-        .find_map(|name| {
-            let file = dir.join(name);
-            let cpus = parse_list(&std::fs::read_to_string(&file).ok()?)?;
-            (!cpus.is_empty()).then(|| CgroupCpuset {
-                cpus,
-                file: strip_root(root, &file),
-            })
-        })
-}
-
-fn cgroup_quota(root: &Path, lines: &[CgroupLine]) -> Option<Quota> {
-    let v2_mount = root.join("sys/fs/cgroup");
-    let mut best: Option<Quota> = None;
-    let mut consider = |q: Quota| {
-        if best.as_ref().is_none_or(|b| q.cpus < b.cpus) {
-            best = Some(q);
-        }
-    };
-    if let Some(line) = v2_line(lines) {
-        if let Some(dir) = cgroup_dir(&v2_mount, line) {
-            for d in ancestors(&dir, &v2_mount) {
-                let file = d.join("cpu.max");
-                if let Some(q) = std::fs::read_to_string(&file)
-                    .ok()
-                    .and_then(|s| parse_cpu_max(&s))
-                {
-                    consider(Quota {
-                        file: strip_root(root, &file),
-                        ..q
-                    });
-                }
-            }
-        }
-    }
-    for controller in ["cpu", "cpu,cpuacct", "cpuacct,cpu"] {
-        let Some(line) = v1_line(lines, "cpu") else {
-            break;
-        };
-        let mount = v2_mount.join(controller);
-        let Some(dir) = cgroup_dir(&mount, line) else {
-            continue;
-        };
-        for d in ancestors(&dir, &mount) {
-            let quota = std::fs::read_to_string(d.join("cpu.cfs_quota_us")).ok();
-            let period = std::fs::read_to_string(d.join("cpu.cfs_period_us")).ok();
-            if let (Some(quota), Some(period)) = (quota, period) {
-                if let (Ok(quota), Ok(period)) =
-                    (quota.trim().parse::<i64>(), period.trim().parse::<u64>())
-                {
-                    if let (Ok(quota_us), true) = (u64::try_from(quota), period > 0) {
-                        consider(quota_from(
-                            quota_us,
-                            period,
-                            strip_root(root, &d.join("cpu.cfs_quota_us")),
-                        ));
-                    }
-                }
-            }
-        }
-        break;
-    }
-    best
-}
-
-/// Parses cgroup v2 `cpu.max`: `"max 100000"` (no limit) or `"250000 100000"`.
-fn parse_cpu_max(text: &str) -> Option<Quota> {
-    let mut parts = text.split_whitespace();
-    let quota = parts.next()?;
-    let period: u64 = parts.next().map_or(Some(100_000), |p| p.parse().ok())?;
-    if quota == "max" || period == 0 {
-        return None;
-    }
-    Some(quota_from(quota.parse().ok()?, period, PathBuf::new()))
-}
-
-fn quota_from(quota_us: u64, period_us: u64, file: PathBuf) -> Quota {
-    #[allow(clippy::cast_precision_loss)] // microsecond counts are far below 2^52
-    let cpus = quota_us as f64 / period_us as f64;
-    Quota {
-        cpus,
-        quota_us,
-        period_us,
-        file,
-    }
-}
-
-/// `file` as the live machine would name it (`/sys/fs/cgroup/...`), for messages.
-fn strip_root(root: &Path, file: &Path) -> PathBuf {
-    file.strip_prefix(root)
-        .map_or_else(|_| file.to_path_buf(), |rel| Path::new("/").join(rel))
 }
 
 #[cfg(test)]

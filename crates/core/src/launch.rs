@@ -16,7 +16,6 @@
 //! | `TOKIO_WORKER_THREADS` | Rust tokio's multi-thread runtime (`#[tokio::main]`) | N |
 //! | `TBB_NUM_THREADS` | programs that size oneTBB's arena from it (oneTBB itself reads no variable) | N |
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -141,7 +140,7 @@ pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
         if !path.exists() {
             return Err(not_found());
         }
-        return if is_executable_file(path) {
+        return if sys::is_executable_file(path) {
             Ok(path.to_path_buf())
         } else {
             Err(LaunchError::NotExecutable {
@@ -153,24 +152,8 @@ pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
     let dirs = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&dirs)
         .map(|dir| dir.join(program))
-        .find(|p| is_executable_file(p))
+        .find(|p| sys::is_executable_file(p))
         .ok_or_else(not_found)
-}
-
-/// A regular file (after following links) with an execute bit set.
-fn is_executable_file(path: &Path) -> bool {
-    let Ok(meta) = fs::metadata(path) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
 }
 
 /// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
@@ -215,10 +198,9 @@ pub fn spawn(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<std::process::Ch
 /// The exit code a launcher should end with for a child's status: its code, or 128 + the signal
 /// that killed it (the shell's convention).
 pub fn exit_code(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
     status
         .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
+        .or_else(|| sys::exit_signal(status).map(|s| 128 + s))
         .unwrap_or(1)
 }
 
@@ -231,28 +213,26 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 /// [`LaunchError::NoSuchProcess`], [`LaunchError::PermissionDenied`] (another user's process),
 /// [`LaunchError::Affinity`] when the kernel refuses the set for a thread.
 pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<i32>, LaunchError> {
-    let tasks = fs::read_dir(format!("/proc/{pid}/task"))
-        .map_err(|_| LaunchError::NoSuchProcess { pid })?;
-    let mut tids: Vec<i32> = tasks
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
+    let no_such_process = || LaunchError::NoSuchProcess { pid };
+    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
+    let tids = sys::thread_ids(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
     let mut bound = Vec::new();
     for tid in tids {
         match sys::set_task_affinity(tid, cpus) {
             Ok(()) => bound.push(tid),
             // A thread that exited meanwhile.
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            Err(e) if sys::is_no_such_task(&e) => {}
+            // EPERM.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 return Err(LaunchError::PermissionDenied {
                     pid,
-                    owner: uid_of(&format!("/proc/{pid}/status")),
-                    me: uid_of("/proc/self/status"),
+                    owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
+                    me: uid_text(sys::own_uid()),
                 });
             }
             Err(source) => {
-                let hint = if source.raw_os_error() == Some(libc::EINVAL) {
+                // EINVAL.
+                let hint = if source.kind() == io::ErrorKind::InvalidInput {
                     " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
                 } else {
                     ""
@@ -281,16 +261,9 @@ pub fn affinity_of(tid: i32) -> io::Result<CpuSet> {
     sys::task_affinity(tid)
 }
 
-/// The real uid in a `/proc/*/status` file, or `?`.
-fn uid_of(status: &str) -> String {
-    fs::read_to_string(status)
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
-        })
-        .unwrap_or_else(|| "?".to_owned())
+/// A real uid as text, or `?` when it could not be read.
+fn uid_text(uid: Result<u32, crate::SysError>) -> String {
+    uid.map_or_else(|_| "?".to_owned(), |uid| uid.to_string())
 }
 
 #[cfg(test)]
@@ -350,7 +323,7 @@ mod test {
         ));
         let dir = tempfile::tempdir().unwrap();
         let plain = dir.path().join("data.txt");
-        fs::write(&plain, "not a program").unwrap();
+        std::fs::write(&plain, "not a program").unwrap();
         let err = find_program(plain.to_str().unwrap()).unwrap_err();
         assert!(
             err.to_string().ends_with("is not an executable file"),

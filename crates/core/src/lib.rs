@@ -24,9 +24,12 @@ pub mod placement;
 pub mod stats;
 pub mod sweep;
 mod sys;
+#[cfg(test)]
+mod test_util;
 pub mod topology;
 pub mod watch;
 pub mod workload;
 
 pub use hwlocality;
 pub use hwlocality::cpu::cpuset::CpuSet;
+pub use sys::SysError;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::sys;
 use crate::topology::Topology;
 
 /// Environment variables whose names contain one of these are recorded as `<redacted>`.
@@ -32,26 +33,12 @@ pub struct MachineRecord {
     pub environment: BTreeMap<String, String>,
 }
 
-fn first_line(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| s.lines().next().map(|l| l.trim().to_owned()))
-        .filter(|s| !s.is_empty())
-}
-
 impl MachineRecord {
     /// Gathers the record for this process on this machine; `topology_summary` describes the
     /// topology the sweep used.
     pub fn gather(topology_summary: String, tool_version: &str) -> Self {
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|info| {
-                info.lines()
-                    .find(|l| l.starts_with("model name") || l.starts_with("Model"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_owned())
-            })
-            .unwrap_or_else(|| "unknown".into());
+        let unknown = |_| "unknown".to_owned();
+        let cpu_model = sys::cpu_model().unwrap_or_else(unknown);
         let environment = std::env::vars()
             .map(|(k, v)| {
                 let upper = k.to_uppercase();
@@ -64,10 +51,10 @@ impl MachineRecord {
             })
             .collect();
         Self {
-            hostname: first_line("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
-            kernel: first_line("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+            hostname: sys::host_name().unwrap_or_else(unknown),
+            kernel: sys::kernel_release().unwrap_or_else(unknown),
             cpu_model,
-            governor: first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            governor: sys::cpu_governor(0).ok(),
             topology: topology_summary,
             tool_version: tool_version.to_owned(),
             command: std::env::args().collect(),

@@ -26,10 +26,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use nix::sys::resource::{Usage, UsageWho, getrusage};
-use perf_event::Builder;
-use perf_event::events::Software;
 use serde::{Deserialize, Serialize};
+
+use crate::sys::{self, MigrationCounter, ResourceUsage, UsageOf};
 
 /// Where a migration count came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,13 +189,13 @@ pub struct ThreadTracker {
 #[derive(Debug)]
 pub struct ThreadProbe {
     record: ThreadRecord,
-    migrations: Option<perf_event::Counter>,
+    migrations: Option<MigrationCounter>,
 }
 
 impl ThreadProbe {
     /// Notes the CPU this thread is on now.
     pub fn sample(&mut self) {
-        if let Ok(cpu) = nix::sched::sched_getcpu() {
+        if let Ok(cpu) = sys::current_cpu() {
             *self.record.cpus_seen.entry(cpu).or_insert(0) += 1;
         }
     }
@@ -210,22 +209,12 @@ impl ThreadTracker {
 
     /// Called on a worker thread as it starts: takes a first CPU sample.
     pub fn start(&self, worker: usize) -> ThreadProbe {
-        // Migrations are counted in kernel context (when the thread is scheduled in on its new
-        // CPU), so a counter that excludes the kernel — perf's default for unprivileged users
-        // under perf_event_paranoid >= 2 — reads 0. Open it with the kernel included or not at
-        // all; the scheduler-statistics fallback is right where this is refused.
-        let migrations = Builder::new(Software::CPU_MIGRATIONS)
-            .observe_self()
-            .any_cpu()
-            .exclude_kernel(false)
-            .exclude_hv(false)
-            .enabled(true)
-            .build()
-            .ok();
+        // Where perf refuses the counter, `finish` falls back to the scheduler's statistics.
+        let migrations = MigrationCounter::open().ok();
         let mut probe = ThreadProbe {
             record: ThreadRecord {
                 worker,
-                tid: nix::unistd::gettid().as_raw(),
+                tid: sys::current_tid().unwrap_or(0),
                 ..ThreadRecord::default()
             },
             migrations,
@@ -240,9 +229,9 @@ impl ThreadTracker {
         let perf = probe.migrations.as_mut().and_then(|c| c.read().ok());
         (probe.record.migrations, probe.record.migrations_source) = match perf {
             Some(n) => (Some(n), Some(MigrationSource::Perf)),
-            None => match thread_migrations() {
-                Some(n) => (Some(n), Some(MigrationSource::SchedStat)),
-                None => (None, None),
+            None => match sys::thread_migrations() {
+                Ok(n) => (Some(n), Some(MigrationSource::SchedStat)),
+                Err(_) => (None, None),
             },
         };
         self.records
@@ -271,28 +260,19 @@ impl ThreadTracker {
     }
 }
 
-/// `se.nr_migrations` of the calling thread.
-fn thread_migrations() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
-    text.lines()
-        .find(|l| l.starts_with("se.nr_migrations"))
-        .and_then(|l| l.rsplit(':').next())
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// A run being measured.
 #[derive(Debug)]
 pub struct Probe {
     start: Instant,
-    usage: Option<Usage>,
+    usage: Option<ResourceUsage>,
     run_peak: bool,
 }
 
 impl Probe {
     /// Starts measuring. Call it on the thread that will create the workload's threads.
     pub fn start() -> Self {
-        let run_peak = std::fs::write("/proc/self/clear_refs", "5").is_ok();
-        let usage = getrusage(UsageWho::RUSAGE_SELF).ok();
+        let run_peak = sys::reset_peak_rss().is_ok();
+        let usage = sys::resource_usage(UsageOf::ThisProcess).ok();
         Self {
             start: Instant::now(),
             usage,
@@ -303,7 +283,7 @@ impl Probe {
     /// Stops measuring, after the workload's threads are joined.
     pub fn finish(self, threads: Vec<ThreadRecord>) -> Measurement {
         let wall = self.start.elapsed();
-        let end = getrusage(UsageWho::RUSAGE_SELF).ok();
+        let end = sys::resource_usage(UsageOf::ThisProcess).ok();
         let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
         let sources: Vec<_> = threads.iter().map(|t| t.migrations_source).collect();
         let migrations_source = match sources.first() {
@@ -312,7 +292,7 @@ impl Probe {
         };
         let migrations = (migrations_source != MigrationSource::Unavailable)
             .then(|| threads.iter().filter_map(|t| t.migrations).sum());
-        let hwm = self.run_peak.then(vm_hwm).flatten();
+        let hwm = self.run_peak.then(|| sys::peak_rss_bytes().ok()).flatten();
         let (peak_rss_bytes, peak_rss_source) = match hwm {
             Some(bytes) => (bytes, RssSource::Run),
             None => (maxrss, RssSource::Process),
@@ -339,14 +319,14 @@ impl Probe {
 #[derive(Debug)]
 pub struct ChildProbe {
     start: Instant,
-    usage: Option<Usage>,
+    usage: Option<ResourceUsage>,
 }
 
 impl ChildProbe {
     /// Starts measuring, just before the child is started.
     pub fn start() -> Self {
         Self {
-            usage: getrusage(UsageWho::RUSAGE_CHILDREN).ok(),
+            usage: sys::resource_usage(UsageOf::Children).ok(),
             start: Instant::now(),
         }
     }
@@ -359,7 +339,7 @@ impl ChildProbe {
     /// Stops measuring, after the child was waited for.
     pub fn finish(self) -> Measurement {
         let wall = self.start.elapsed();
-        let end = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
+        let end = sys::resource_usage(UsageOf::Children).ok();
         let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
         Measurement {
             wall,
@@ -378,47 +358,22 @@ impl ChildProbe {
 
 /// user, sys, voluntary and involuntary switches between two `getrusage` readings, and the
 /// later reading's peak RSS in bytes; zeros when either reading failed.
-fn usage_delta(a: Option<&Usage>, b: Option<&Usage>) -> (Duration, Duration, u64, u64, u64) {
+fn usage_delta(
+    a: Option<&ResourceUsage>,
+    b: Option<&ResourceUsage>,
+) -> (Duration, Duration, u64, u64, u64) {
     match (a, b) {
         (Some(a), Some(b)) => (
-            tv(b.user_time()).saturating_sub(tv(a.user_time())),
-            tv(b.system_time()).saturating_sub(tv(a.system_time())),
-            delta(
-                a.voluntary_context_switches(),
-                b.voluntary_context_switches(),
-            ),
-            delta(
-                a.involuntary_context_switches(),
-                b.involuntary_context_switches(),
-            ),
-            u64::try_from(b.max_rss()).unwrap_or(0) * 1024,
+            b.user.saturating_sub(a.user),
+            b.system.saturating_sub(a.system),
+            b.voluntary_ctx_switches
+                .saturating_sub(a.voluntary_ctx_switches),
+            b.involuntary_ctx_switches
+                .saturating_sub(a.involuntary_ctx_switches),
+            b.max_rss_bytes,
         ),
         _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
     }
-}
-
-fn tv(t: nix::sys::time::TimeVal) -> Duration {
-    let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
-    let micros = u64::try_from(t.tv_usec()).unwrap_or(0);
-    Duration::from_secs(secs) + Duration::from_micros(micros)
-}
-
-fn delta(a: libc::c_long, b: libc::c_long) -> u64 {
-    u64::try_from(b.saturating_sub(a)).unwrap_or(0)
-}
-
-/// `VmHWM` of this process in bytes.
-fn vm_hwm() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 #[cfg(test)]
@@ -460,8 +415,7 @@ mod test {
 
     /// Spins until this thread has used `d` of CPU time (not wall time: the machine is shared).
     fn spin(d: Duration) -> u64 {
-        use nix::time::{ClockId, clock_gettime};
-        let cpu = || Duration::from(clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap());
+        let cpu = || sys::thread_cpu_time().unwrap();
         let start = cpu();
         let mut x = 0u64;
         while cpu() - start < d {

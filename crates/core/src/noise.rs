@@ -12,7 +12,11 @@
 //! A run is *busy* when others used more than [`BUSY_OTHERS_CPUS`] CPUs or steal exceeded
 //! [`BUSY_STEAL`]. Clock ticks (`USER_HZ`) are 100 per second on every Linux ABI.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
+
+use crate::sys;
 
 /// Others' CPU use above which a run is flagged busy: a quarter of a CPU is enough to shift a
 /// 2-thread run on a 2-CPU machine by several percent.
@@ -52,56 +56,31 @@ struct CpuTicks {
 }
 
 fn system_ticks() -> Option<CpuTicks> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_cpu_line(stat.lines().next()?)
+    let stat = sys::cpu_stat(Path::new(sys::PROC_DIR)).ok()?;
+    cpu_ticks(&stat.total?)
 }
 
-/// The aggregate `cpu` line: user nice system idle iowait irq softirq steal guest guest_nice.
-fn parse_cpu_line(line: &str) -> Option<CpuTicks> {
-    let mut fields = line.split_whitespace();
-    if fields.next()? != "cpu" {
-        return None;
-    }
-    let v: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
-    if v.len() < 8 {
-        return None;
-    }
+/// Busy, steal and total time from the aggregate `cpu` line's user nice system idle iowait irq
+/// softirq steal (all eight needed).
+fn cpu_ticks(t: &sys::CpuTicks) -> Option<CpuTicks> {
+    let (iowait, irq, softirq, steal) = (t.iowait?, t.irq?, t.softirq?, t.steal?);
     // guest and guest_nice are already counted in user and nice.
-    let total: u64 = v[..8].iter().sum();
-    let idle = v[3] + v[4];
+    let total = t.user + t.nice + t.system + t.idle + iowait + irq + softirq + steal;
+    let idle = t.idle + iowait;
     Some(CpuTicks {
-        busy: total - idle - v[7],
-        steal: v[7],
+        busy: total - idle - steal,
+        steal,
         total,
     })
-}
-
-/// utime + stime of this process (all threads, living and dead), in ticks.
-fn own_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn loadavg() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 impl NoiseProbe {
     /// Reads the counters before a run.
     pub fn start() -> Self {
         Self {
-            loadavg: loadavg(),
+            loadavg: sys::load_average().ok(),
             system: system_ticks(),
-            own: own_ticks(),
+            own: sys::own_cpu_ticks().ok(),
             start: std::time::Instant::now(),
         }
     }
@@ -117,7 +96,7 @@ impl NoiseProbe {
                 let share = b.steal.saturating_sub(a.steal) as f64 / total as f64;
                 steal = Some(share);
             }
-            if let (Some(own_a), Some(own_b)) = (self.own, own_ticks()) {
+            if let (Some(own_a), Ok(own_b)) = (self.own, sys::own_cpu_ticks()) {
                 let busy = b.busy.saturating_sub(a.busy);
                 let own = own_b.saturating_sub(own_a);
                 #[allow(clippy::cast_precision_loss)]
@@ -142,11 +121,23 @@ mod test {
 
     #[test]
     fn cpu_line() {
-        let t = parse_cpu_line("cpu  100 5 50 1000 20 1 2 30 0 0").unwrap();
+        // cpu  100 5 50 1000 20 1 2 30 0 0
+        let mut line = sys::CpuTicks {
+            user: 100,
+            nice: 5,
+            system: 50,
+            idle: 1000,
+            iowait: Some(20),
+            irq: Some(1),
+            softirq: Some(2),
+            steal: Some(30),
+        };
+        let t = cpu_ticks(&line).unwrap();
         assert_eq!(t.total, 1208);
         assert_eq!(t.steal, 30);
         assert_eq!(t.busy, 1208 - 1020 - 30);
-        assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none());
+        line.steal = None;
+        assert!(cpu_ticks(&line).is_none());
     }
 
     #[test]
@@ -156,6 +147,6 @@ mod test {
         let n = probe.finish();
         assert!(n.loadavg.is_some());
         assert!(n.others_cpus.is_some_and(|o| o >= 0.0));
-        assert!(own_ticks().is_some());
+        assert!(sys::own_cpu_ticks().is_ok());
     }
 }

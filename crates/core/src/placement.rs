@@ -31,7 +31,7 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
 use serde::Serialize;
 
-use crate::budget::format_list;
+use crate::cpuset::format_list;
 use crate::topology::{Topology, set_from_indexes, set_to_vec};
 
 /// The most threads a plan takes: far past any machine, low enough that a typo cannot make a plan

@@ -13,8 +13,8 @@
 //!   housekeeping" effect shows as CPU 0's share).
 //!
 //! Utilisation and interrupt counts are differences from the previous read, so the sampler reads
-//! a baseline when it is made. All paths are relative to a root (`/` normally, a directory of
-//! sample files in tests). [`Monitor`] runs a sampler on a background thread; [`summarize`]
+//! a baseline when it is made. Every file is read under a `/proc` directory (`/proc` itself
+//! normally, a directory of sample files in tests). [`Monitor`] runs a sampler on a background thread; [`summarize`]
 //! turns samples into what `coretune watch --json` prints.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,31 +27,17 @@ use std::time::{Duration, Instant};
 use hwlocality::object::types::ObjectType;
 use serde::{Deserialize, Serialize};
 
+use crate::sys::{self, SysError};
 use crate::topology::{Topology, set_to_vec};
 
 /// Why watching failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WatchError {
-    /// A `/proc` file could not be read.
-    #[error("{path}: {error}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The reason.
-        error: std::io::Error,
-    },
-    /// A `/proc` file did not have the expected layout.
-    #[error("{path}: unexpected format: {what}")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// What was wrong.
-        what: String,
-    },
-    /// The process to watch does not exist (or is not visible).
-    #[error("no process with pid {0}")]
-    NoProcess(i32),
+    /// A `/proc` file could not be read or had an unexpected layout, or the process to watch
+    /// does not exist (or is not visible).
+    #[error(transparent)]
+    Sys(#[from] SysError),
     /// The background sampling thread could not be started.
     #[error("cannot start the sampling thread: {0}")]
     Thread(std::io::Error),
@@ -66,120 +52,20 @@ pub struct CpuTimes {
     pub total: u64,
 }
 
-/// Parses `/proc/stat`'s per-CPU lines (`cpu0 ...`), skipping the aggregate `cpu` line.
-///
-/// # Errors
-///
-/// A `cpuN` line with fewer than 4 numeric fields, as text.
-pub fn parse_stat(text: &str) -> Result<BTreeMap<usize, CpuTimes>, String> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let Some(label) = words.next() else { continue };
-        let Some(cpu) = label
-            .strip_prefix("cpu")
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        let v: Vec<u64> = words.map_while(|w| w.parse().ok()).collect();
-        if v.len() < 4 {
-            return Err(format!("line '{line}' has fewer than 4 counters"));
-        }
-        let at = |i: usize| v.get(i).copied().unwrap_or(0);
-        // user nice system idle iowait irq softirq steal (guest time is already in user).
-        let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
-        out.insert(
-            cpu,
-            CpuTimes {
-                busy,
-                total: busy + at(3) + at(4),
-            },
-        );
-    }
-    if out.is_empty() {
-        return Err("no cpuN lines".into());
-    }
-    Ok(out)
-}
-
-/// Sums `/proc/interrupts` or `/proc/softirqs` per CPU: a header of `CPUn` columns, then rows
-/// `NAME: count count ... [description]`. Rows with a single total (`ERR:`, `MIS:`) are skipped.
-///
-/// # Errors
-///
-/// No `CPUn` header, as text.
-pub fn parse_irq_table(text: &str) -> Result<BTreeMap<usize, u64>, String> {
-    let mut lines = text.lines();
-    let header = lines.next().ok_or("empty")?;
-    let cpus: Vec<usize> = header
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
-        .collect();
-    if cpus.is_empty() {
-        return Err("no CPUn header".into());
-    }
-    let mut out: BTreeMap<usize, u64> = cpus.iter().map(|&c| (c, 0)).collect();
-    for line in lines {
-        let Some((_, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let counts: Vec<u64> = rest
-            .split_whitespace()
-            .map_while(|w| w.parse().ok())
-            .collect();
-        if counts.len() < cpus.len() {
-            continue;
-        }
-        for (cpu, n) in cpus.iter().zip(counts) {
-            *out.entry(*cpu).or_insert(0) += n;
+impl CpuTimes {
+    /// Busy and total time of one `/proc/stat` line (guest time is already in user).
+    fn of(t: &sys::CpuTicks) -> Self {
+        let busy = t.user
+            + t.nice
+            + t.system
+            + t.irq.unwrap_or(0)
+            + t.softirq.unwrap_or(0)
+            + t.steal.unwrap_or(0);
+        Self {
+            busy,
+            total: busy + t.idle + t.iowait.unwrap_or(0),
         }
     }
-    Ok(out)
-}
-
-/// What `/proc/PID/task/TID/stat` says about a thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskStat {
-    /// The thread's name (`comm`).
-    pub name: String,
-    /// Parent process id (field 4).
-    pub ppid: i32,
-    /// The CPU it last ran on (field 39).
-    pub cpu: usize,
-}
-
-/// Parses a `stat` line. The name is in parentheses and may itself contain spaces and
-/// parentheses, so fields are counted from the last `)`.
-///
-/// # Errors
-///
-/// A line without `(...)` or with fewer than 39 fields, as text.
-pub fn parse_task_stat(text: &str) -> Result<TaskStat, String> {
-    let open = text.find('(').ok_or("no '(' before the name")?;
-    let close = text.rfind(')').ok_or("no ')' after the name")?;
-    if close < open {
-        return Err("')' before '('".into());
-    }
-    let name = text[open + 1..close].to_owned();
-    // Fields from 3 (state) on.
-    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
-    let field = |n: usize| -> Result<&str, String> {
-        rest.get(n - 3)
-            .copied()
-            .ok_or_else(|| format!("only {} fields", rest.len() + 2))
-    };
-    let ppid = field(4)?.parse().map_err(|_| "field 4 is not a pid")?;
-    let cpu = field(39)?.parse().map_err(|_| "field 39 is not a CPU")?;
-    Ok(TaskStat { name, ppid, cpu })
-}
-
-/// `se.nr_migrations` from a `/proc/.../sched` file, when present.
-pub fn parse_sched_migrations(text: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == "se.nr_migrations").then(|| v.trim().parse().ok())?
-    })
 }
 
 /// One CPU's utilisation over a sampling interval.
@@ -239,13 +125,6 @@ pub struct Sampler {
     start: Instant,
 }
 
-fn read(path: &Path) -> Result<String, WatchError> {
-    std::fs::read_to_string(path).map_err(|error| WatchError::Read {
-        path: path.to_path_buf(),
-        error,
-    })
-}
-
 impl Sampler {
     /// A sampler over `proc_dir` (normally `/proc`) that follows process `pid` (and its
     /// descendants when `descendants`), or only the CPUs when `pid` is `None`. Reads the
@@ -253,12 +132,10 @@ impl Sampler {
     ///
     /// # Errors
     ///
-    /// `/proc/stat` unreadable or malformed, or no process `pid`.
+    /// `/proc/stat` unreadable or malformed, or no process `pid` ([`SysError::NoProcess`]).
     pub fn new(proc_dir: &Path, pid: Option<i32>, descendants: bool) -> Result<Self, WatchError> {
         if let Some(pid) = pid {
-            if !proc_dir.join(pid.to_string()).join("task").is_dir() {
-                return Err(WatchError::NoProcess(pid));
-            }
+            sys::thread_ids(proc_dir, pid)?;
         }
         let mut sampler = Self {
             proc_dir: proc_dir.to_path_buf(),
@@ -272,6 +149,15 @@ impl Sampler {
         Ok(sampler)
     }
 
+    /// A sampler over this machine's `/proc`: [`Sampler::new`] on the live machine.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sampler::new`].
+    pub fn live(pid: Option<i32>, descendants: bool) -> Result<Self, WatchError> {
+        Self::new(Path::new(sys::PROC_DIR), pid, descendants)
+    }
+
     /// Leaves this thread out of the samples (the sampling thread itself, when it watches its
     /// own process).
     pub fn exclude_tid(&mut self, tid: i32) {
@@ -279,22 +165,16 @@ impl Sampler {
     }
 
     fn read_raw(&self) -> Result<Raw, WatchError> {
-        let path = self.proc_dir.join("stat");
-        let stat = parse_stat(&read(&path)?).map_err(|what| WatchError::Format {
-            path: path.clone(),
-            what,
-        })?;
+        let stat = sys::cpu_stat(&self.proc_dir)?
+            .per_cpu
+            .iter()
+            .map(|(&cpu, ticks)| (cpu, CpuTimes::of(ticks)))
+            .collect();
         // Interrupt tables are optional (containers may hide them).
-        let table = |name: &str| {
-            std::fs::read_to_string(self.proc_dir.join(name))
-                .ok()
-                .and_then(|t| parse_irq_table(&t).ok())
-                .unwrap_or_default()
-        };
         Ok(Raw {
             stat,
-            irqs: table("interrupts"),
-            softirqs: table("softirqs"),
+            irqs: sys::interrupts(&self.proc_dir).unwrap_or_default(),
+            softirqs: sys::softirqs(&self.proc_dir).unwrap_or_default(),
         })
     }
 
@@ -308,24 +188,15 @@ impl Sampler {
         if !self.descendants {
             return out;
         }
-        let Ok(entries) = std::fs::read_dir(&self.proc_dir) else {
+        let Ok(parents) = sys::processes(&self.proc_dir) else {
             return out;
         };
-        let parents: Vec<(i32, i32)> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter_map(|pid| {
-                let text =
-                    std::fs::read_to_string(self.proc_dir.join(format!("{pid}/stat"))).ok()?;
-                Some((pid, parse_task_stat(&text).ok()?.ppid))
-            })
-            .collect();
         let mut i = 0;
         while i < out.len() {
             let parent = out[i];
-            for &(pid, ppid) in &parents {
-                if ppid == parent && !out.contains(&pid) {
-                    out.push(pid);
+            for p in &parents {
+                if p.ppid == parent && !out.contains(&p.pid) {
+                    out.push(p.pid);
                 }
             }
             i += 1;
@@ -336,34 +207,23 @@ impl Sampler {
     fn threads(&self) -> Vec<ThreadSample> {
         let mut out = Vec::new();
         for pid in self.processes() {
-            let task = self.proc_dir.join(format!("{pid}/task"));
             // A process may end between listing and reading: skip what vanished.
-            let Ok(entries) = std::fs::read_dir(&task) else {
+            let Ok(threads) = sys::threads(&self.proc_dir, pid) else {
                 continue;
             };
-            let mut tids: Vec<i32> = entries
-                .filter_map(Result::ok)
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .filter(|tid| !self.exclude.contains(tid))
-                .collect();
-            tids.sort_unstable();
-            for tid in tids {
-                let dir = task.join(tid.to_string());
-                let Some(stat) = std::fs::read_to_string(dir.join("stat"))
-                    .ok()
-                    .and_then(|t| parse_task_stat(&t).ok())
-                else {
+            for t in threads {
+                if self.exclude.contains(&t.tid) {
+                    continue;
+                }
+                let (Some(name), Some(cpu)) = (t.name, t.cpu) else {
                     continue;
                 };
-                let migrations = std::fs::read_to_string(dir.join("sched"))
-                    .ok()
-                    .and_then(|t| parse_sched_migrations(&t));
                 out.push(ThreadSample {
                     pid,
-                    tid,
-                    name: stat.name,
-                    cpu: stat.cpu,
-                    migrations,
+                    tid: t.tid,
+                    name,
+                    cpu,
+                    migrations: t.migrations,
                 });
             }
         }
@@ -373,13 +233,7 @@ impl Sampler {
     /// Whether the watched process still exists (and is not a zombie waiting to be reaped).
     pub fn is_alive(&self) -> bool {
         let Some(pid) = self.pid else { return true };
-        std::fs::read_to_string(self.proc_dir.join(format!("{pid}/stat")))
-            .ok()
-            .is_some_and(|t| {
-                t.rfind(')')
-                    .and_then(|i| t[i + 1..].split_whitespace().next())
-                    .is_some_and(|state| state != "Z" && state != "X")
-            })
+        sys::process_state(&self.proc_dir, pid).is_ok_and(|state| state != 'Z' && state != 'X')
     }
 
     /// Takes a sample: utilisation and interrupts since the previous one, threads now.
@@ -441,13 +295,15 @@ impl Monitor {
     /// `/proc` unreadable, or the thread could not be started.
     pub fn start_self(interval: Duration) -> Result<Self, WatchError> {
         let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-        let mut sampler = Sampler::new(Path::new("/proc"), Some(pid), true)?;
+        let mut sampler = Sampler::live(Some(pid), true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("coretune-monitor".into())
             .spawn(move || {
-                sampler.exclude_tid(nix::unistd::gettid().as_raw());
+                if let Ok(tid) = sys::current_tid() {
+                    sampler.exclude_tid(tid);
+                }
                 let mut samples = Vec::new();
                 // At least one sample, however short the run: the last one is taken after the
                 // stop request.

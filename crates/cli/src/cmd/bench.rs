@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::format_list;
+use coretune_core::cpuset::format_list;
 use coretune_core::placement::{Binding, Policy};
 use coretune_core::sweep::{
     Config, Cpus, Grid, MachineCounts, Plan, Progress, RunLog, RunSettings, Runner, Status,

@@ -87,7 +87,7 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn render_text(p: &Placement) -> String {
-    use coretune_core::budget::format_list;
+    use coretune_core::cpuset::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(

@@ -5,7 +5,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::budget::format_list;
+use coretune_core::cpuset::format_list;
 use coretune_core::launch::{self, thread_env};
 use coretune_core::placement::{Binding, Policy, plan};
 use coretune_core::topology::{Topology, TopologySource, set_to_vec};

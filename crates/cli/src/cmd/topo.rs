@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::budget::{CpuBudget, format_list};
+use coretune_core::budget::CpuBudget;
+use coretune_core::cpuset::format_list;
 use coretune_core::topology::{NodeKind, TopoNode, Topology};
 use serde::Serialize;
 

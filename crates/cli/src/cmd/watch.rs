@@ -97,8 +97,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
-    let mut sampler = Sampler::new(Path::new("/proc"), Some(pid), true)
-        .with_context(|| format!("watching pid {pid}"))?;
+    let mut sampler =
+        Sampler::live(Some(pid), true).with_context(|| format!("watching pid {pid}"))?;
     let interval = Duration::from_millis(args.interval);
     let mut samples = Vec::new();
     let mut status = None;

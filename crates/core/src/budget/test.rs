@@ -1,7 +1,7 @@
-use std::fs;
 use std::path::Path;
 
 use super::*;
+use crate::test_util::write;
 use crate::topology::TopologySource;
 
 /// 1 package, 8 cores, 2 PUs each: synthetic OS indexes run in order, so core i has PUs 2i, 2i+1.
@@ -9,16 +9,9 @@ fn laptop() -> Topology {
     Topology::load(&TopologySource::Synthetic("pack:1 core:8 pu:2".into())).unwrap()
 }
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
-
+/// This process's `status` with `cpus` as its `Cpus_allowed_list`.
 fn status(cpus: &str) -> String {
-    format!(
-        "Name:\tcoretune\nCpus_allowed:\tff\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0\n"
-    )
+    crate::test_util::status(cpus, 1000, 2048)
 }
 
 #[test]
@@ -168,28 +161,6 @@ fn offline_and_isolated_cpus_are_shown() {
     let line = budget.to_string();
     assert!(line.contains("online 0-13"), "{line}");
     assert!(line.contains("isolated 12-13"), "{line}");
-}
-
-#[test]
-fn cpu_lists_parse_and_format() {
-    assert_eq!(
-        parse_list("0-3,8,10-11\n"),
-        Some(vec![0, 1, 2, 3, 8, 10, 11])
-    );
-    assert_eq!(parse_list(""), Some(vec![]));
-    assert_eq!(parse_list("3-1"), None);
-    assert_eq!(parse_list("a"), None);
-    assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-    assert_eq!(format_list(&[]), "");
-    assert_eq!(format_list(&[5]), "5");
-}
-
-#[test]
-fn cpu_max_parsing() {
-    assert_eq!(parse_cpu_max("max 100000"), None);
-    let q = parse_cpu_max("50000 100000\n").unwrap();
-    assert!((q.cpus - 0.5).abs() < 1e-12);
-    assert_eq!(parse_cpu_max("garbage"), None);
 }
 
 #[test]

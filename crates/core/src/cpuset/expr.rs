@@ -24,7 +24,7 @@ use std::str::FromStr;
 use hwlocality::object::types::ObjectType;
 
 use super::{CpuSetError, MAX_CPU};
-use crate::budget::{format_list, parse_list};
+use super::{format_list, parse_list};
 
 /// How a term combines with the set built so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::budget::format_list;
+use super::format_list;
 use crate::topology::set_to_vec;
 
 /// A way to write a CPU set down.

@@ -26,10 +26,12 @@
 
 pub mod expr;
 mod format;
+mod list;
 mod warn;
 
 pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, ObjKind, Op, Term};
 pub use format::{Format, FormatError};
+pub use list::{format_list, parse_list};
 pub use warn::{Warning, warnings};
 
 use hwlocality::cpu::cpuset::CpuSet;
@@ -251,7 +253,7 @@ pub fn resolve(
 }
 
 fn list_of(set: &CpuSet) -> String {
-    crate::budget::format_list(&set_to_vec(set))
+    format_list(&set_to_vec(set))
 }
 
 fn eval_atom(
@@ -271,7 +273,7 @@ fn eval_atom(
             if !missing.is_empty() {
                 return Err(CpuSetError::NoSuchCpu {
                     part: term.text.clone(),
-                    cpus: crate::budget::format_list(&missing),
+                    cpus: format_list(&missing),
                     existing: list_of(&complete.clone_target()),
                 });
             }
@@ -464,7 +466,7 @@ fn select_by_os_index<'t>(
             part: term.text.clone(),
             kind: level.kind,
             index,
-            available: crate::budget::format_list(&os),
+            available: format_list(&os),
         }
     };
     let find = |i: usize| {

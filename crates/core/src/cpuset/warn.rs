@@ -5,7 +5,7 @@ use std::fmt;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::types::ObjectType;
 
-use crate::budget::format_list;
+use super::format_list;
 use crate::topology::{Topology, set_to_vec};
 
 /// Something about a CPU set worth knowing before measuring on it.

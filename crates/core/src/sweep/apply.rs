@@ -5,7 +5,7 @@
 use super::config::Config;
 use super::run::substitute_all;
 use super::target::Target;
-use crate::budget::format_list;
+use crate::cpuset::format_list;
 use crate::placement::Binding;
 use crate::topology::{Topology, set_to_vec};
 use crate::workload::Size;

@@ -1,44 +1,251 @@
-//! The operating system calls coretune needs, one module per OS. Only this module may use
-//! `unsafe`; everything above it is safe code.
+//! The platform layer: every read of `/proc`, `/sys` and the cgroup file systems, and every call
+//! into the C library (`libc`, `nix`, perf events), one module per operating system. The rest of
+//! the crate is OS-independent: it calls the functions listed here and keeps the logic
+//! (statistics, budget arithmetic, summaries). Only this module may use `unsafe`.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | the interface: the OS-independent types below and the one list of functions every OS module provides |
+//! | `error.rs` | [`SysError`], which keeps the file, pid or call it failed on |
+//! | `linux/affinity.rs` | `sched_setaffinity`/`sched_getaffinity`, binding a child before `exec` |
+//! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one |
+//! | `linux/counters.rs` | `getrusage`, the perf `cpu-migrations` counter, `sched_getcpu`, `gettid` |
+//! | `linux/proc.rs` | through procfs: processes and parents, threads (`stat`: name, CPU last run on), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
+//! | `linux/sched.rs` | `/proc/PID/task/TID/sched` (`se.nr_migrations`), hand-parsed |
+//! | `linux/cpu_stat.rs` | `/proc/stat` per CPU by number, hand-parsed |
+//! | `linux/interrupts.rs` | `/proc/interrupts`, `/proc/softirqs`, hand-parsed |
+//! | `linux/cgroup.rs` | `/proc/self/cgroup` (procfs), cgroup v2/v1 cpuset and quota files |
+//! | `linux/sysfs.rs` | online and isolated CPU lists, cpufreq governor |
+//! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
+//! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program |
+//! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
+//!
+//! Functions that read files take the directory they read under — `proc_dir` (`/proc`, see
+//! `PROC_DIR`) or `root` (`/`) — so tests can lay a fake tree out in a temporary folder.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+mod error;
+// The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 mod linux;
+// Compiled in Linux test builds too, so the fallback is type-checked against the interface.
+#[cfg(any(not(target_os = "linux"), test))]
+mod unsupported;
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{bind_before_exec, forward_signals_to, set_task_affinity, task_affinity};
-
+use linux as os;
 #[cfg(not(target_os = "linux"))]
-mod unsupported {
+use unsupported as os;
+
+pub use error::SysError;
+
+// Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
+pub(crate) use os::{
+    bind_before_exec, exit_signal, forward_signals_to, is_executable_file, is_no_such_task,
+    set_task_affinity, task_affinity,
+};
+
+// Counters of this process and of the calling thread.
+#[cfg(test)]
+pub(crate) use os::thread_cpu_time;
+pub(crate) use os::{
+    MigrationCounter, current_cpu, current_tid, own_cpu_ticks, peak_rss_bytes, reset_peak_rss,
+    resource_usage, thread_migrations,
+};
+
+// Machine-wide activity.
+pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
+
+// Processes and threads.
+pub(crate) use os::{
+    PROC_DIR, own_threads, own_uid, process_state, process_uid, processes, thread_ids, threads,
+};
+
+// The inputs of the CPU budget.
+pub(crate) use os::{allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
+
+// The host, for the reproducibility record.
+pub(crate) use os::{cpu_governor, cpu_model, host_name, kernel_release};
+
+/// Cumulative time one CPU (or all of them together) spent in each state since boot, in clock
+/// ticks (`USER_HZ`, 100 a second on every Linux ABI).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CpuTicks {
+    /// Running user code (guest time included).
+    pub(crate) user: u64,
+    /// Running niced user code.
+    pub(crate) nice: u64,
+    /// Running kernel code.
+    pub(crate) system: u64,
+    /// Idle.
+    pub(crate) idle: u64,
+    /// Idle with I/O outstanding; `None` where the kernel does not report it (nor what follows).
+    pub(crate) iowait: Option<u64>,
+    /// Serving hardware interrupts.
+    pub(crate) irq: Option<u64>,
+    /// Serving soft interrupts.
+    pub(crate) softirq: Option<u64>,
+    /// Runnable, but the hypervisor ran something else.
+    pub(crate) steal: Option<u64>,
+}
+
+/// CPU time of the whole machine and of each CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CpuStat {
+    /// All CPUs together, when reported.
+    pub(crate) total: Option<CpuTicks>,
+    /// Each online CPU, by CPU number.
+    pub(crate) per_cpu: BTreeMap<usize, CpuTicks>,
+}
+
+/// A process and its parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProcessInfo {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// Its parent's.
+    pub(crate) ppid: i32,
+}
+
+/// One thread of a process; a field is `None` when what it comes from could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadInfo {
+    /// The thread id.
+    pub(crate) tid: i32,
+    /// Its name.
+    pub(crate) name: Option<String>,
+    /// The CPU it last ran on.
+    pub(crate) cpu: Option<usize>,
+    /// Its moves between CPUs since it started, where the kernel shows them.
+    pub(crate) migrations: Option<u64>,
+}
+
+/// Whose resource use [`resource_usage`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UsageOf {
+    /// This process: all its threads, exited ones included.
+    ThisProcess,
+    /// Its children that have been waited for.
+    Children,
+}
+
+/// Resource use so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResourceUsage {
+    /// User CPU time.
+    pub(crate) user: Duration,
+    /// System CPU time.
+    pub(crate) system: Duration,
+    /// Voluntary context switches (the thread blocked).
+    pub(crate) voluntary_ctx_switches: u64,
+    /// Involuntary context switches (the thread was preempted).
+    pub(crate) involuntary_ctx_switches: u64,
+    /// Peak resident set size, in bytes (of the largest child, for [`UsageOf::Children`]).
+    pub(crate) max_rss_bytes: u64,
+}
+
+/// The CPUs a cgroup cpuset allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupCpus {
+    /// The CPUs, sorted.
+    pub(crate) cpus: Vec<usize>,
+    /// The file they came from, as the live machine names it.
+    pub(crate) file: PathBuf,
+}
+
+/// A cgroup CPU quota: `quota_us` of CPU time per `period_us`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupQuota {
+    /// CPU time per period, in microseconds.
+    pub(crate) quota_us: u64,
+    /// The period, in microseconds (never 0).
+    pub(crate) period_us: u64,
+    /// The file the quota came from, as the live machine names it.
+    pub(crate) file: PathBuf,
+}
+
+/// The cgroup limits on this process's CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CgroupLimits {
+    /// The cpuset, when one is found.
+    pub(crate) cpuset: Option<CgroupCpus>,
+    /// Every CPU quota on the path from the process's cgroup to the root.
+    pub(crate) quotas: Vec<CgroupQuota>,
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod test {
+    use std::collections::BTreeMap;
     use std::io;
-    use std::process::Command;
+    use std::path::Path;
+    use std::process::{Command, ExitStatus};
+    use std::time::Duration;
 
     use hwlocality::cpu::cpuset::CpuSet;
 
-    fn unsupported() -> io::Error {
-        io::Error::new(
-            io::ErrorKind::Unsupported,
-            "CPU affinity is only implemented for Linux so far",
-        )
-    }
+    use super::*;
 
-    pub(crate) fn bind_before_exec(_cmd: &mut Command, _cpus: &CpuSet) -> io::Result<()> {
-        Err(unsupported())
-    }
-
-    pub(crate) fn set_task_affinity(_tid: i32, _cpus: &CpuSet) -> io::Result<()> {
-        Err(unsupported())
-    }
-
-    pub(crate) fn task_affinity(_tid: i32) -> io::Result<CpuSet> {
-        Err(unsupported())
-    }
-
-    pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {
-        Ok(())
+    /// Every OS module provides the same functions with the same signatures: the fallback is
+    /// checked here against the Linux module, since no other target is built.
+    #[test]
+    fn every_os_module_has_the_same_interface() {
+        macro_rules! same {
+            ($($f:ident: $t:ty),* $(,)?) => {
+                $(let _: [$t; 2] = [linux::$f, unsupported::$f];)*
+            };
+        }
+        type Cpus = Result<Vec<usize>, SysError>;
+        type Text = Result<String, SysError>;
+        same!(
+            bind_before_exec: fn(&mut Command, &CpuSet) -> io::Result<()>,
+            exit_signal: fn(ExitStatus) -> Option<i32>,
+            forward_signals_to: fn(u32) -> io::Result<()>,
+            is_no_such_task: fn(&io::Error) -> bool,
+            is_executable_file: fn(&Path) -> bool,
+            set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,
+            task_affinity: fn(i32) -> io::Result<CpuSet>,
+            current_cpu: fn() -> Result<usize, SysError>,
+            current_tid: fn() -> Result<i32, SysError>,
+            own_cpu_ticks: fn() -> Result<u64, SysError>,
+            peak_rss_bytes: fn() -> Result<u64, SysError>,
+            reset_peak_rss: fn() -> Result<(), SysError>,
+            resource_usage: fn(UsageOf) -> Result<ResourceUsage, SysError>,
+            thread_migrations: fn() -> Result<u64, SysError>,
+            cpu_stat: fn(&Path) -> Result<CpuStat, SysError>,
+            interrupts: fn(&Path) -> Result<BTreeMap<usize, u64>, SysError>,
+            softirqs: fn(&Path) -> Result<BTreeMap<usize, u64>, SysError>,
+            load_average: fn() -> Result<f64, SysError>,
+            own_threads: fn() -> Result<Vec<ThreadInfo>, SysError>,
+            own_uid: fn() -> Result<u32, SysError>,
+            process_state: fn(&Path, i32) -> Result<char, SysError>,
+            process_uid: fn(&Path, i32) -> Result<u32, SysError>,
+            processes: fn(&Path) -> Result<Vec<ProcessInfo>, SysError>,
+            thread_ids: fn(&Path, i32) -> Result<Vec<i32>, SysError>,
+            threads: fn(&Path, i32) -> Result<Vec<ThreadInfo>, SysError>,
+            allowed_cpus: fn(&Path) -> Cpus,
+            cgroup_limits: fn(&Path) -> Result<CgroupLimits, SysError>,
+            isolated_cpus: fn(&Path) -> Cpus,
+            online_cpus: fn(&Path) -> Cpus,
+            cpu_governor: fn(usize) -> Text,
+            cpu_model: fn() -> Text,
+            host_name: fn() -> Text,
+            kernel_release: fn() -> Text,
+            thread_cpu_time: fn() -> Result<Duration, SysError>,
+        );
+        let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
+        macro_rules! counter {
+            ($os:ident) => {
+                let _: fn() -> Result<$os::MigrationCounter, SysError> =
+                    $os::MigrationCounter::open;
+                let _: fn(&mut $os::MigrationCounter) -> Result<u64, SysError> =
+                    $os::MigrationCounter::read;
+            };
+        }
+        counter!(linux);
+        counter!(unsupported);
     }
 }
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) use unsupported::{
-    bind_before_exec, forward_signals_to, set_task_affinity, task_affinity,
-};

@@ -1,6 +1,5 @@
-use std::path::Path;
-
 use super::*;
+use crate::test_util::{INTERRUPTS, SOFTIRQS, sched, task_stat, write};
 use crate::topology::TopologySource;
 
 const STAT_0: &str = "cpu  200 0 100 1000 0 0 0 0 0 0
@@ -15,79 +14,24 @@ cpu0 110 0 50 590 0 0 0 0 0 0
 cpu1 180 0 50 510 0 0 10 0 0 0
 intr 12400 0 0
 ";
-const INTERRUPTS_0: &str = "           CPU0       CPU1       
-  1:          9          0   IO-APIC   1-edge      i8042
- 24:        100         10   PCI-MSI 49152-edge      virtio0-config
-LOC:       1000        500   Local timer interrupts
-ERR:          0
-";
 const INTERRUPTS_1: &str = "           CPU0       CPU1       
   1:          9          0   IO-APIC   1-edge      i8042
  24:        160         10   PCI-MSI 49152-edge      virtio0-config
 LOC:       1100        520   Local timer interrupts
 ERR:          0
 ";
-const SOFTIRQS: &str = "                    CPU0       CPU1
-          HI:          1          0
-       TIMER:        100         50
-";
-
-/// A `stat` line of a thread named `name` (with a space and a parenthesis, as real names may
-/// have) on `cpu`, child of `ppid`.
-fn task_stat(pid: i32, name: &str, ppid: i32, cpu: usize) -> String {
-    let mut fields: Vec<String> = (3..=52).map(|_| "0".to_owned()).collect();
-    fields[0] = "R".into();
-    fields[1] = ppid.to_string();
-    fields[39 - 3] = cpu.to_string();
-    format!("{pid} ({name}) {}\n", fields.join(" "))
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn sched(migrations: u64) -> String {
-    format!(
-        "worker (42, #threads: 2)\n-------------------\nse.exec_start : 1.0\nse.nr_migrations   :   {migrations}\nnr_switches : 3\n"
-    )
-}
-
 #[test]
-fn stat_lines_parse_to_busy_and_total() {
-    let t = parse_stat(STAT_1).unwrap();
-    assert_eq!(t.len(), 2);
+fn cpu_times_are_busy_and_total() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "stat", STAT_1);
+    let stat = sys::cpu_stat(tmp.path()).unwrap();
     assert_eq!(
-        t[&1],
+        CpuTimes::of(&stat.per_cpu[&1]),
         CpuTimes {
             busy: 240,
             total: 750
         }
     );
-    assert!(parse_stat("intr 1 2 3\n").is_err());
-    assert!(parse_stat("cpu0 1 2\n").is_err());
-}
-
-#[test]
-fn irq_tables_sum_per_cpu() {
-    let t = parse_irq_table(INTERRUPTS_0).unwrap();
-    assert_eq!(t[&0], 1109);
-    assert_eq!(t[&1], 510);
-    let s = parse_irq_table(SOFTIRQS).unwrap();
-    assert_eq!((s[&0], s[&1]), (101, 50));
-    assert!(parse_irq_table("nothing here\n").is_err());
-}
-
-#[test]
-fn task_stat_finds_field_39_after_odd_names() {
-    let s = parse_task_stat(&task_stat(7, "we(ird) name", 1, 3)).unwrap();
-    assert_eq!(s.name, "we(ird) name");
-    assert_eq!((s.ppid, s.cpu), (1, 3));
-    assert!(parse_task_stat("7 (short) R 1 2").is_err());
-    assert!(parse_task_stat("no parens").is_err());
-    assert_eq!(parse_sched_migrations(&sched(12)), Some(12));
-    assert_eq!(parse_sched_migrations("nr_switches : 3\n"), None);
 }
 
 #[test]
@@ -95,7 +39,7 @@ fn sampler_reads_a_proc_tree_with_descendants() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     write(root, "stat", STAT_0);
-    write(root, "interrupts", INTERRUPTS_0);
+    write(root, "interrupts", INTERRUPTS);
     write(root, "softirqs", SOFTIRQS);
     // Process 10 with two threads; its child 20 with one; 30 is unrelated.
     write(root, "10/stat", &task_stat(10, "app", 1, 0));
@@ -149,7 +93,7 @@ fn sampler_reads_a_proc_tree_with_descendants() {
     assert_eq!(own.sample().unwrap().threads.len(), 2);
     assert!(matches!(
         Sampler::new(root, Some(99), false),
-        Err(WatchError::NoProcess(99))
+        Err(WatchError::Sys(SysError::NoProcess { pid: 99 }))
     ));
     assert!(own.is_alive());
     write(
@@ -162,12 +106,12 @@ fn sampler_reads_a_proc_tree_with_descendants() {
 
 #[test]
 fn live_sampler_and_monitor_work_on_this_machine() {
-    let mut s = Sampler::new(Path::new("/proc"), None, false).unwrap();
+    let mut s = Sampler::live(None, false).unwrap();
     let sample = s.sample().unwrap();
     assert!(!sample.cpus.is_empty());
     assert!(sample.threads.is_empty());
     let m = Monitor::start_self(Duration::from_millis(5)).unwrap();
-    let own = nix::unistd::gettid().as_raw();
+    let own = sys::current_tid().unwrap();
     let samples = m.finish();
     assert!(!samples.is_empty());
     // This thread is there; the sampling thread is not.

@@ -38,6 +38,7 @@ use coretune_pool::peers::Countdown;
 
 use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError};
 use crate::measure::{MigrationSource, ThreadRecord, ThreadTracker};
+use crate::sys;
 
 /// Which pool runs the items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,33 +161,14 @@ impl Spawn {
     }
 }
 
-/// Thread ids of this process, with each one's `se.nr_migrations` and last CPU.
+/// Thread ids of this process, with each one's `se.nr_migrations` and last CPU; threads whose
+/// migrations cannot be read are left out.
 fn task_migrations() -> BTreeMap<i32, (u64, Option<usize>)> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return BTreeMap::new();
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| {
-            let tid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let sched = std::fs::read_to_string(e.path().join("sched")).ok()?;
-            let n = sched
-                .lines()
-                .find(|l| l.starts_with("se.nr_migrations"))?
-                .rsplit(':')
-                .next()?
-                .trim()
-                .parse()
-                .ok()?;
-            Some((tid, (n, last_cpu(tid))))
-        })
+    sys::own_threads()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| Some((t.tid, (t.migrations?, t.cpu))))
         .collect()
-}
-
-/// The CPU a thread last ran on (field 39 of `/proc/self/task/TID/stat`).
-fn last_cpu(tid: i32) -> Option<usize> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(36)?.parse().ok()
 }
 
 impl Workload for Spawn {
@@ -289,7 +271,7 @@ impl Workload for Spawn {
                     timed!((0..items).for_each(|_| p.spawn(move || countdown.item())));
             }
         }
-        let main = nix::unistd::gettid().as_raw();
+        let main = sys::current_tid().unwrap_or(0);
         for (worker, (&tid, &(n, cpu))) in after
             .iter()
             .filter(|(tid, _)| **tid != main && !before.contains_key(tid))

@@ -1,0 +1,71 @@
+//! Linux CPU lists (`0-3,8,10-11`), as the kernel writes them in `/sys` and `/proc` and as
+//! `taskset -c`, `numactl` and systemd read them.
+
+/// Parses a Linux CPU list (`0-3,8,10-11`; empty = no CPUs) into sorted, distinct CPU numbers.
+/// `None` when malformed.
+pub fn parse_list(text: &str) -> Option<Vec<usize>> {
+    let text = text.trim();
+    let mut out = Vec::new();
+    if text.is_empty() {
+        return Some(out);
+    }
+    for part in text.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// Formats sorted CPU numbers as a Linux CPU list (`0-3,8`).
+pub fn format_list(cpus: &[usize]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if end == start {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_format() {
+        assert_eq!(
+            parse_list("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_list(""), Some(vec![]));
+        assert_eq!(parse_list("3-1"), None);
+        assert_eq!(parse_list("a"), None);
+        assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_list(&[]), "");
+        assert_eq!(format_list(&[5]), "5");
+    }
+}

@@ -1,0 +1,122 @@
+//! Reading one file into a typed result: every read of `/proc`, `/sys` and the cgroup file
+//! systems goes through these, so each error names the file it failed on.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use procfs::{FromRead, ProcError};
+
+use crate::sys::SysError;
+
+/// The whole file as text.
+pub(super) fn read_text(path: &Path) -> Result<String, SysError> {
+    std::fs::read_to_string(path).map_err(|source| SysError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The file parsed by `parse`, a hand parser whose error says what was wrong.
+pub(super) fn parse_text<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, SysError> {
+    parse(&read_text(path)?).map_err(|what| SysError::Parse {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
+/// The first line, trimmed; an error when it is empty.
+pub(super) fn first_line(path: &Path) -> Result<String, SysError> {
+    parse_text(path, |text| {
+        let line = text.lines().next().unwrap_or("").trim();
+        if line.is_empty() {
+            Err("empty".to_owned())
+        } else {
+            Ok(line.to_owned())
+        }
+    })
+}
+
+/// The file parsed by procfs's parser for its format.
+pub(super) fn read_procfs<T: FromRead>(path: &Path) -> Result<T, SysError> {
+    let bytes = std::fs::read(path).map_err(|source| SysError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    T::from_read(bytes.as_slice()).map_err(|e| proc_error(e, path))
+}
+
+/// A procfs error as a [`SysError`] naming the file: the one procfs names, else `path`.
+pub(super) fn proc_error(error: ProcError, path: &Path) -> SysError {
+    let at = |p: Option<PathBuf>| p.unwrap_or_else(|| path.to_path_buf());
+    match error {
+        ProcError::NotFound(p) => SysError::Read {
+            path: at(p),
+            source: io::ErrorKind::NotFound.into(),
+        },
+        ProcError::PermissionDenied(p) => SysError::Read {
+            path: at(p),
+            source: io::ErrorKind::PermissionDenied.into(),
+        },
+        ProcError::Io(source, p) => SysError::Read {
+            path: at(p),
+            source,
+        },
+        ProcError::Incomplete(p) => SysError::Parse {
+            path: at(p),
+            what: "incomplete".to_owned(),
+        },
+        // procfs's parsers report a malformed file as an "internal error" whose message says
+        // which field failed.
+        ProcError::InternalError(e) => SysError::Parse {
+            path: path.to_path_buf(),
+            what: e
+                .msg
+                .strip_prefix("Internal Unwrap Error: ")
+                .unwrap_or(&e.msg)
+                .to_owned(),
+        },
+        ProcError::Other(what) => SysError::Parse {
+            path: path.to_path_buf(),
+            what,
+        },
+    }
+}
+
+/// Whether `path` is a regular file (after following links) with an execute bit set: what
+/// `execvp` would run.
+pub(crate) fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::test_util::write;
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = read_text(&missing).unwrap_err();
+        assert!(
+            matches!(&err, SysError::Read { path, .. } if *path == missing),
+            "{err}"
+        );
+        write(dir.path(), "empty", "\n");
+        let err = first_line(&dir.path().join("empty")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: unexpected format: empty",
+                dir.path().join("empty").display()
+            )
+        );
+        write(dir.path(), "loadavg", "0.5 x\n");
+        let err = read_procfs::<procfs::LoadAverage>(&dir.path().join("loadavg")).unwrap_err();
+        assert!(matches!(err, SysError::Parse { .. }), "{err}");
+    }
+}

@@ -1,0 +1,282 @@
+//! Processes and threads through procfs: the process list with parents, each thread's `stat`
+//! (name, the CPU it last ran on), `status` (real uid, `Cpus_allowed_list`, `VmHWM`), this
+//! process's CPU time and peak-RSS reset, and `/proc/loadavg`.
+//!
+//! Processes are opened with [`Process::new_with_root`] under a `/proc` directory the caller
+//! names, so tests read a fake tree in a temporary folder; procfs then reads each file relative
+//! to the process's directory handle, so a pid reused meanwhile is not mistaken for the first.
+
+use std::path::{Path, PathBuf};
+
+use procfs::process::{ClearRefs, Process, Status};
+use procfs::{LoadAverage, ProcError, ProcResult};
+
+use super::files::{proc_error, read_procfs};
+use super::sched;
+use crate::sys::{ProcessInfo, SysError, ThreadInfo};
+
+/// `/proc` of the live machine.
+pub(crate) const PROC_DIR: &str = "/proc";
+
+/// An open process and its directory, for naming the files it reads in errors.
+struct Opened {
+    process: Process,
+    dir: PathBuf,
+}
+
+impl Opened {
+    /// Process `pid` under `proc_dir`.
+    fn pid(proc_dir: &Path, pid: i32) -> Result<Self, SysError> {
+        let dir = proc_dir.join(pid.to_string());
+        match Process::new_with_root(dir.clone()) {
+            Ok(process) => Ok(Self { process, dir }),
+            Err(ProcError::NotFound(_)) => Err(SysError::NoProcess { pid }),
+            Err(e) => Err(proc_error(e, &dir)),
+        }
+    }
+
+    /// This process (`/proc/self`).
+    fn myself() -> Result<Self, SysError> {
+        let dir = PathBuf::from(PROC_DIR).join("self");
+        match Process::myself() {
+            Ok(process) => Ok(Self { process, dir }),
+            Err(e) => Err(proc_error(e, &dir)),
+        }
+    }
+
+    /// What `read` reads from the process's `file`, with errors naming that file.
+    fn read<T>(
+        &self,
+        file: &str,
+        read: impl FnOnce(&Process) -> ProcResult<T>,
+    ) -> Result<T, SysError> {
+        read(&self.process).map_err(|e| proc_error(e, &self.dir.join(file)))
+    }
+}
+
+/// Every process under `proc_dir` with its parent, in directory order. Processes that end while
+/// the list is read are left out.
+pub(crate) fn processes(proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
+    let all =
+        procfs::process::all_processes_with_root(proc_dir).map_err(|e| proc_error(e, proc_dir))?;
+    Ok(all
+        .filter_map(Result::ok)
+        .filter_map(|p| {
+            Some(ProcessInfo {
+                pid: p.pid,
+                ppid: p.stat().ok()?.ppid,
+            })
+        })
+        .collect())
+}
+
+/// The thread ids of process `pid` under `proc_dir`, in increasing order.
+///
+/// [`SysError::NoProcess`] when the process (or its `task` directory) is not there.
+pub(crate) fn thread_ids(proc_dir: &Path, pid: i32) -> Result<Vec<i32>, SysError> {
+    let tasks = Opened::pid(proc_dir, pid)?
+        .process
+        .tasks()
+        .map_err(|_| SysError::NoProcess { pid })?;
+    let mut tids: Vec<i32> = tasks.filter_map(Result::ok).map(|t| t.tid).collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+/// The threads of process `pid` under `proc_dir`, by thread id. Threads that end while they
+/// are read are left out; a file that cannot be read leaves its fields `None`.
+pub(crate) fn threads(proc_dir: &Path, pid: i32) -> Result<Vec<ThreadInfo>, SysError> {
+    threads_of(&Opened::pid(proc_dir, pid)?)
+}
+
+/// The threads of this process.
+pub(crate) fn own_threads() -> Result<Vec<ThreadInfo>, SysError> {
+    threads_of(&Opened::myself()?)
+}
+
+fn threads_of(process: &Opened) -> Result<Vec<ThreadInfo>, SysError> {
+    let tasks = process.read("task", Process::tasks)?;
+    let mut out: Vec<ThreadInfo> = tasks
+        .filter_map(Result::ok)
+        .map(|task| {
+            let stat = task.stat().ok();
+            let sched = process.dir.join(format!("task/{}/sched", task.tid));
+            ThreadInfo {
+                tid: task.tid,
+                cpu: stat
+                    .as_ref()
+                    .and_then(|s| s.processor)
+                    .and_then(|c| usize::try_from(c).ok()),
+                name: stat.map(|s| s.comm),
+                migrations: sched::migrations(&sched).ok(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|t| t.tid);
+    Ok(out)
+}
+
+/// The state letter of process `pid` under `proc_dir` (`R`, `S`, `Z` for a zombie, ...).
+pub(crate) fn process_state(proc_dir: &Path, pid: i32) -> Result<char, SysError> {
+    Ok(Opened::pid(proc_dir, pid)?
+        .read("stat", Process::stat)?
+        .state)
+}
+
+/// The real uid of process `pid` under `proc_dir`.
+pub(crate) fn process_uid(proc_dir: &Path, pid: i32) -> Result<u32, SysError> {
+    Ok(Opened::pid(proc_dir, pid)?
+        .read("status", Process::status)?
+        .ruid)
+}
+
+/// The real uid of this process.
+pub(crate) fn own_uid() -> Result<u32, SysError> {
+    Ok(Opened::myself()?.read("status", Process::status)?.ruid)
+}
+
+/// The CPUs this process may run on: `Cpus_allowed_list` of `proc/self/status` under `root`
+/// (`/` for the live machine), which is what `sched_getaffinity` returns for the main thread.
+pub(crate) fn allowed_cpus(root: &Path) -> Result<Vec<usize>, SysError> {
+    let path = root.join("proc/self/status");
+    let status: Status = read_procfs(&path)?;
+    let parse_error = |what: &str| SysError::Parse {
+        path: path.clone(),
+        what: what.to_owned(),
+    };
+    let ranges = status
+        .cpus_allowed_list
+        .ok_or_else(|| parse_error("no Cpus_allowed_list"))?;
+    let mut cpus = Vec::new();
+    for (first, last) in ranges {
+        if last < first {
+            return Err(parse_error("a Cpus_allowed_list range goes downwards"));
+        }
+        cpus.extend((first..=last).filter_map(|c| usize::try_from(c).ok()));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Resets this process's peak resident set size (`VmHWM`) to its current size: writes `5` to
+/// `/proc/self/clear_refs` (Linux ≥ 4.0).
+pub(crate) fn reset_peak_rss() -> Result<(), SysError> {
+    Opened::myself()?.read("clear_refs", |p| p.clear_refs(ClearRefs::PeakRSS))
+}
+
+/// This process's peak resident set size (`VmHWM`), in bytes.
+pub(crate) fn peak_rss_bytes() -> Result<u64, SysError> {
+    let process = Opened::myself()?;
+    let status = process.read("status", Process::status)?;
+    let kib = status.vmhwm.ok_or_else(|| SysError::Parse {
+        path: process.dir.join("status"),
+        what: "no VmHWM".to_owned(),
+    })?;
+    Ok(kib * 1024)
+}
+
+/// CPU time this process has used (all threads, living and dead): `utime + stime` of
+/// `/proc/self/stat`, in clock ticks.
+pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
+    let stat = Opened::myself()?.read("stat", Process::stat)?;
+    Ok(stat.utime + stat.stime)
+}
+
+/// The 1-minute load average (`/proc/loadavg`).
+pub(crate) fn load_average() -> Result<f64, SysError> {
+    let load: LoadAverage = read_procfs(&PathBuf::from(PROC_DIR).join("loadavg"))?;
+    // The kernel writes two decimals; procfs parses them into an `f32`. Rounding back to two
+    // decimals gives the `f64` the text itself parses to (0.36, not 0.36000001430511475).
+    Ok((f64::from(load.one) * 100.0).round() / 100.0)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::test_util::{sched, status, task_stat, write};
+
+    /// Process 10 (threads 10 and 11, the second without `sched`), its child 20 (a zombie).
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "10/stat", &task_stat(10, "app", 1, 0));
+        write(root, "10/status", &status("0-1", 1000, 100));
+        write(root, "10/task/11/stat", &task_stat(11, "worker (1)", 1, 1));
+        write(root, "10/task/10/stat", &task_stat(10, "app", 1, 0));
+        write(root, "10/task/10/sched", &sched(4));
+        write(
+            root,
+            "20/stat",
+            &task_stat(20, "sh", 10, 1).replace(" R ", " Z "),
+        );
+        write(root, "20/task/20/stat", &task_stat(20, "sh", 10, 1));
+        dir
+    }
+
+    #[test]
+    fn processes_threads_and_states_of_a_fake_tree() {
+        let dir = tree();
+        let root = dir.path();
+        let mut procs: Vec<(i32, i32)> = processes(root)
+            .unwrap()
+            .iter()
+            .map(|p| (p.pid, p.ppid))
+            .collect();
+        procs.sort_unstable();
+        assert_eq!(procs, [(10, 1), (20, 10)]);
+        assert_eq!(thread_ids(root, 10).unwrap(), [10, 11]);
+        let threads = threads(root, 10).unwrap();
+        assert_eq!(threads.len(), 2);
+        assert_eq!(
+            (threads[0].tid, threads[0].cpu, threads[0].migrations),
+            (10, Some(0), Some(4))
+        );
+        assert_eq!(threads[1].name.as_deref(), Some("worker (1)"));
+        assert_eq!((threads[1].cpu, threads[1].migrations), (Some(1), None));
+        assert_eq!(process_state(root, 10).unwrap(), 'R');
+        assert_eq!(process_state(root, 20).unwrap(), 'Z');
+        assert_eq!(process_uid(root, 10).unwrap(), 1000);
+        assert!(matches!(
+            thread_ids(root, 99),
+            Err(SysError::NoProcess { pid: 99 })
+        ));
+        assert!(matches!(
+            process_uid(root, 20),
+            Err(SysError::Read { path, .. }) if path.ends_with("20/status")
+        ));
+    }
+
+    #[test]
+    fn allowed_cpus_from_a_status_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "proc/self/status", &status("0-3,8,2", 0, 100));
+        assert_eq!(allowed_cpus(root).unwrap(), [0, 1, 2, 3, 8]);
+        write(
+            root,
+            "proc/self/status",
+            "Name:\tx\nCpus_allowed_list:\t0-3\n",
+        );
+        let err = allowed_cpus(root).unwrap_err();
+        assert!(
+            matches!(&err, SysError::Parse { path, .. } if path.ends_with("proc/self/status")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn this_process() {
+        assert!(own_uid().is_ok());
+        assert!(own_cpu_ticks().is_ok());
+        assert!(load_average().unwrap() >= 0.0);
+        assert!(peak_rss_bytes().unwrap() > 0);
+        let own = own_threads().unwrap();
+        let me = crate::sys::current_tid().unwrap();
+        let this = own
+            .iter()
+            .find(|t| t.tid == me)
+            .expect("this thread is listed");
+        assert!(this.cpu.is_some() && this.name.is_some());
+    }
+}

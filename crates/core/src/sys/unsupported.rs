@@ -1,0 +1,205 @@
+//! Every operating system but Linux, until it has a module of its own: each function fails with
+//! [`SysError::Unsupported`] (`io::ErrorKind::Unsupported` for the `std::io` ones), except
+//! where doing nothing is the right answer (no thread is ever "gone", no exit signal is known).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+use hwlocality::cpu::cpuset::CpuSet;
+
+use crate::sys::{
+    CgroupLimits, CpuStat, ProcessInfo, ResourceUsage, SysError, ThreadInfo, UsageOf,
+};
+
+/// Where Linux keeps `/proc`; nothing reads it here.
+pub(crate) const PROC_DIR: &str = "/proc";
+
+fn unsupported<T>(what: &'static str) -> Result<T, SysError> {
+    Err(SysError::Unsupported { what })
+}
+
+fn io_unsupported<T>() -> io::Result<T> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "CPU affinity is only implemented for Linux so far",
+    ))
+}
+
+pub(crate) fn bind_before_exec(_cmd: &mut Command, _cpus: &CpuSet) -> io::Result<()> {
+    io_unsupported()
+}
+
+pub(crate) fn set_task_affinity(_tid: i32, _cpus: &CpuSet) -> io::Result<()> {
+    io_unsupported()
+}
+
+pub(crate) fn task_affinity(_tid: i32) -> io::Result<CpuSet> {
+    io_unsupported()
+}
+
+pub(crate) fn is_no_such_task(_error: &io::Error) -> bool {
+    false
+}
+
+pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "signal forwarding is only implemented for Linux so far",
+    ))
+}
+
+pub(crate) fn exit_signal(_status: ExitStatus) -> Option<i32> {
+    None
+}
+
+/// No counter: [`MigrationCounter::open`] always fails.
+#[derive(Debug)]
+pub(crate) struct MigrationCounter;
+
+impl MigrationCounter {
+    pub(crate) fn open() -> Result<Self, SysError> {
+        unsupported("counting CPU migrations")
+    }
+
+    pub(crate) fn read(&mut self) -> Result<u64, SysError> {
+        unsupported("counting CPU migrations")
+    }
+}
+
+pub(crate) fn resource_usage(_of: UsageOf) -> Result<ResourceUsage, SysError> {
+    unsupported("resource usage")
+}
+
+pub(crate) fn current_cpu() -> Result<usize, SysError> {
+    unsupported("the current CPU")
+}
+
+pub(crate) fn current_tid() -> Result<i32, SysError> {
+    unsupported("thread ids")
+}
+
+#[cfg(test)]
+pub(crate) fn thread_cpu_time() -> Result<std::time::Duration, SysError> {
+    unsupported("thread CPU time")
+}
+
+pub(crate) fn thread_migrations() -> Result<u64, SysError> {
+    unsupported("counting CPU migrations")
+}
+
+pub(crate) fn reset_peak_rss() -> Result<(), SysError> {
+    unsupported("peak resident memory")
+}
+
+pub(crate) fn peak_rss_bytes() -> Result<u64, SysError> {
+    unsupported("peak resident memory")
+}
+
+pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
+    unsupported("process CPU time")
+}
+
+pub(crate) fn cpu_stat(_proc_dir: &Path) -> Result<CpuStat, SysError> {
+    unsupported("per-CPU time")
+}
+
+pub(crate) fn interrupts(_proc_dir: &Path) -> Result<BTreeMap<usize, u64>, SysError> {
+    unsupported("interrupt counts")
+}
+
+pub(crate) fn softirqs(_proc_dir: &Path) -> Result<BTreeMap<usize, u64>, SysError> {
+    unsupported("interrupt counts")
+}
+
+pub(crate) fn load_average() -> Result<f64, SysError> {
+    unsupported("the load average")
+}
+
+pub(crate) fn processes(_proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
+    unsupported("listing processes")
+}
+
+pub(crate) fn thread_ids(_proc_dir: &Path, _pid: i32) -> Result<Vec<i32>, SysError> {
+    unsupported("listing threads")
+}
+
+pub(crate) fn threads(_proc_dir: &Path, _pid: i32) -> Result<Vec<ThreadInfo>, SysError> {
+    unsupported("listing threads")
+}
+
+pub(crate) fn own_threads() -> Result<Vec<ThreadInfo>, SysError> {
+    unsupported("listing threads")
+}
+
+pub(crate) fn process_state(_proc_dir: &Path, _pid: i32) -> Result<char, SysError> {
+    unsupported("process states")
+}
+
+pub(crate) fn process_uid(_proc_dir: &Path, _pid: i32) -> Result<u32, SysError> {
+    unsupported("process owners")
+}
+
+pub(crate) fn own_uid() -> Result<u32, SysError> {
+    unsupported("process owners")
+}
+
+pub(crate) fn online_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("the online CPUs")
+}
+
+pub(crate) fn isolated_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("isolated CPUs")
+}
+
+pub(crate) fn allowed_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
+    unsupported("the affinity mask")
+}
+
+pub(crate) fn cgroup_limits(_root: &Path) -> Result<CgroupLimits, SysError> {
+    unsupported("cgroup limits")
+}
+
+pub(crate) fn host_name() -> Result<String, SysError> {
+    unsupported("the host name")
+}
+
+pub(crate) fn kernel_release() -> Result<String, SysError> {
+    unsupported("the kernel release")
+}
+
+pub(crate) fn cpu_model() -> Result<String, SysError> {
+    unsupported("the CPU model")
+}
+
+pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
+    unsupported("the cpufreq governor")
+}
+
+/// Without execute permissions to check, any regular file may be a program.
+pub(crate) fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn fails_as_unsupported() {
+        let err = load_average().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the load average is not implemented for this operating system"
+        );
+        assert!(matches!(
+            threads(Path::new(PROC_DIR), 1),
+            Err(SysError::Unsupported { .. })
+        ));
+        assert_eq!(
+            task_affinity(0).unwrap_err().kind(),
+            io::ErrorKind::Unsupported
+        );
+    }
+}
