@@ -4,8 +4,8 @@
 
 use std::sync::OnceLock;
 
-use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
-use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::{CpuSetExpr, ResolveOptions};
+use coretune_core::{Topology, TopologySource};
 use libfuzzer_sys::fuzz_target;
 
 fn topology() -> &'static Topology {

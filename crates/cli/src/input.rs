@@ -7,8 +7,8 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::CpuSet;
-use coretune_core::cpuset::{CpuSetExpr, ResolveOptions};
-use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::{CpuSetExpr, ResolveOptions};
+use coretune_core::{Topology, TopologySource};
 
 /// The topology option every topology-using command shares.
 #[derive(Debug, Clone, Default, Args)]

@@ -1,35 +1,107 @@
-//! coretune-core: the machine's topology, CPU sets and placement, the built-in workloads, sweeps
-//! and their statistics. The `coretune` binary is a thin layer over this crate; the thread pool
-//! lives in `coretune-pool`, which knows nothing of hwloc.
+//! coretune-core: the machine's topology, CPU sets and placement, the built-in workloads, the
+//! sweep engine and its statistics. The `coretune` binary is a thin layer over this crate (it
+//! parses arguments, shows progress and writes report files); the thread pool lives in
+//! `coretune-pool`, which knows nothing of hwloc.
+//!
+//! Everything is re-exported here; the modules behind it are private. In the order data flows
+//! (see `ARCHITECTURE.md`):
+//!
+//! - **the machine**: [`Topology`] (hwloc, live or from XML/synthetic descriptions), its tree
+//!   ([`TopoNode`]), the [`CpuBudget`] this process really has, the [`MachineRecord`];
+//! - **CPU sets and placement**: [`CpuSetExpr`] (hwloc-calc's location language and more),
+//!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]);
+//! - **applying it to programs**: [`thread_env`], [`spawn_program`], [`run_program`],
+//!   [`rebind_process`];
+//! - **workloads** that verify their own answers ([`Workload`], [`build_workload`]) and how a run
+//!   is measured ([`run_measured`], [`Measurement`]);
+//! - **the sweep**: a [`Grid`] of [`Config`]s, a [`Runner`] that makes one run, [`execute`] with
+//!   its [`RunLog`], the results folder ([`SweepFolder`]), [`summarize`], [`recommend`],
+//!   [`apply_lines`] and the report model ([`SweepReport`], [`RunView`]);
+//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]).
 //!
 //! ```
-//! use coretune_core::topology::{Topology, TopologySource};
+//! use coretune_core::{Binding, Policy, Topology, TopologySource, plan};
 //!
 //! // Plan for a machine this is not running on: 2 packages of 8 cores with 2 PUs each.
 //! let topo = Topology::load(&TopologySource::Synthetic("pack:2 core:8 pu:2".into()))?;
 //! let counts = topo.counts();
 //! assert_eq!((counts.packages, counts.cores, counts.pus), (2, 16, 32));
+//! // Spread as hwloc-distrib does: two threads per package, as far apart as they go.
+//! let placement = plan(&topo, 4, Policy::Spread, None, Binding::Pu)?;
+//! assert_eq!(placement.thread_cpus(), vec![vec![0], vec![8], vec![16], vec![24]]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
-pub mod budget;
-pub mod cpuset;
-pub mod launch;
-pub mod machine;
-pub mod measure;
-pub mod noise;
-pub mod placement;
-pub mod stats;
-pub mod sweep;
+mod budget;
+mod cpuset;
+mod launch;
+mod machine;
+mod measure;
+mod noise;
+mod placement;
+mod stats;
+mod sweep;
 mod sys;
 #[cfg(test)]
 mod test_util;
-pub mod topology;
-pub mod watch;
-pub mod workload;
+mod topology;
+mod watch;
+mod workload;
 
-pub use hwlocality;
+// The machine.
+pub use budget::{CgroupCpuset, CpuBudget, Quota};
 pub use hwlocality::cpu::cpuset::CpuSet;
+pub use machine::{MachineRecord, topology_summary};
 pub use sys::SysError;
+pub use topology::{
+    Counts, CpuKindInfo, DistanceMatrix, MissingPus, NodeKind, NumaNodeInfo, Smt, TopoNode,
+    Topology, TopologyError, TopologySource, set_from_indexes, set_to_vec,
+};
+
+// CPU sets and placement.
+pub use cpuset::{
+    Atom, CpuSetError, CpuSetExpr, Format, FormatError, IndexRange, KindSel, Level, MAX_CPU,
+    ObjKind, Op, ResolveOptions, Resolved, Term, Warning, format_list, parse_list,
+    resolve as resolve_cpus, warnings as cpu_set_warnings,
+};
+pub use placement::{
+    Binding, MAX_THREADS, Placement, PlacementError, Policy, ThreadPlacement, distribute, plan,
+};
+
+// Applying a placement to programs.
+pub use launch::{
+    LaunchError, affinity_of, exit_code, find_program, rebind_process, run as run_program,
+    spawn as spawn_program, thread_env,
+};
+
+// Workloads, and how a run is measured.
+pub use measure::{
+    ChildProbe, Measurement, MigrationSource, Probe, RssSource, ThreadProbe, ThreadRecord,
+    ThreadTracker,
+};
+pub use noise::{BUSY_OTHERS_CPUS, BUSY_STEAL, Noise, NoiseProbe};
+pub use stats::{Summary, UslFit};
+pub use workload::{
+    NAMES as WORKLOAD_NAMES, RunConfig, RunOutput, RunRecord, Size, StartHook, ThrottleSample,
+    Throughput, Unit, Work, Workload, WorkloadError, WorkloadSpec, build as build_workload,
+    run_measured, run_workers,
+};
+
+// The sweep engine.
+pub use sweep::{
+    Config, ConfigError, ConfigRow, ConfigSummary, Cpus, Estimate, Family, Grid, MachineCounts,
+    Outcome, Plan, Progress, Recommendation, RunCounts, RunLine, RunLog, RunResult, RunSettings,
+    RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy, SweepError, SweepFolder,
+    SweepReport, SweepResults, SweepSpec, Target, ThreadView, ThrottleSpec, UslRow, apply_lines,
+    default_threads, execute, monitor_file, parse_threads, recommend, substitute, summarize,
+    timestamped_dir,
+};
+
+// Watching a program run.
+pub use watch::{
+    CpuBusy, CpuPlace, CpuSummary, CpuTimes, InterruptSummary, Monitor,
+    SUMMARY_SCHEMA as WATCH_SCHEMA, Sample, Sampler, ThreadSample, ThreadSummary, WatchError,
+    WatchSummary, cpu_places, summarize as summarize_watch,
+};

@@ -97,7 +97,7 @@ pub struct Measurement {
 }
 
 /// Serde helpers: a `Duration` as fractional seconds.
-pub mod seconds {
+pub(crate) mod seconds {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
@@ -107,7 +107,7 @@ pub mod seconds {
     /// # Errors
     ///
     /// The serializer's.
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 
@@ -116,7 +116,7 @@ pub mod seconds {
     /// # Errors
     ///
     /// The deserializer's, or a negative or non-finite value.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }

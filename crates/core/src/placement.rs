@@ -12,8 +12,8 @@
 //! of usable PUs), so the second pass over the machine repeats the first pass's order.
 //!
 //! ```
-//! use coretune_core::placement::{plan, Binding, Policy};
-//! use coretune_core::topology::{Topology, TopologySource};
+//! use coretune_core::{plan, Binding, Policy};
+//! use coretune_core::{Topology, TopologySource};
 //!
 //! let topo = Topology::load(&TopologySource::Synthetic("pack:2 core:2 pu:2".into()))?;
 //! let placement = plan(&topo, 4, Policy::Spread, None, Binding::Pu)?;

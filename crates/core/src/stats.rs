@@ -24,19 +24,19 @@ fn median_sorted(v: &[f64]) -> f64 {
 
 /// The median: the middle value, or the mean of the two middle values of an even count
 /// (Hyndman & Fan 1996, type 7 at p = 0.5). `None` when empty.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| median_sorted(&sorted(values)))
 }
 
 /// The arithmetic mean. `None` when empty.
-pub fn mean(values: &[f64]) -> Option<f64> {
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
     #[allow(clippy::cast_precision_loss)]
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// The sample standard deviation, `sqrt(Σ(x − mean)² / (n − 1))` (Bessel's correction).
 /// `None` for fewer than 2 values.
-pub fn stddev(values: &[f64]) -> Option<f64> {
+pub(crate) fn stddev(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
@@ -47,14 +47,14 @@ pub fn stddev(values: &[f64]) -> Option<f64> {
 }
 
 /// The median absolute deviation, `median(|x − median(x)|)`, unscaled.
-pub fn mad(values: &[f64]) -> Option<f64> {
+pub(crate) fn mad(values: &[f64]) -> Option<f64> {
     let m = median(values)?;
     median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
 /// Modified z-scores, `0.6745 · (x − median) / MAD` (Iglewicz & Hoaglin 1993, "How to Detect and
 /// Handle Outliers"), in input order. All zero when the MAD is zero.
-pub fn modified_z_scores(values: &[f64]) -> Vec<f64> {
+pub(crate) fn modified_z_scores(values: &[f64]) -> Vec<f64> {
     let (Some(m), Some(d)) = (median(values), mad(values)) else {
         return Vec::new();
     };
@@ -65,10 +65,10 @@ pub fn modified_z_scores(values: &[f64]) -> Vec<f64> {
 }
 
 /// Iglewicz & Hoaglin's recommended cut-off for [`modified_z_scores`] (also hyperfine's).
-pub const OUTLIER_Z: f64 = 3.5;
+pub(crate) const OUTLIER_Z: f64 = 3.5;
 
 /// Which values are outliers by the modified z-score (`|z| > 3.5`), in input order.
-pub fn outliers(values: &[f64]) -> Vec<bool> {
+pub(crate) fn outliers(values: &[f64]) -> Vec<bool> {
     modified_z_scores(values)
         .into_iter()
         .map(|z| z.abs() > OUTLIER_Z)
@@ -99,13 +99,13 @@ impl SplitMix64 {
 
 /// Resamples of the bootstrap: 2,000 is Efron & Tibshirani's (1993, §13.3) guidance for
 /// percentile intervals.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// A 95% percentile-bootstrap interval of the median (Efron & Tibshirani 1993, ch. 13):
 /// the 2.5th and 97.5th percentiles of the medians of [`BOOTSTRAP_RESAMPLES`] resamples with
 /// replacement, with a fixed seed so that the same runs always give the same interval.
 /// `None` when empty; a single value gives a zero-width interval.
-pub fn bootstrap_median_ci(values: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn bootstrap_median_ci(values: &[f64]) -> Option<(f64, f64)> {
     if values.is_empty() {
         return None;
     }
@@ -159,7 +159,7 @@ pub struct Summary {
     pub ci: (f64, f64),
     /// Indexes (in input order) of outliers by modified z-score.
     pub outliers: Vec<usize>,
-    /// Whether the values fall in two separated clusters ([`bimodal`]).
+    /// Whether the values fall in two separated clusters (a gap wider than either cluster).
     pub bimodal: bool,
 }
 
@@ -188,7 +188,7 @@ impl Summary {
 
 /// Two clusters found by [`bimodal`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct Clusters {
+pub(crate) struct Clusters {
     /// Mean of the lower cluster.
     pub low_mean: f64,
     /// Mean of the upper cluster.
@@ -210,7 +210,7 @@ pub struct Clusters {
 /// range (D alone accepts any split of an evenly spread sample), and the means differ by more
 /// than 3% of the overall median (smaller differences do not change a recommendation). Needs at
 /// least 5 values.
-pub fn bimodal(values: &[f64]) -> Option<Clusters> {
+pub(crate) fn bimodal(values: &[f64]) -> Option<Clusters> {
     let n = values.len();
     if n < 5 {
         return None;
@@ -256,12 +256,12 @@ pub fn bimodal(values: &[f64]) -> Option<Clusters> {
 }
 
 /// Speedup of a time against the baseline time: `baseline / time`.
-pub fn speedup(baseline: f64, time: f64) -> f64 {
+pub(crate) fn speedup(baseline: f64, time: f64) -> f64 {
     baseline / time
 }
 
 /// Parallel efficiency: speedup per thread, `speedup / threads`.
-pub fn efficiency(baseline: f64, time: f64, threads: usize) -> f64 {
+pub(crate) fn efficiency(baseline: f64, time: f64, threads: usize) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let n = threads.max(1) as f64;
     speedup(baseline, time) / n
@@ -292,7 +292,7 @@ impl UslFit {
 /// intercept on x₁ = N − 1, x₂ = N(N − 1). A coefficient that comes out negative is set to zero
 /// and the other refitted alone (both are physical quantities). Needs points at 3 or more
 /// distinct thread counts, one of them above 1.
-pub fn usl_fit(points: &[(usize, f64)]) -> Option<UslFit> {
+pub(crate) fn usl_fit(points: &[(usize, f64)]) -> Option<UslFit> {
     let mut distinct: Vec<usize> = points.iter().map(|p| p.0).collect();
     distinct.sort_unstable();
     distinct.dedup();

@@ -3,8 +3,8 @@
 
 mod util;
 
-use coretune_core::cpuset::{Atom, CpuSetExpr, Format};
-use coretune_core::topology::set_from_indexes;
+use coretune_core::set_from_indexes;
+use coretune_core::{Atom, CpuSetExpr, Format};
 use proptest::prelude::*;
 
 fn big_set() -> impl Strategy<Value = Vec<usize>> {

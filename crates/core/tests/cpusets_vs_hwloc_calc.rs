@@ -10,8 +10,8 @@ mod util;
 
 use std::process::Command;
 
-use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
-use coretune_core::topology::{Topology, TopologySource, set_from_indexes};
+use coretune_core::{CpuSetExpr, Format, ResolveOptions};
+use coretune_core::{Topology, TopologySource, set_from_indexes};
 use proptest::prelude::*;
 use strategies::{Synthetic, synthetic};
 

@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use coretune_core::launch::{affinity_of, rebind_process, run};
-use coretune_core::topology::{set_from_indexes, set_to_vec};
+use coretune_core::{affinity_of, rebind_process, run_program as run};
+use coretune_core::{set_from_indexes, set_to_vec};
 
 #[test]
 fn child_starts_bound_and_running_process_is_rebound() {

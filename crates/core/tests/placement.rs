@@ -10,9 +10,9 @@ mod util;
 
 use std::collections::HashSet;
 
-use coretune_core::cpuset::{Format, ResolveOptions, resolve};
-use coretune_core::placement::{Binding, Placement, Policy, distribute, plan};
-use coretune_core::topology::Topology;
+use coretune_core::Topology;
+use coretune_core::{Binding, Placement, Policy, distribute, plan};
+use coretune_core::{Format, ResolveOptions, resolve_cpus as resolve};
 use proptest::prelude::*;
 
 fn hex(set: &coretune_core::CpuSet) -> String {
@@ -186,7 +186,7 @@ fn policies_and_bindings_parse_and_print() {
 
 #[test]
 fn tool_strings() {
-    let topo = Topology::load(&coretune_core::topology::TopologySource::Synthetic(
+    let topo = Topology::load(&coretune_core::TopologySource::Synthetic(
         "pack:2 core:2 pu:2".into(),
     ))
     .unwrap();
@@ -225,8 +225,8 @@ proptest! {
         binding in binding(),
         subset in strategies::cpu_indexes(64),
     ) {
-        let topo = Topology::load(&coretune_core::topology::TopologySource::Synthetic(s.description())).unwrap();
-        let mut cpus = coretune_core::topology::set_from_indexes(subset);
+        let topo = Topology::load(&coretune_core::TopologySource::Synthetic(s.description())).unwrap();
+        let mut cpus = coretune_core::set_from_indexes(subset);
         cpus &= topo.cpuset();
         let limit = (!cpus.is_empty()).then_some(&cpus);
         let p = plan(&topo, threads, policy, limit, binding).unwrap();

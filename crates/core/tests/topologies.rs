@@ -4,7 +4,7 @@
 
 mod util;
 
-use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::{Topology, TopologySource};
 
 #[test]
 fn every_corpus_file_matches_hwloc_counts_and_smt() {

@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 
-use coretune_core::sweep::{ConfigRow, SUMMARY_SCHEMA, SweepReport};
+use coretune_core::{ConfigRow, SUMMARY_SCHEMA, SweepReport};
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
@@ -224,11 +224,11 @@ mod test {
 
     fn row(threads: usize, median: f64, ci: (f64, f64)) -> ConfigRow {
         ConfigRow {
-            config: coretune_core::sweep::Config {
+            config: coretune_core::Config {
                 threads,
-                place: coretune_core::placement::Policy::Os,
-                cpus: coretune_core::sweep::Cpus::All,
-                throttle: coretune_core::sweep::ThrottleSpec::None,
+                place: coretune_core::Policy::Os,
+                cpus: coretune_core::Cpus::All,
+                throttle: coretune_core::ThrottleSpec::None,
             },
             median_s: Some(median),
             ci_s: Some(ci),

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use coretune_core::cpuset::{CpuSetExpr, Format, ObjKind, ResolveOptions};
-use coretune_core::topology::set_to_vec;
+use coretune_core::set_to_vec;
+use coretune_core::{CpuSetExpr, Format, ObjKind, ResolveOptions};
 use serde::Serialize;
 
 use crate::input::TopologyArgs;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::placement::{Binding, Placement, Policy, plan};
+use coretune_core::{Binding, Placement, Policy, plan};
 use serde::Serialize;
 
 use crate::input::{TopologyArgs, cpus_option};
@@ -38,7 +38,7 @@ pub(crate) struct PlaceArgs {
 struct ThreadJson<'a> {
     thread: usize,
     #[serde(flatten)]
-    place: &'a coretune_core::placement::ThreadPlacement,
+    place: &'a coretune_core::ThreadPlacement,
     steal_order: Vec<usize>,
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn render_text(p: &Placement) -> String {
-    use coretune_core::cpuset::format_list;
+    use coretune_core::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use coretune_core::sweep::SweepFolder;
-use coretune_core::watch::cpu_places;
+use coretune_core::SweepFolder;
+use coretune_core::cpu_places;
 
 use crate::report::{self, table};
 

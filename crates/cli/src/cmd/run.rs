@@ -5,10 +5,10 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::cpuset::format_list;
-use coretune_core::launch::{self, thread_env};
-use coretune_core::placement::{Binding, Policy, plan};
-use coretune_core::topology::{Topology, TopologySource, set_to_vec};
+use coretune_core::format_list;
+use coretune_core::{Binding, Policy, plan};
+use coretune_core::{Topology, TopologySource, set_to_vec};
+use coretune_core::{exit_code, find_program, rebind_process, run_program, thread_env};
 
 use crate::input::cpus_option;
 
@@ -41,7 +41,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
     if let Some(pid) = args.pid {
         let cpus = cpus.context("--pid needs --cpus")?;
-        let tids = launch::rebind_process(pid, &cpus).context("run --pid")?;
+        let tids = rebind_process(pid, &cpus).context("run --pid")?;
         eprintln!(
             "coretune: pid {pid}: {} thread{} bound to CPUs {}",
             tids.len(),
@@ -53,7 +53,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some((program, rest)) = args.command.split_first() else {
         bail!("run: no command given (coretune run [OPTIONS] -- CMD ARGS...)");
     };
-    launch::find_program(program)?;
+    find_program(program)?;
     let placement = match (args.threads, args.place) {
         (Some(n), Some(policy)) => {
             Some(plan(&topo, n, policy, cpus.as_ref(), Binding::Pu).context("run")?)
@@ -69,7 +69,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = args.threads {
         cmd.envs(thread_env(n, placement.as_ref()));
     }
-    let status = launch::run(cmd, process_set.as_ref()).context("run")?;
-    let code = launch::exit_code(status);
+    let status = run_program(cmd, process_set.as_ref()).context("run")?;
+    let code = exit_code(status);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

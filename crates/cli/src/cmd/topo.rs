@@ -12,9 +12,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::budget::CpuBudget;
-use coretune_core::cpuset::format_list;
-use coretune_core::topology::{NodeKind, TopoNode, Topology};
+use coretune_core::CpuBudget;
+use coretune_core::format_list;
+use coretune_core::{NodeKind, TopoNode, Topology};
 use serde::Serialize;
 
 use crate::input::TopologyArgs;
@@ -64,11 +64,11 @@ struct Facts {
     source: String,
     this_system: bool,
     summary: String,
-    counts: coretune_core::topology::Counts,
-    smt: coretune_core::topology::Smt,
-    numa_nodes: Vec<coretune_core::topology::NumaNodeInfo>,
-    distances: Vec<coretune_core::topology::DistanceMatrix>,
-    cpu_kinds: Vec<coretune_core::topology::CpuKindInfo>,
+    counts: coretune_core::Counts,
+    smt: coretune_core::Smt,
+    numa_nodes: Vec<coretune_core::NumaNodeInfo>,
+    distances: Vec<coretune_core::DistanceMatrix>,
+    cpu_kinds: Vec<coretune_core::CpuKindInfo>,
     offline_pus: Vec<usize>,
     disallowed_pus: Vec<usize>,
     /// Only for the live machine: budgets of other machines are not knowable from a description.
@@ -98,7 +98,7 @@ impl Facts {
             schema: SCHEMA,
             source: topo.source().to_string(),
             this_system: topo.is_this_system(),
-            summary: coretune_core::machine::topology_summary(topo),
+            summary: coretune_core::topology_summary(topo),
             counts,
             smt,
             numa_nodes: topo.numa_nodes(),

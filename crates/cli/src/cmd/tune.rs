@@ -1,7 +1,7 @@
 //! `coretune tune`: sweep a grid of configurations, recommend one, write the results folder.
 //!
 //! The sweep itself — target, grid, runs, log, statistics, recommendation and report model — is
-//! core's engine ([`coretune_core::sweep`]). This command turns the arguments into a
+//! core's engine ([`Runner`], [`SweepFolder`]). This command turns the arguments into a
 //! [`SweepSpec`] (or reads one back for `--resume`), shows progress, prints the table and writes
 //! the report files after every stage of the search and at the end.
 //!
@@ -19,15 +19,15 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::machine::{MachineRecord, topology_summary};
-use coretune_core::placement::{Binding, Policy};
-use coretune_core::sweep::{
+use coretune_core::Topology;
+use coretune_core::{Binding, Policy};
+use coretune_core::{CpuPlace, cpu_places};
+use coretune_core::{
     Cpus, Grid, MachineCounts, Plan, Progress, RunSettings, Runner, Strategy, SweepError,
     SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThrottleSpec, parse_threads,
     timestamped_dir,
 };
-use coretune_core::topology::Topology;
-use coretune_core::watch::{CpuPlace, cpu_places};
+use coretune_core::{MachineRecord, topology_summary};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit;
@@ -123,7 +123,7 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let bar = progress_bar(args.quiet || args.json);
     let places = cpu_places(&topo);
     let spec = folder.spec().clone();
-    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
+    let export = |lines: &[coretune_core::RunLine]| -> anyhow::Result<SweepReport> {
         let results = SweepResults {
             dir: &dir,
             spec: &spec,

@@ -19,10 +19,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::launch;
-use coretune_core::sweep::{RunView, timestamped_dir};
-use coretune_core::topology::{Topology, TopologySource};
-use coretune_core::watch::{Sampler, WatchSummary, cpu_places, summarize};
+use coretune_core::{RunView, timestamped_dir};
+use coretune_core::{Sampler, WatchSummary, cpu_places, summarize_watch};
+use coretune_core::{Topology, TopologySource};
 
 use crate::report::svg::{residency_plot, utilisation_plot};
 
@@ -58,7 +57,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     // A program that is not there is refused before the folder is made.
     if let Some(program) = args.command.first() {
-        launch::find_program(program)?;
+        coretune_core::find_program(program)?;
     }
     let dir = match &args.out {
         Some(d) => d.clone(),
@@ -90,7 +89,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                     .context("duplicating standard error")?;
                 cmd.stdout(Stdio::from(err));
             }
-            let child = launch::spawn(cmd, None).with_context(|| args.command[0].clone())?;
+            let child =
+                coretune_core::spawn_program(cmd, None).with_context(|| args.command[0].clone())?;
             (
                 i32::try_from(child.id()).context("child pid out of range")?,
                 Some(child),
@@ -129,7 +129,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         status = c.wait().ok();
     }
 
-    let summary = summarize(&samples);
+    let summary = summarize_watch(&samples);
     let summary_path = dir.join("summary.json");
     std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
         .with_context(|| format!("writing {}", summary_path.display()))?;
@@ -175,7 +175,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         print_summary(&mut out, &summary, &dir)?;
     }
     Ok(match status {
-        Some(s) => ExitCode::from(u8::try_from(launch::exit_code(s)).unwrap_or(1)),
+        Some(s) => ExitCode::from(u8::try_from(coretune_core::exit_code(s)).unwrap_or(1)),
         None => ExitCode::SUCCESS,
     })
 }

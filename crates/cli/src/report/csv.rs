@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use coretune_core::sweep::{ConfigRow, SweepReport, ThrottleSpec};
+use coretune_core::{ConfigRow, SweepReport, ThrottleSpec};
 
 use super::Reporter;
 

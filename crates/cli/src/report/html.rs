@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use coretune_core::sweep::{SweepReport, Target};
+use coretune_core::{SweepReport, Target};
 
 use super::secs;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use coretune_core::sweep::SweepReport;
+use coretune_core::SweepReport;
 
 use super::Reporter;
 

@@ -1,6 +1,6 @@
 //! `summary.json`: the whole report, versioned (`docs/summary.schema.json`).
 
-use coretune_core::sweep::SweepReport;
+use coretune_core::SweepReport;
 
 use super::Reporter;
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use coretune_core::sweep::SweepReport;
+use coretune_core::SweepReport;
 
 use super::Reporter;
 

@@ -16,7 +16,7 @@ pub(crate) mod table;
 use std::path::Path;
 
 use anyhow::Context;
-use coretune_core::sweep::{ConfigRow, RunView, SweepReport};
+use coretune_core::{ConfigRow, RunView, SweepReport};
 
 /// One output file.
 pub(crate) trait Reporter {

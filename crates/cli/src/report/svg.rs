@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use coretune_core::sweep::{ConfigRow, RunView, SweepReport};
+use coretune_core::{ConfigRow, RunView, SweepReport};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

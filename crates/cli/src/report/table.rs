@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use coretune_core::sweep::SweepReport;
+use coretune_core::SweepReport;
 
 /// Renders the table, the recommendation, its reason and how to apply it.
 pub(crate) fn render(report: &SweepReport, color: bool) -> String {

@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use coretune_core::machine::MachineRecord;
-use coretune_core::measure::{Measurement, MigrationSource, RssSource};
-use coretune_core::noise::Noise;
-use coretune_core::placement::Policy;
-use coretune_core::sweep::{
+use coretune_core::MachineRecord;
+use coretune_core::Noise;
+use coretune_core::Policy;
+use coretune_core::{
     Config, Cpus, Grid, Plan, RunLine, RunView, Status, Strategy, SweepReport, Target, ThrottleSpec,
 };
-use coretune_core::workload::{RunRecord, Size, Throughput, Unit, WorkloadSpec};
+use coretune_core::{Measurement, MigrationSource, RssSource};
+use coretune_core::{RunRecord, Size, Throughput, Unit, WorkloadSpec};
 
 use super::*;
 
@@ -206,8 +206,8 @@ fn heat_map_has_a_cell_per_configuration() {
     }
 }
 
-fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::watch::Sample {
-    use coretune_core::watch::{CpuBusy, Sample, ThreadSample};
+fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::Sample {
+    use coretune_core::{CpuBusy, Sample, ThreadSample};
     Sample {
         t_s,
         cpus: (0..4)
@@ -230,7 +230,7 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::watch::
 
 #[test]
 fn per_cpu_plots_group_by_topology_and_show_residency() {
-    use coretune_core::watch::{CpuPlace, summarize};
+    use coretune_core::CpuPlace;
     let samples = vec![
         sample(0.1, [90.0, 5.0, 0.0, 50.0], 0),
         sample(0.2, [95.0, 5.0, 0.0, 50.0], 0),
@@ -245,7 +245,7 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
             numa: Some(0),
         })
         .to_vec();
-    let summary = summarize(&samples);
+    let summary = coretune_core::summarize_watch(&samples);
     let view = RunView {
         label: "test".into(),
         threads: summary

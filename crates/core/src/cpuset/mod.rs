@@ -13,8 +13,8 @@
 //!   carries on, or prints `0x0`).
 //!
 //! ```
-//! use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
-//! use coretune_core::topology::{Topology, TopologySource};
+//! use coretune_core::{CpuSetExpr, Format, ResolveOptions};
+//! use coretune_core::{Topology, TopologySource};
 //!
 //! let topo = Topology::load(&TopologySource::Synthetic("pack:2 core:4 pu:2".into()))?;
 //! let expr: CpuSetExpr = "all ~core:0".parse()?;
@@ -24,7 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod expr;
+mod expr;
 mod format;
 mod list;
 mod warn;

@@ -36,14 +36,14 @@
 //! | its apply lines | [`apply`] |
 //! | the report model (`summary.json`, plot data) | [`report`] |
 
-pub mod apply;
-pub mod config;
-pub mod folder;
-pub mod recommend;
-pub mod report;
-pub mod run;
-pub mod search;
-pub mod target;
+mod apply;
+mod config;
+mod folder;
+mod recommend;
+mod report;
+mod run;
+mod search;
+mod target;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -61,7 +61,7 @@ pub use config::{
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
 pub use recommend::{Recommendation, recommend};
 pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
-pub use run::{RunResult, Runner};
+pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
 pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};
 
@@ -388,7 +388,7 @@ pub enum SweepError {
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
-pub fn estimates(lines: &[RunLine]) -> BTreeMap<Config, Estimate> {
+pub(crate) fn estimates(lines: &[RunLine]) -> BTreeMap<Config, Estimate> {
     let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
     for line in lines.iter().filter(|l| !l.warmup) {
         if let Some(w) = line.wall_s() {

@@ -343,7 +343,7 @@ pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
 }
 
 /// [`substitute`] in every argument.
-pub fn substitute_all(argv: &[String], c: &Config, cpus: &str) -> Vec<String> {
+pub(super) fn substitute_all(argv: &[String], c: &Config, cpus: &str) -> Vec<String> {
     argv.iter().map(|a| substitute(a, c, cpus)).collect()
 }
 

@@ -49,7 +49,7 @@ pub struct Estimate {
 }
 
 /// Whether `a` ties with the best: the intervals overlap, or `a` is within `tolerance` of it.
-pub fn ties(a: &Estimate, best: &Estimate, tolerance: f64) -> bool {
+pub(super) fn ties(a: &Estimate, best: &Estimate, tolerance: f64) -> bool {
     a.ci.0 <= best.ci.1 || a.median <= best.median * (1.0 + tolerance)
 }
 
@@ -59,7 +59,7 @@ fn clearly_worse(a: &Estimate, best: &Estimate, tolerance: f64) -> bool {
 }
 
 /// The grid's thread counts thinned to a ×2 ladder, always keeping the first and last.
-pub fn coarse_threads(threads: &[usize]) -> Vec<usize> {
+pub(super) fn coarse_threads(threads: &[usize]) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for &t in threads {
         if out.last().is_none_or(|&last| t >= 2 * last) {
@@ -76,7 +76,7 @@ pub fn coarse_threads(threads: &[usize]) -> Vec<usize> {
 
 /// The configurations to measure next, given those measured so far (configurations with no
 /// successful run are simply absent from `measured`). Empty when the search is complete.
-pub fn next_configs(
+pub(super) fn next_configs(
     grid: &Grid,
     strategy: Strategy,
     measured: &BTreeMap<Config, Estimate>,

@@ -26,7 +26,7 @@ const C0: f64 = 2.0;
 
 /// Parameters of a membw instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(super) struct Params {
     /// Elements per array.
     pub elements: usize,
     /// Rounds of triad + scale.
@@ -36,7 +36,7 @@ pub struct Params {
 impl Params {
     /// Sizes from the last-level cache: default arrays of 4 × LLC each (STREAM's rule), small
     /// 1 MiB each, large 16 × LLC.
-    pub fn for_size(size: Size, llc_bytes: usize) -> Self {
+    pub(super) fn for_size(size: Size, llc_bytes: usize) -> Self {
         let llc = llc_bytes.max(1 << 20);
         let bytes = match size {
             Size::Small => 1 << 20,
@@ -52,13 +52,13 @@ impl Params {
 
 /// The prepared workload.
 #[derive(Debug)]
-pub struct MemBw {
+pub(super) struct MemBw {
     params: Params,
 }
 
 /// A run's arrays.
 #[derive(Debug)]
-pub struct Arrays {
+pub(super) struct Arrays {
     /// `a` after the last triad.
     pub a: Vec<f64>,
     /// `c` after the last scale.
@@ -69,7 +69,7 @@ impl MemBw {
     /// # Errors
     ///
     /// [`WorkloadError::BadParameter`] for empty arrays or zero iterations.
-    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+    pub(super) fn new(params: Params) -> Result<Self, WorkloadError> {
         if params.elements == 0 || params.iterations == 0 {
             return Err(WorkloadError::BadParameter {
                 workload: "membw",

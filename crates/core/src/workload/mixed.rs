@@ -19,7 +19,7 @@ use crate::measure::ThreadTracker;
 
 /// Parameters of a mixed instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(super) struct Params {
     /// Tasks per run.
     pub tasks: usize,
     /// Compute per task.
@@ -31,7 +31,7 @@ pub struct Params {
 impl Params {
     /// 200 µs of compute then 800 µs blocked (optimum ≈ 5 threads per core); small 400 tasks,
     /// default 4,000, large 20,000.
-    pub fn for_size(size: Size) -> Self {
+    pub(super) fn for_size(size: Size) -> Self {
         let tasks = match size {
             Size::Small => 400,
             Size::Default => 4_000,
@@ -47,7 +47,7 @@ impl Params {
 
 /// The prepared workload.
 #[derive(Debug)]
-pub struct Mixed {
+pub(super) struct Mixed {
     params: Params,
     rounds: u64,
     expected: u64,
@@ -55,7 +55,7 @@ pub struct Mixed {
 
 /// A run's result.
 #[derive(Debug)]
-pub struct Done {
+pub(super) struct Done {
     /// How many times each task ran.
     pub runs: Vec<u64>,
     /// XOR-combined task results.
@@ -97,7 +97,7 @@ impl Mixed {
     /// # Errors
     ///
     /// [`WorkloadError::BadParameter`] for zero tasks.
-    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+    pub(super) fn new(params: Params) -> Result<Self, WorkloadError> {
         if params.tasks == 0 {
             return Err(WorkloadError::BadParameter {
                 workload: "mixed",
@@ -117,8 +117,9 @@ impl Mixed {
         })
     }
 
+    #[cfg(test)]
     /// The thread count the sizing rule predicts is best: `cores × (1 + b/c)`.
-    pub fn predicted_best_threads(&self, cores: usize) -> usize {
+    pub(super) fn predicted_best_threads(&self, cores: usize) -> usize {
         let (b, c) = (
             self.params.block.as_secs_f64(),
             self.params.compute.as_secs_f64(),

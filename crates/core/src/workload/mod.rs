@@ -7,11 +7,11 @@
 //! verified outside the measured region. [`run_measured`] is the one place that measures a run
 //! ([`crate::measure`]), used by `coretune bench` and by every run of a sweep.
 
-pub mod membw;
-pub mod mixed;
-pub mod raymesh;
-pub mod spawn;
-pub mod sum;
+mod membw;
+mod mixed;
+mod raymesh;
+mod spawn;
+mod sum;
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -470,7 +470,7 @@ pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum", "spawn"];
 
 impl WorkloadSpec {
     /// The spec a sweep uses when the user gave no size: a workload whose default size is too
-    /// long to repeat over a whole grid gets a smaller one (raymesh: [`raymesh::SWEEP_RAYS`]
+    /// long to repeat over a whole grid gets a smaller one (raymesh: 500,000
     /// rays per table, so that the default sweep takes about a minute on 2 cores).
     pub fn for_sweep(mut self, size_given: bool) -> Self {
         if self.name == "raymesh" && !size_given && self.rays.is_none() {

@@ -24,15 +24,15 @@ use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError, fnv
 use crate::measure::ThreadTracker;
 
 /// Rays per table by default: the article's 2143 × 455.
-pub const DEFAULT_RAYS: usize = 975_065;
+pub(super) const DEFAULT_RAYS: usize = 975_065;
 /// Rays per table in a sweep when no size is given: the default sweep (about 80 runs on a 2-PU
 /// machine) then takes about a minute on 2 cores.
-pub const SWEEP_RAYS: usize = 500_000;
+pub(super) const SWEEP_RAYS: usize = 500_000;
 /// Tables (cameras) per run.
-pub const TABLES: usize = 3;
+pub(super) const TABLES: usize = 3;
 /// Rays a worker takes at a time: big enough that the shared counter costs nothing (one atomic
 /// per ~100 µs of work), small enough that 64 threads share a small table evenly.
-pub const BLOCK: usize = 1024;
+pub(super) const BLOCK: usize = 1024;
 /// Width/height of the article's tables; other sizes keep this aspect.
 const ASPECT: f64 = 2143.0 / 455.0;
 /// Marks a result slot no worker wrote.
@@ -499,14 +499,14 @@ impl Camera {
 
 /// Parameters of a raymesh instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(super) struct Params {
     /// Rays per table.
     pub rays: usize,
 }
 
 impl Params {
     /// The parameters for a size: small 20,000 rays per table, default 975,065, large 4 × that.
-    pub fn for_size(size: Size) -> Self {
+    pub(super) fn for_size(size: Size) -> Self {
         let rays = match size {
             Size::Small => 20_000,
             Size::Default => DEFAULT_RAYS,
@@ -518,7 +518,7 @@ impl Params {
 
 /// The prepared workload.
 #[derive(Debug)]
-pub struct RayMesh {
+pub(super) struct RayMesh {
     params: Params,
     bvh: Bvh,
     cameras: [Camera; TABLES],
@@ -531,7 +531,7 @@ pub struct RayMesh {
 
 /// A run's result: all tables, one after the other, row-major.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tables {
+pub(super) struct Tables {
     /// Packed hits, `TABLES × rays`.
     pub hits: Vec<u64>,
 }
@@ -542,7 +542,7 @@ impl RayMesh {
     /// # Errors
     ///
     /// [`WorkloadError::BadParameter`] for zero rays.
-    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+    pub(super) fn new(params: Params) -> Result<Self, WorkloadError> {
         if params.rays == 0 {
             return Err(WorkloadError::BadParameter {
                 workload: "raymesh",
@@ -576,18 +576,20 @@ impl RayMesh {
         })
     }
 
+    #[cfg(test)]
     /// Triangles in the generated mesh.
-    pub fn triangles(&self) -> usize {
+    pub(super) fn triangles(&self) -> usize {
         self.triangles
     }
 
+    #[cfg(test)]
     /// Table width × height (the last row may be partial).
-    pub fn table_shape(&self) -> (usize, usize) {
+    pub(super) fn table_shape(&self) -> (usize, usize) {
         (self.width, self.height)
     }
 
     /// Total rays of a run.
-    pub fn total_rays(&self) -> usize {
+    pub(super) fn total_rays(&self) -> usize {
         TABLES * self.params.rays
     }
 

@@ -42,7 +42,7 @@ use crate::sys;
 
 /// Which pool runs the items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PoolKind {
+pub(super) enum PoolKind {
     /// coretune's pool.
     Coretune,
     /// `rayon::ThreadPool::spawn`.
@@ -59,7 +59,7 @@ pub enum PoolKind {
 
 impl PoolKind {
     /// Every pool, in `--help` order.
-    pub const ALL: [PoolKind; 6] = [
+    pub(super) const ALL: [PoolKind; 6] = [
         PoolKind::Coretune,
         PoolKind::Rayon,
         PoolKind::RayonScope,
@@ -69,7 +69,7 @@ impl PoolKind {
     ];
 
     /// The `--pool` name.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             PoolKind::Coretune => "coretune",
             PoolKind::Rayon => "rayon",
@@ -96,7 +96,7 @@ impl FromStr for PoolKind {
 
 /// Parameters of a spawn instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(super) struct Params {
     /// Work items per run.
     pub items: usize,
     /// The pool.
@@ -107,7 +107,7 @@ pub struct Params {
 
 impl Params {
     /// Small 100,000 items, default 10,000,000 (the benchmark's), large 50,000,000.
-    pub fn for_size(size: Size) -> Self {
+    pub(super) fn for_size(size: Size) -> Self {
         let items = match size {
             Size::Small => 100_000,
             Size::Default => 10_000_000,
@@ -123,7 +123,7 @@ impl Params {
 
 /// The result: what the countdown ended at, read after the pool is gone.
 #[derive(Debug)]
-pub struct Counts {
+pub(super) struct Counts {
     /// Items queued.
     pub items: usize,
     /// The countdown's final value: 0 when every item ran once.
@@ -132,7 +132,7 @@ pub struct Counts {
 
 /// The prepared workload.
 #[derive(Debug)]
-pub struct Spawn {
+pub(super) struct Spawn {
     params: Params,
 }
 
@@ -141,7 +141,7 @@ impl Spawn {
     ///
     /// [`WorkloadError::BadParameter`] for zero items, or `batch` with a pool other than
     /// coretune's.
-    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+    pub(super) fn new(params: Params) -> Result<Self, WorkloadError> {
         if params.items == 0 {
             return Err(WorkloadError::BadParameter {
                 workload: "spawn",

@@ -22,11 +22,11 @@ use crate::placement::Policy;
 use crate::sweep::{Cpus, Grid, MachineCounts, ThrottleSpec};
 
 /// OS threads of the article's experiment.
-pub const DEFAULT_THREADS: usize = 64;
+pub(super) const DEFAULT_THREADS: usize = 64;
 
 /// Parameters of a sum instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(super) struct Params {
     /// Numbers per thread.
     pub count: u64,
     /// Times each thread sums its slice.
@@ -36,7 +36,7 @@ pub struct Params {
 impl Params {
     /// Small: 4,096 numbers × 10; default 65,536 × 100 (≈ 6 ms of work per thread, a few time
     /// slices); large: 65,536 × 1,000.
-    pub fn for_size(size: Size) -> Self {
+    pub(super) fn for_size(size: Size) -> Self {
         match size {
             Size::Small => Self {
                 count: 4096,
@@ -56,13 +56,13 @@ impl Params {
 
 /// The prepared workload.
 #[derive(Debug)]
-pub struct Sum {
+pub(super) struct Sum {
     params: Params,
 }
 
 /// A run's result.
 #[derive(Debug)]
-pub struct Totals {
+pub(super) struct Totals {
     /// Threads that ran.
     pub threads: u64,
     /// Sum over all threads and repetitions.
@@ -80,7 +80,7 @@ impl Sum {
     /// # Errors
     ///
     /// [`WorkloadError::BadParameter`] for a zero count or repeat.
-    pub fn new(params: Params) -> Result<Self, WorkloadError> {
+    pub(super) fn new(params: Params) -> Result<Self, WorkloadError> {
         if params.count == 0 || params.repeat == 0 {
             return Err(WorkloadError::BadParameter {
                 workload: "sum",

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use coretune_core::topology::{Topology, TopologySource};
+use coretune_core::{Topology, TopologySource};
 
 /// The real-machine topology corpus the repository carries: `tests/data/topologies/` at its
 /// root (copied from the project's shared corpus; `INDEX.md` there gives each file's provenance).
