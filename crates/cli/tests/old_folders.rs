@@ -47,12 +47,7 @@ fn old_folders_resume_where_they_stopped() {
         let next = text.lines().nth(keep).unwrap();
         cut.push_str(&next[..next.len() / 2]);
         std::fs::write(dir.join("runs.jsonl"), cut).unwrap();
-        let out = util::coretune()
-            .args(["tune", "--quiet", "--resume"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        util::assert_ok(&out);
+        util::resume(&dir);
         let now = util::read_jsonl(&dir.join("runs.jsonl"));
         assert_eq!(
             now.len(),

@@ -201,12 +201,7 @@ fn kill_and_resume(signal: &str) {
     );
     let before = util::read_jsonl(&log).len();
     assert!((4..12).contains(&before), "{before} runs before resuming");
-    let out = util::coretune()
-        .args(["tune", "--quiet", "--resume"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    util::assert_ok(&out);
+    util::resume(&dir);
     let runs = util::read_jsonl(&log);
     assert_eq!(runs.len(), 12, "no run lost or repeated");
     for (i, r) in runs.iter().enumerate() {

@@ -96,3 +96,13 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// `coretune tune --quiet --resume DIR`, expected to succeed.
+pub fn resume(dir: &std::path::Path) {
+    let out = coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+}
