@@ -446,6 +446,9 @@ pub fn execute(
     let mut done = 0;
     let max_runs = plan.runs.max(1) * 10;
     for stage in 0.. {
+        if stop() {
+            return Err(SweepError::Interrupted);
+        }
         let tried: BTreeSet<Config> = log.lines().iter().map(|l| l.config.clone()).collect();
         let measured = estimates(log.lines());
         let mut configs: Vec<Config> =
