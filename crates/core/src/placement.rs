@@ -564,7 +564,7 @@ fn locate(topology: &Topology, pu: Option<usize>) -> Where {
     let ancestor = |ty: ObjectType| {
         obj.ancestors()
             .find(|a| a.object_type() == ty)
-            .map(TopologyObject::logical_index)
+            .map(|a| topology.logical_index(a))
     };
     let numa = topology
         .hwloc()
