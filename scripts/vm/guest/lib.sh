@@ -1,0 +1,54 @@
+# Helpers for payloads (sourced as /lib/vm/lib.sh in the guest).
+#
+#   check NAME CMD...   runs CMD and prints one JSON line:
+#                       {"check":NAME,"rc":STATUS,"s":SECONDS,"out":STDOUT,"err":STDERR}
+#   facts NAME          a check of what the kernel says: online CPUs, each online CPU's package,
+#                       core siblings and NUMA node, and the NUMA nodes' CPU lists
+#
+# The host test (crates/cli/tests/vm.rs) reads these lines between VM-BEGIN and VM-DONE; adding a
+# check is a `check` line here and an assertion there.
+
+# stdin as a JSON string.
+json_str() {
+  awk 'BEGIN { ORS = ""; print "\""; for (i = 1; i < 32; i++) ctl[sprintf("%c", i)] = sprintf("\\u%04x", i) }
+    {
+      gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t"); gsub(/\r/, "\\r")
+      line = $0
+      if (line ~ /[\001-\037]/) {
+        line = ""
+        for (i = 1; i <= length($0); i++) { c = substr($0, i, 1); line = line ((c in ctl) ? ctl[c] : c) }
+      }
+      print line "\\n"
+    }
+    END { print "\"" }'
+}
+
+check() {
+  _name=$1
+  shift
+  _t0=$(cut -d' ' -f1 /proc/uptime)
+  "$@" >/tmp/.check.out 2>/tmp/.check.err
+  _rc=$?
+  _s=$(awk -v t0="$_t0" '{ printf "%.2f", $1 - t0 }' /proc/uptime)
+  printf '{"check":"%s","rc":%d,"s":%s,"out":%s,"err":%s}\n' "$_name" "$_rc" "$_s" \
+    "$(json_str </tmp/.check.out)" "$(json_str </tmp/.check.err)"
+}
+
+# One line per online CPU: "cpu N PACKAGE THREAD_SIBLINGS NODE", then per NUMA node
+# "node N CPULIST distances D0 D1 ...".
+kernel_facts() {
+  echo "online $(cat /sys/devices/system/cpu/online)"
+  for d in /sys/devices/system/cpu/cpu[0-9]*; do
+    [ -f "$d/topology/thread_siblings_list" ] || continue
+    [ "$(cat "$d/online" 2>/dev/null || echo 1)" = 1 ] || continue
+    node=$(ls -d "$d"/node[0-9]* 2>/dev/null | head -1)
+    echo "cpu ${d##*/cpu} $(cat "$d/topology/physical_package_id") $(cat "$d/topology/thread_siblings_list") ${node##*/node}"
+  done
+  for n in /sys/devices/system/node/node[0-9]*; do
+    echo "node ${n##*/node} $(cat "$n/cpulist") distances $(cat "$n/distance")"
+  done
+}
+
+facts() {
+  check "$1" kernel_facts
+}
