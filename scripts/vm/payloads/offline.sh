@@ -25,6 +25,7 @@ check "cpu3 run cores" coretune run --place cores --threads 8 -- where 1
 echo 0 > /sys/devices/system/cpu/cpu0/online
 facts "cpu0 kernel"
 check "cpu0 topo" coretune topo --json
+check "cpu0 xml" lstopo-no-graphics --of xml
 check "cpu0 cpus all" coretune cpus --to hwloc all
 check "cpu0 hwloc-calc all" hwloc-calc all
 check "cpu0 cpus numa:0" coretune cpus --to hwloc numa:0
