@@ -11,8 +11,10 @@
 #   scripts/vm/vm.sh boot NAME         boot payload NAME's topology, run it, power off; the console
 #                                      goes to stdout and $WORK/NAME.log
 #   scripts/vm/vm.sh run NAME|FILE.sh  kernel + initrd + boot in one go
-#   scripts/vm/vm.sh shell [NAME|FILE.sh]  the same with a shell on the console after the payload
-#                                      (default: payload smt's topology; Ctrl-A X quits QEMU)
+#   scripts/vm/vm.sh shell [NAME|FILE.sh]  boot that payload's topology (default: smt's) with a
+#                                      shell on the console instead of running it; the payload is
+#                                      /payloads/NAME.sh in the guest. `exit` powers off, Ctrl-A X
+#                                      quits QEMU
 #
 # A payload is a busybox sh script in payloads/ (or any FILE.sh) whose `#@` line gives the
 # topology as shell assignments: sockets, cores (per socket), threads (per core), nodes (NUMA
@@ -150,17 +152,22 @@ boot() {
   local kernel; kernel=$(kernel)
   local quiet="quiet loglevel=1"
   [[ -n "${VERBOSE:-}" ]] && quiet=""
-  # A clock the host's load cannot make the guest distrust, no mitigations (slow under TCG).
-  local cmdline="console=ttyS0 $quiet panic=-1 oops=panic tsc=reliable no_timer_check nowatchdog"
-  cmdline+=" mitigations=off vm.payload=$name $append"
+  # No lockup detectors (a busy host stalls vCPUs) and no mitigations (slow under TCG). The TSC is
+  # left to the clocksource watchdog: under load TCG's TSC runs fast against the guest's timers.
+  local cmdline="console=ttyS0 $quiet panic=-1 oops=panic no_timer_check nowatchdog"
+  cmdline+=" mitigations=off $append"
   local serial=(-serial stdio) input=/dev/null
   if [[ -n "$shell" ]]; then
     cmdline+=" vm.shell=1"; serial=(-serial mon:stdio); input=/dev/stdin
+  else
+    cmdline+=" vm.payload=$name"
   fi
   local log=$WORK/$name.log pidfile=$WORK/$name.pid t0=${EPOCHREALTIME/./} rc=0
   local limit=${TIMEOUT:-$timeout} boot_limit=${BOOT_TIMEOUT:-150}
+  [[ -n "$shell" ]] && limit=${TIMEOUT:-0}  # a shell: no time limit
   echo "vm.sh: $name: $sockets sockets x $cores cores x $threads threads, $nodes NUMA nodes," \
-    "${mem} MiB, ${dist:+distances $dist, }timeout ${limit}s (${boot_limit}s to boot)" >&2
+    "${mem} MiB, ${dist:+distances $dist, }timeout $([[ $limit == 0 ]] && echo none || echo "${limit}s")" \
+    "(${boot_limit}s to boot)" >&2
   rm -f "$pidfile" "$log"
   # A guest that has not reached VM-BEGIN after boot_limit seconds is stuck booting: kill it then
   # rather than at the payload's timeout.

@@ -4,6 +4,10 @@
 #                       {"check":NAME,"rc":STATUS,"s":SECONDS,"out":STDOUT,"err":STDERR}
 #   facts NAME          a check of what the kernel says: online CPUs, each online CPU's package,
 #                       core siblings and NUMA node, and the NUMA nodes' CPU lists
+#   machine             the checks every machine gets: facts "kernel", "topo" (coretune topo
+#                       --json) and "hwloc-counts" (hwloc-calc -N TYPE all, as "TYPE COUNT" lines)
+#   both LOCATION...    coretune cpus and hwloc-calc on one location: checks "cpus LOCATION" and
+#                       "hwloc-calc LOCATION", both printing an hwloc bitmap
 #
 # The host test (crates/cli/tests/vm.rs) reads these lines between VM-BEGIN and VM-DONE; adding a
 # check is a `check` line here and an assertion there.
@@ -51,4 +55,15 @@ kernel_facts() {
 
 facts() {
   check "$1" kernel_facts
+}
+
+machine() {
+  facts kernel
+  check topo coretune topo --json
+  check hwloc-counts sh -c 'for t in package numa l3cache core pu; do echo "$t $(hwloc-calc -N $t all)"; done'
+}
+
+both() {
+  check "cpus $*" coretune cpus --to hwloc "$@"
+  check "hwloc-calc $*" hwloc-calc "$@"
 }

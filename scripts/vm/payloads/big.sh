@@ -5,14 +5,7 @@
 #@ sockets=4 cores=8 threads=2 nodes=4 mem=4096 dist="0,1,12 0,2,21 0,3,31 1,2,17 1,3,26 2,3,14" timeout=400
 . /lib/vm/lib.sh
 
-both() {
-  check "cpus $*" coretune cpus --to hwloc "$@"
-  check "hwloc-calc $*" hwloc-calc "$@"
-}
-
-facts kernel
-check topo coretune topo --json
-check hwloc-counts sh -c 'for t in package numa l3cache core pu; do echo "$t $(hwloc-calc -N $t all)"; done'
+machine
 for loc in numa:3 package:2.core:5 core:17 pu:63 'all ~numa:0' numa:1.pu:even; do
   both $loc
 done

@@ -4,15 +4,7 @@
 #@ sockets=2 cores=4 threads=2 nodes=2 mem=2048 timeout=300
 . /lib/vm/lib.sh
 
-# coretune cpus and hwloc-calc on the same location, both as hwloc bitmaps.
-both() {
-  check "cpus $*" coretune cpus --to hwloc "$@"
-  check "hwloc-calc $*" hwloc-calc "$@"
-}
-
-facts kernel
-check topo coretune topo --json
-check hwloc-counts sh -c 'for t in package numa l3cache core pu; do echo "$t $(hwloc-calc -N $t all)"; done'
+machine
 for loc in package:1 numa:0 numa:1.core:1-2 core:5 pu:3 core:odd l3:1 'all ~pu:0' 'package:0 ~core:1'; do
   both $loc
 done
