@@ -4,7 +4,8 @@
 # test programs, runs a payload and powers off. Adapted from the project's verified recipe.
 #
 #   scripts/vm/vm.sh kernel            fetch Debian's kernel (.deb unpacked, nothing installed),
-#                                      cached in $WORK/kernel; prints the vmlinuz path
+#                                      cached in $KERNEL_DIR (default $WORK/kernel); prints the
+#                                      vmlinuz path
 #   scripts/vm/vm.sh initrd [FILE.sh]  build $WORK/initrd.cpio.gz: busybox, coretune ($CORETUNE),
 #                                      hwloc's tools, the programs in programs/ (gcc -fopenmp),
 #                                      every payload in payloads/ and the FILEs given
@@ -49,7 +50,7 @@ kernel() {
     [[ -f "$KERNEL" ]] || die "KERNEL=$KERNEL: no such file"
     echo "$KERNEL"; return
   fi
-  local dir=$WORK/kernel cached
+  local dir=${KERNEL_DIR:-$WORK/kernel} cached
   cached=$(ls "$dir"/vmlinuz-* 2>/dev/null | head -1 || true)
   if [[ -n "$cached" ]]; then echo "$cached"; return; fi
   command -v apt-get >/dev/null || die "no apt-get to fetch Debian's kernel: set KERNEL=/path/to/vmlinuz"
@@ -121,7 +122,7 @@ initrd() {
   cp "$here"/guest/lib.sh "$root/lib/vm/lib.sh"
   cp "$here"/payloads/*.sh "$root/payloads/"
   local f
-  for f in "$@"; do cp "$f" "$root/payloads/$(basename "$f")"; done
+  for f in "$@"; do cp "$f" "$root/payloads/$(basename "$f" .sh).sh"; done
   chmod +x "$root/init" "$root"/payloads/*.sh
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initrd.cpio.gz.tmp"
   mv "$WORK/initrd.cpio.gz.tmp" "$WORK/initrd.cpio.gz"
@@ -203,19 +204,24 @@ boot() {
   return "$rc"
 }
 
-cmd=${1:-}
-shift || true
-case $cmd in
-  kernel) kernel ;;
-  initrd) initrd "$@" >/dev/null && echo "$WORK/initrd.cpio.gz" ;;
-  boot) [[ $# -eq 1 ]] || die "usage: vm.sh boot NAME"; boot "$1" ;;
-  run|shell)
-    p=${1:-smt}
-    extra=()
-    [[ -f "$p" ]] && extra=("$p")
-    kernel >/dev/null
-    initrd "${extra[@]}" >/dev/null
-    boot "$p" "$([[ $cmd == shell ]] && echo shell)"
-    ;;
-  *) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2 ;;
-esac
+main() {
+  local cmd=${1:-} p extra
+  shift || true
+  case $cmd in
+    kernel) kernel ;;
+    initrd) initrd "$@" >/dev/null && echo "$WORK/initrd.cpio.gz" ;;
+    boot) [[ $# -eq 1 ]] || die "usage: vm.sh boot NAME"; boot "$1" ;;
+    run|shell)
+      p=${1:-smt}
+      extra=()
+      [[ -f "$p" ]] && extra=("$p")
+      kernel >/dev/null
+      initrd "${extra[@]}" >/dev/null
+      boot "$p" "$([[ $cmd == shell ]] && echo shell)"
+      ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2 ;;
+  esac
+}
+
+# One line, read whole before it runs: editing this file while a guest runs cannot derail it.
+main "$@"; exit $?

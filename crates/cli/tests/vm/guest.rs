@@ -82,9 +82,15 @@ fn script() -> PathBuf {
     repo().join("scripts/vm/vm.sh")
 }
 
-/// Where the kernel, the initramfs and the console logs go: `target/vm`, as for `make vm-shell`.
-fn work() -> PathBuf {
+/// `target/vm`: the kernel is cached in its `kernel/`, shared with `make vm-shell`.
+fn vm_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("../vm")
+}
+
+/// Where the tests' initramfs and console logs go: `target/vm/test`, apart from what a `make
+/// vm-run` at the same time builds.
+fn work() -> PathBuf {
+    vm_dir().join("test")
 }
 
 /// Why this machine cannot run the guests, if it cannot. Only a missing QEMU or a host that is not
@@ -106,6 +112,7 @@ fn vm_sh(args: &[&str]) -> Command {
     cmd.arg(script())
         .args(args)
         .env("WORK", work())
+        .env("KERNEL_DIR", vm_dir().join("kernel"))
         .env("CORETUNE", env!("CARGO_BIN_EXE_coretune"));
     cmd
 }
