@@ -17,6 +17,8 @@
 //! - **the sweep**: a [`Grid`] of [`Config`]s, a [`Runner`] that makes one run, [`execute`] with
 //!   its [`RunLog`], the results folder ([`SweepFolder`]), [`summarize`], [`recommend`],
 //!   [`apply_lines`] and the report model ([`SweepReport`], [`RunView`]);
+//! - **fleets**: sweeps on every node type of a Slurm cluster ([`SlurmFleet`], [`Slurm`]) and
+//!   their merged report ([`FleetFolder`], [`FleetReport`]);
 //! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]).
 //!
 //! ```
@@ -36,6 +38,7 @@
 
 mod budget;
 mod cpuset;
+mod fleet;
 mod launch;
 mod machine;
 mod measure;
@@ -91,12 +94,19 @@ pub use workload::{
 
 // The sweep engine.
 pub use sweep::{
-    Config, ConfigError, ConfigRow, ConfigSummary, Cpus, Estimate, Family, Grid, MachineCounts,
-    Outcome, Plan, Progress, Recommendation, RunCounts, RunLine, RunLog, RunResult, RunSettings,
-    RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy, SweepError, SweepFolder,
-    SweepReport, SweepResults, SweepSpec, Target, ThreadView, ThrottleSpec, UslRow, apply_lines,
-    default_threads, execute, monitor_file, parse_threads, recommend, substitute, summarize,
-    timestamped_dir,
+    Config, ConfigError, ConfigRow, ConfigSummary, Cpus, Estimate, FLEET_SCHEMA, Family, FleetCell,
+    FleetChoice, FleetFolder, FleetReport, FleetRow, Grid, MachineCounts, NodeInfo, NodeTypeReport,
+    Outcome, Plan, PlanCost, PlanEstimate, Progress, Recommendation, RunCounts, RunLine, RunLog,
+    RunResult, RunSettings, RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy,
+    SweepError, SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThreadView,
+    ThrottleSpec, TypeLoss, UslRow, apply_lines, default_threads, execute, monitor_file,
+    parse_threads, recommend, substitute, summarize, timestamped_dir,
+};
+
+// Sweeps across a Slurm cluster.
+pub use fleet::{
+    FleetError, FleetSpec, JobCounts, JobRecord, NodeProgress, QueueEntry, SLURM_FLEET_SCHEMA,
+    Slurm, SlurmFleet, SlurmTarget, Submission, TargetKind, Where,
 };
 
 // Watching a program run.

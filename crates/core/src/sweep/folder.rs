@@ -114,6 +114,11 @@ impl SweepFolder {
         self.log.lines()
     }
 
+    /// Whether the sweep is complete: continuing it (`tune --resume`) would make no run.
+    pub fn is_complete(&self) -> bool {
+        super::is_complete(&self.spec.plan, self.lines())
+    }
+
     /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
     /// be exported.
     ///

@@ -38,7 +38,9 @@
 
 mod apply;
 mod config;
+mod fleet;
 mod folder;
+mod plan;
 mod recommend;
 mod report;
 mod run;
@@ -58,7 +60,12 @@ pub use config::{
     Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
     parse_threads,
 };
+pub use fleet::{
+    FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
+    NodeTypeReport, TypeLoss,
+};
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
+pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};
 pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
 pub use run::{RunResult, Runner, substitute};
@@ -351,6 +358,12 @@ pub enum SweepError {
         /// The schema this coretune reads.
         expected: &'static str,
     },
+    /// A folder with no sweep folder one or two levels below it.
+    #[error("{}: no sweep folders in it (a fleet folder holds TYPE/NODE/sweep.json)", dir.display())]
+    NotAFleet {
+        /// The folder.
+        dir: PathBuf,
+    },
     /// Not a folder.
     #[error("{}: not a folder", dir.display())]
     NotAFolder {
@@ -385,6 +398,27 @@ pub enum SweepError {
     /// A run exceeded the timeout and could not be stopped; it is logged as timed out.
     #[error("{0}")]
     Abandoned(String),
+}
+
+/// Whether a sweep with `plan` and the runs `lines` is complete: continuing it would make no
+/// run. The plan is executed on a copy of the log until it asks for its first run.
+pub(crate) fn is_complete(plan: &Plan, lines: &[RunLine]) -> bool {
+    let mut log = RunLog {
+        file: None,
+        lines: lines.to_vec(),
+    };
+    let wanted = std::cell::Cell::new(false);
+    let result = execute(
+        plan,
+        &mut log,
+        &mut |_| {
+            wanted.set(true);
+            Outcome::Failed(String::new())
+        },
+        &mut |_| {},
+        &|| wanted.get(),
+    );
+    result.is_ok() && !wanted.get()
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
