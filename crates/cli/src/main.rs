@@ -11,6 +11,7 @@ mod cmd;
 mod exit;
 mod input;
 mod report;
+mod slurm;
 mod workload_args;
 
 use std::io::{self, Write};

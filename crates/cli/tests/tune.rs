@@ -558,3 +558,67 @@ fn a_builtin_run_past_its_timeout_stops_the_sweep_and_resume_goes_on() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 2);
 }
+
+#[test]
+fn dry_run_plans_another_machine_without_measuring() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("never");
+    // 2 packages × 4 cores × 2 PUs: 16 PUs, so no thread count below runs out of CPUs.
+    let args = [
+        "tune",
+        "sum",
+        "--throttle",
+        "none",
+        "--input",
+        "pack:2 core:4 pu:2",
+        "--dry-run",
+        "--estimate-one",
+        "2",
+        "--threads",
+        "1,2,4",
+        "--place",
+        "os,cores",
+        "--cpus",
+        "all",
+        "--exhaustive",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let plan = util::json(&[&args[..], &["--json"]].concat());
+    assert!(!dir.exists(), "a dry run made a folder");
+    assert_eq!(
+        plan["plan"]["grid"]["threads"],
+        serde_json::json!([1, 2, 4])
+    );
+    let grid = &plan["estimate"]["grid"];
+    // 3 thread counts × 2 placements, 1 warm-up + 3 runs each.
+    assert_eq!(
+        (grid["configs"].as_u64(), grid["runs"].as_u64()),
+        (Some(6), Some(24))
+    );
+    assert!(plan["estimate"]["first_stage"].is_null());
+    let (fast, slow) = (
+        grid["seconds"][0].as_f64().unwrap(),
+        grid["seconds"][1].as_f64().unwrap(),
+    );
+    // No speedup: 24 runs of 2 s. Perfect scaling: 4 runs of 2/1 + 2/2 + 2/4 s per placement.
+    assert!((slow - 48.0).abs() < 1e-9, "{slow}");
+    assert!((fast - 28.0).abs() < 1e-9, "{fast}");
+    let out = util::coretune().args(args).output().unwrap();
+    util::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("16 PUs"), "{text}");
+    assert!(
+        text.contains(
+            "exhaustive 6 configurations, 24 runs, 28 s (perfect scaling) to 48 s (no speedup)"
+        ),
+        "{text}"
+    );
+    // Without --dry-run, --input is refused: tune measures this machine.
+    let out = util::coretune()
+        .args(["tune", "--input", "pack:2 core:4 pu:2", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dry-run"));
+}

@@ -10,6 +10,11 @@ pub fn coretune() -> Command {
     Command::cargo_bin("coretune").unwrap()
 }
 
+/// The `coretune` binary under test as a plain `std` command (to `spawn` it).
+pub fn coretune_std() -> std::process::Command {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("coretune"))
+}
+
 // The corpus helpers (`topologies_dir`, `expected`, `corpus_files`, `as_usize`) are the core
 // crate's, so both crates find and read `tests/data/topologies/` the same way.
 #[path = "../../../core/tests/util/mod.rs"]

@@ -169,7 +169,8 @@ fn scheduler_lines(
     lines.push(format!(
         "kubernetes: resources: {{requests: {{cpu: \"{cpus}\"}}, limits: {{cpu: \"{cpus}\"}}}}   \
          # whole CPUs, memory requests = limits too: with the static CPU manager policy the \
-         container gets {cpus} CPUs of its own (the kubelet picks which)"
+         container gets {cpus} CPU{} of its own (the kubelet picks which)",
+        if cpus == 1 { "" } else { "s" }
     ));
     if restricted {
         lines.push(format!(

@@ -150,8 +150,15 @@ pub struct FleetReport {
 #[derive(Debug)]
 pub struct FleetFolder {
     dir: PathBuf,
-    /// (type name, its folder, its nodes' (name, folder)).
-    types: Vec<(String, PathBuf, Vec<(String, SweepFolder)>)>,
+    types: Vec<TypeDir<SweepFolder>>,
+}
+
+/// One node type's folder and its nodes (name, and their folder or its path).
+#[derive(Debug)]
+struct TypeDir<T> {
+    name: String,
+    dir: PathBuf,
+    nodes: Vec<(String, T)>,
 }
 
 impl FleetFolder {
@@ -176,12 +183,17 @@ impl FleetFolder {
             });
         }
         let mut types = Vec::new();
-        for (name, type_dir, nodes) in found {
-            let nodes = nodes
+        for t in found {
+            let nodes = t
+                .nodes
                 .into_iter()
                 .map(|(node, path)| Ok((node, SweepFolder::read(&path)?)))
                 .collect::<Result<Vec<_>, SweepError>>()?;
-            types.push((name, type_dir, nodes));
+            types.push(TypeDir {
+                name: t.name,
+                dir: t.dir,
+                nodes,
+            });
         }
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -196,16 +208,14 @@ impl FleetFolder {
 
     /// The folder of type `i` (where its merged report files go).
     pub fn type_dir(&self, i: usize) -> Option<&Path> {
-        self.types.get(i).map(|(_, d, _)| d.as_path())
+        self.types.get(i).map(|t| t.dir.as_path())
     }
 
     /// What the per-run plots of type `i` draw: a run of its first node ([`RunView::choose`]
     /// on that node's runs, for the type's `report`).
     pub fn run_view(&self, i: usize, report: &SweepReport, places: &[CpuPlace]) -> RunView {
-        self.types
-            .get(i)
-            .and_then(|(_, _, nodes)| nodes.first())
-            .map(|(_, f)| f.results().run_view(report, places))
+        self.first_node(i)
+            .map(|f| f.results().run_view(report, places))
             .unwrap_or_default()
     }
 
@@ -213,7 +223,7 @@ impl FleetFolder {
     pub fn first_node(&self, i: usize) -> Option<&SweepFolder> {
         self.types
             .get(i)
-            .and_then(|(_, _, nodes)| nodes.first())
+            .and_then(|t| t.nodes.first())
             .map(|(_, f)| f)
     }
 
@@ -227,7 +237,7 @@ impl FleetFolder {
     pub fn report(&self) -> Result<FleetReport, SweepError> {
         let mut types = Vec::new();
         let mut warnings = Vec::new();
-        for (name, _, nodes) in &self.types {
+        for TypeDir { name, nodes, .. } in &self.types {
             let Some((_, first)) = nodes.first() else {
                 continue;
             };
@@ -283,7 +293,7 @@ impl FleetFolder {
             self.first_node(i)
                 .and_then(SweepFolder::topology)
                 .map(|t| {
-                    let spec = self.types[i].2[0].1.spec();
+                    let spec = self.types[i].nodes[0].1.spec();
                     super::apply::apply_lines(&t, &spec.target, c, spec.settings.binding)
                 })
                 .unwrap_or_default()
@@ -291,9 +301,8 @@ impl FleetFolder {
     }
 }
 
-/// The sweep folders under `dir`: (type name, type folder, [(node name, node folder)]), by
-/// name.
-fn sweep_dirs(dir: &Path) -> Vec<(String, PathBuf, Vec<(String, PathBuf)>)> {
+/// The sweep folders under `dir`, grouped by type, by name.
+fn sweep_dirs(dir: &Path) -> Vec<TypeDir<PathBuf>> {
     let subdirs = |d: &Path| -> Vec<(String, PathBuf)> {
         let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(d)
             .map(|entries| {
@@ -311,7 +320,11 @@ fn sweep_dirs(dir: &Path) -> Vec<(String, PathBuf, Vec<(String, PathBuf)>)> {
     let mut out = Vec::new();
     for (name, path) in subdirs(dir) {
         if is_sweep(&path) {
-            out.push((name.clone(), path.clone(), vec![(name, path)]));
+            out.push(TypeDir {
+                name: name.clone(),
+                dir: path.clone(),
+                nodes: vec![(name, path)],
+            });
             continue;
         }
         let nodes: Vec<(String, PathBuf)> = subdirs(&path)
@@ -319,7 +332,11 @@ fn sweep_dirs(dir: &Path) -> Vec<(String, PathBuf, Vec<(String, PathBuf)>)> {
             .filter(|(_, p)| is_sweep(p))
             .collect();
         if !nodes.is_empty() {
-            out.push((name, path, nodes));
+            out.push(TypeDir {
+                name,
+                dir: path,
+                nodes,
+            });
         }
     }
     out
@@ -505,11 +522,11 @@ fn choose(
         .filter_map(|l| {
             let r = l.ratio_to_recommended?;
             let own = l.recommended.as_ref()?;
-            (own != &chosen.config).then(|| {
+            (own != &chosen.config && r > 1.0).then(|| {
                 format!(
-                    "{} gives up {} against its own recommendation ({own})",
+                    "{} gives up {:.1}% against its own recommendation ({own})",
                     l.name,
-                    pct(r)
+                    (r - 1.0) * 100.0
                 )
             })
         })

@@ -133,6 +133,10 @@ pub enum Outcome {
     Failed(String),
     /// It exceeded the timeout.
     Timeout,
+    /// The program was ended by SIGINT or SIGTERM: someone is stopping the sweep (Ctrl-C,
+    /// `scancel`), and the run is the run in flight, not a measurement; it is not logged and the
+    /// sweep stops with [`SweepError::Interrupted`] (the message says what ended).
+    Stopped(String),
     /// It exceeded the timeout inside this process and cannot be stopped: logged as timed out,
     /// then the sweep stops with [`SweepError::Abandoned`] (the message says what ran).
     Abandoned(String),
@@ -554,14 +558,17 @@ pub fn execute(
                 let outcome = run(&config);
                 let noise = noise.finish();
                 // A run cut short by Ctrl-C is the run in flight: dropped, not logged as failed.
-                if stop() && !matches!(outcome, Outcome::Done(_)) {
+                // The program may see the signal before this process's handler has said so.
+                if matches!(outcome, Outcome::Stopped(_))
+                    || (stop() && !matches!(outcome, Outcome::Done(_)))
+                {
                     return Err(SweepError::Interrupted);
                 }
                 let mut abandoned = None;
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
-                    Outcome::Failed(e) => (Status::Failed, Some(e), None),
+                    Outcome::Failed(e) | Outcome::Stopped(e) => (Status::Failed, Some(e), None),
                     Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
                     Outcome::Abandoned(why) => {
                         abandoned = Some(why.clone());

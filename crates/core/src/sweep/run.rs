@@ -11,7 +11,8 @@
 //! - An **external program** is a child process: `{threads}`, `{cpus}` and `{place}` substituted
 //!   into its arguments, the thread-count variables of [`crate::launch::thread_env`] set, the
 //!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
-//!   closed, killed at the timeout. A non-zero exit is a failed run.
+//!   closed, killed at the timeout. A non-zero exit is a failed run; one ended by SIGINT or
+//!   SIGTERM is a sweep being stopped ([`Outcome::Stopped`]), not a measurement.
 //!
 //! With [`RunSettings::monitor`] a background sampler records per-CPU utilisation and every
 //! thread's CPU during the run.
@@ -312,6 +313,13 @@ impl<'t> Runner<'t> {
             std::thread::sleep(Duration::from_micros(200));
         };
         let measurement = probe.finish();
+        if crate::sys::stopped_by_request(status) {
+            return Outcome::Stopped(format!(
+                "{} was ended by signal {}",
+                words[0],
+                launch::exit_code(status) - 128
+            ));
+        }
         if !status.success() {
             return Outcome::Failed(format!(
                 "{} exited with status {}",

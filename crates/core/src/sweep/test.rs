@@ -527,3 +527,27 @@ mod fleet {
         );
     }
 }
+
+#[test]
+fn a_run_stopped_by_a_signal_is_not_logged_and_stops_the_sweep() {
+    let p = plan(grid(vec![1, 2], &["os"], &["all"]), Strategy::Exhaustive);
+    let mut log = RunLog::in_memory();
+    let made = Cell::new(0);
+    let result = execute(
+        &p,
+        &mut log,
+        &mut |_| {
+            made.set(made.get() + 1);
+            if made.get() == 3 {
+                Outcome::Stopped("./app was ended by signal 15".into())
+            } else {
+                Outcome::Done(record(1.0, 0))
+            }
+        },
+        &mut |_| {},
+        &|| false,
+    );
+    assert!(matches!(result, Err(SweepError::Interrupted)));
+    assert_eq!(log.lines().len(), 2);
+    assert!(log.lines().iter().all(|l| l.status == Status::Ok));
+}

@@ -46,7 +46,7 @@ pub use error::SysError;
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
     bind_before_exec, exit_signal, forward_signals_to, is_executable_file, is_no_such_task,
-    set_task_affinity, task_affinity,
+    set_task_affinity, stopped_by_request, task_affinity,
 };
 
 // Counters of this process and of the calling thread.
@@ -204,6 +204,7 @@ mod test {
             bind_before_exec: fn(&mut Command, &CpuSet) -> io::Result<()>,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
+            stopped_by_request: fn(ExitStatus) -> bool,
             is_no_such_task: fn(&io::Error) -> bool,
             is_executable_file: fn(&Path) -> bool,
             set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,

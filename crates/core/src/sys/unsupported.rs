@@ -54,6 +54,10 @@ pub(crate) fn exit_signal(_status: ExitStatus) -> Option<i32> {
     None
 }
 
+pub(crate) fn stopped_by_request(_status: ExitStatus) -> bool {
+    false
+}
+
 /// No counter: [`MigrationCounter::open`] always fails.
 #[derive(Debug)]
 pub(crate) struct MigrationCounter;

@@ -27,5 +27,5 @@ pub(crate) use proc::{
     process_state, process_uid, processes, reset_peak_rss, thread_ids, threads,
 };
 pub(crate) use sched::thread_migrations;
-pub(crate) use signals::{exit_signal, forward_signals_to};
+pub(crate) use signals::{exit_signal, forward_signals_to, stopped_by_request};
 pub(crate) use sysfs::{cpu_governor, isolated_cpus, online_cpus};

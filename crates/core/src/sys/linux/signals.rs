@@ -48,3 +48,9 @@ pub(crate) fn forward_signals_to(pid: u32) -> io::Result<()> {
 pub(crate) fn exit_signal(status: ExitStatus) -> Option<i32> {
     status.signal()
 }
+
+/// Whether a child was ended by SIGINT or SIGTERM: someone asked it (and usually this process
+/// too: Ctrl-C, `scancel`, a shutdown) to stop.
+pub(crate) fn stopped_by_request(status: ExitStatus) -> bool {
+    matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM))
+}
