@@ -236,6 +236,9 @@ fn follow(
     Ok(ExitCode::from(exit::FAILED))
 }
 
+/// Consecutive failed looks at the jobs after which waiting gives up (the jobs run on).
+const MAX_POLL_FAILURES: u32 = 10;
+
 /// Polls until no job is pending or running, showing how many are in each state and how many
 /// runs the nodes have logged. `false` when Ctrl-C stopped the wait.
 fn wait(
@@ -258,9 +261,21 @@ fn wait(
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
+    let mut failures = 0;
     loop {
-        for job in fleet.refresh(slurm)? {
-            bar.suspend(|| report_ended(&job));
+        // A busy controller times out now and then: say so and look again, up to a point.
+        match fleet.refresh(slurm) {
+            Ok(ended) => {
+                failures = 0;
+                for job in ended {
+                    bar.suspend(|| report_ended(&job));
+                }
+            }
+            Err(e) if failures < MAX_POLL_FAILURES => {
+                failures += 1;
+                bar.suspend(|| eprintln!("coretune: warning: {e} (looking again)"));
+            }
+            Err(e) => return Err(e).context("following the jobs"),
         }
         let c = fleet.counts();
         let runs: usize = fleet.nodes().iter().map(|n| n.runs).sum();

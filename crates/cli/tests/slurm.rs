@@ -227,6 +227,8 @@ fn dry_run_submits_nothing_and_sbatch_accepts_its_scripts(c: &Cluster) {
     let dir_s = dir.to_str().unwrap();
     let args = sum_sweep(
         &[
+            "--nodelist",
+            "localhost",
             "--dry-run",
             "--time",
             "5",
@@ -243,20 +245,25 @@ fn dry_run_submits_nothing_and_sbatch_accepts_its_scripts(c: &Cluster) {
         .skip(1)
         .map(|s| format!("#!/bin/bash{s}"))
         .collect();
-    assert_eq!(scripts.len(), 2, "{stdout}");
-    for (script, partition) in scripts.iter().zip(["alpha", "beta"]) {
+    assert_eq!(scripts.len(), 3, "{stdout}");
+    let targets = [
+        "#SBATCH --partition=alpha",
+        "#SBATCH --partition=beta",
+        "#SBATCH --nodelist=localhost",
+    ];
+    for (i, (script, target)) in scripts.iter().zip(targets).enumerate() {
         for line in [
-            format!("#SBATCH --partition={partition}"),
-            "#SBATCH --exclusive".into(),
-            "#SBATCH --time=5".into(),
-            "#SBATCH --comment=coretune-test".into(),
+            target,
+            "#SBATCH --exclusive",
+            "#SBATCH --time=5",
+            "#SBATCH --comment=coretune-test",
         ] {
             assert!(
                 script.lines().any(|l| l == line),
                 "{line} missing:\n{script}"
             );
         }
-        let file = tmp.path().join(format!("{partition}.sh"));
+        let file = tmp.path().join(format!("{i}.sh"));
         std::fs::write(&file, script).unwrap();
         let test = c
             .cmd("sbatch")
@@ -281,7 +288,17 @@ fn dry_run_submits_nothing_and_sbatch_accepts_its_scripts(c: &Cluster) {
 fn two_partitions_make_one_report_with_a_fleet_wide_setting(c: &Cluster) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("fleet");
-    let out = c.coretune(&sum_sweep(&[], dir.to_str().unwrap()), 0);
+    let dir_s = dir.to_str().unwrap();
+    // Submitted without waiting; `--resume` then follows the jobs (resubmitting nothing while
+    // they run) and reports.
+    let out = c.coretune(&sum_sweep(&["--no-wait"], dir_s), 0);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("Jobs: "), "{stdout}");
+    assert!(
+        stdout.contains(&format!("coretune report {dir_s}")),
+        "{stdout}"
+    );
+    let out = c.coretune(&["tune", "--resume", dir_s, "--poll", "1", "--quiet"], 0);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("Fleet-wide setting: "), "{stdout}");
     let fleet = util::read_json(&dir.join("fleet.json"));

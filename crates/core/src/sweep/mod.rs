@@ -35,6 +35,8 @@
 //! | the recommendation | [`recommend`] |
 //! | its apply lines | [`apply`] |
 //! | the report model (`summary.json`, plot data) | [`report`] |
+//! | what a plan costs before it runs | [`plan`] |
+//! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
 
 mod apply;
 mod config;
