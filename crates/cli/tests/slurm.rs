@@ -137,8 +137,20 @@ impl Drop for Cluster {
     }
 }
 
+/// Both partitions as node types, looked at every second, quietly.
+const TWO_TYPES: [&str; 8] = [
+    "--slurm",
+    "--partition",
+    "alpha",
+    "--partition",
+    "beta",
+    "--poll",
+    "1",
+    "--quiet",
+];
+
 /// The tiny built-in sweep the fleet scenarios run (4 configurations × 2 runs, milliseconds
-/// each), with `extra` before `--out DIR`.
+/// each) on both types, with `extra` before `--out DIR`.
 fn sum_sweep<'a>(extra: &[&'a str], out: &'a str) -> Vec<&'a str> {
     let mut v = vec![
         "tune",
@@ -156,15 +168,8 @@ fn sum_sweep<'a>(extra: &[&'a str], out: &'a str) -> Vec<&'a str> {
         "--warmup",
         "0",
         "--exhaustive",
-        "--slurm",
-        "--partition",
-        "alpha",
-        "--partition",
-        "beta",
-        "--poll",
-        "1",
-        "--quiet",
     ];
+    v.extend(TWO_TYPES);
     v.extend_from_slice(extra);
     v.extend(["--out", out]);
     v
@@ -520,20 +525,9 @@ fn a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(c: &Clus
             "--warmup",
             "0",
             "--exhaustive",
-            "--slurm",
-            "--partition",
-            "alpha",
-            "--partition",
-            "beta",
-            "--poll",
-            "1",
-            "--quiet",
-            "--out",
-            dir_s,
-            "--",
-            "sleep",
-            "0.3",
         ])
+        .args(TWO_TYPES)
+        .args(["--out", dir_s, "--", "sleep", "0.3"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
