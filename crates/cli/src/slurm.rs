@@ -87,6 +87,15 @@ impl SlurmArgs {
     }
 }
 
+/// How the fleet's progress and report are shown.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shown {
+    /// No progress line.
+    pub(crate) quiet: bool,
+    /// The report as JSON (`fleet-summary.json`'s content).
+    pub(crate) json: bool,
+}
+
 /// A new fleet: the sweep `sweep_args` (as `coretune tune` takes them, without `--out`) on
 /// every target; with `dry_run` the batch scripts are printed and nothing is submitted.
 pub(crate) fn start(
@@ -94,7 +103,7 @@ pub(crate) fn start(
     sweep_args: Vec<String>,
     out: Option<&Path>,
     dry_run: bool,
-    quiet: bool,
+    shown: Shown,
 ) -> anyhow::Result<ExitCode> {
     let poll = args.poll()?;
     let slurm = Slurm::find()?;
@@ -128,12 +137,12 @@ pub(crate) fn start(
     let mut fleet = SlurmFleet::create(&dir, spec)?;
     let subs = fleet.submissions(&slurm)?;
     submit(&mut fleet, &slurm, &subs)?;
-    follow(&mut fleet, &slurm, args.no_wait, poll, quiet)
+    follow(&mut fleet, &slurm, args.no_wait, poll, shown)
 }
 
 /// Continues the fleet in `dir`: records what became of its jobs, resubmits only the nodes
 /// whose sweeps are incomplete and the nodes still to measure, and waits as a new fleet does.
-pub(crate) fn resume(dir: &Path, args: &SlurmArgs, quiet: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn resume(dir: &Path, args: &SlurmArgs, shown: Shown) -> anyhow::Result<ExitCode> {
     let poll = args.poll()?;
     let slurm = Slurm::find()?;
     let mut fleet = SlurmFleet::open(dir)?;
@@ -153,7 +162,7 @@ pub(crate) fn resume(dir: &Path, args: &SlurmArgs, quiet: bool) -> anyhow::Resul
         eprintln!("coretune: every node's sweep is complete; nothing to resubmit");
     }
     submit(&mut fleet, &slurm, &subs)?;
-    follow(&mut fleet, &slurm, args.no_wait, poll, quiet)
+    follow(&mut fleet, &slurm, args.no_wait, poll, shown)
 }
 
 fn print_scripts(subs: &[Submission]) {
@@ -197,42 +206,51 @@ fn follow(
     slurm: &Slurm,
     no_wait: bool,
     poll: Duration,
-    quiet: bool,
+    shown: Shown,
 ) -> anyhow::Result<ExitCode> {
     let dir = fleet.dir().to_path_buf();
-    let shown = dir.display();
+    let path = dir.display();
     if no_wait {
         let ids: Vec<&str> = fleet.live_jobs().iter().map(|j| j.id.as_str()).collect();
         println!("Jobs: {}", ids.join(" "));
-        println!("Follow them and resubmit what failed: coretune tune --resume {shown}");
-        println!("Report when they are done:            coretune report {shown}");
+        println!("Follow them and resubmit what failed: coretune tune --resume {path}");
+        println!("Report when they are done:            coretune report {path}");
         return Ok(ExitCode::SUCCESS);
     }
-    if !wait(fleet, slurm, poll, quiet)? {
+    if !wait(fleet, slurm, poll, shown.quiet)? {
         let ids: Vec<&str> = fleet.live_jobs().iter().map(|j| j.id.as_str()).collect();
         eprintln!(
             "coretune: stopped waiting; the jobs keep running: follow them with coretune tune \
-             --resume {shown} (it resubmits nothing while they run), or cancel them with scancel \
+             --resume {path} (it resubmits nothing while they run), or cancel them with scancel \
              {}",
             ids.join(" ")
         );
         return Ok(ExitCode::from(exit::INTERRUPTED));
     }
     if coretune_core::FleetFolder::is_fleet(&dir) {
-        crate::report::fleet::report_dir(&dir, false)?;
+        crate::report::fleet::report_dir(&dir, shown.json)?;
     } else {
         eprintln!("coretune: no node wrote a results folder");
     }
-    if fleet.is_complete(slurm)? {
+    let todo = fleet.submissions(slurm)?;
+    if todo.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     for job in fleet.jobs().iter().filter(|j| j.has_failed()) {
         eprintln!("coretune: {}: {}", job.target, job.describe());
     }
-    eprintln!(
-        "coretune: some nodes' sweeps are incomplete; resubmit only those with: coretune tune \
-         --resume {shown}"
-    );
+    for sub in &todo {
+        let what = match &sub.place {
+            Where::Node(node) => format!("the sweep on {node} is incomplete"),
+            Where::Any { tasks, .. } => format!(
+                "{tasks} more node{} to measure (a job ended before its sweep began, or Slurm \
+                 ran two array tasks on one node)",
+                if *tasks == 1 { "" } else { "s" }
+            ),
+        };
+        eprintln!("coretune: {}: {what}", sub.target);
+    }
+    eprintln!("coretune: continue with: coretune tune --resume {path}");
     Ok(ExitCode::from(exit::FAILED))
 }
 

@@ -215,6 +215,9 @@ fn fleets_on_a_real_slurm_cluster() {
     two_partitions_make_one_report_with_a_fleet_wide_setting(&cluster);
     eprintln!("fleet: {:.1} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
+    an_array_task_on_a_measured_node_adds_nothing(&cluster);
+    eprintln!("job array: {:.1} s", t.elapsed().as_secs_f64());
+    let t = Instant::now();
     srun_lines_bind_where_they_say(&cluster);
     eprintln!("srun binding: {:.1} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
@@ -392,6 +395,61 @@ fn two_partitions_make_one_report_with_a_fleet_wide_setting(c: &Cluster) {
     );
     let cmp = String::from_utf8(cmp.stdout).unwrap();
     assert!(cmp.contains("over 4 configurations"), "{cmp}");
+}
+
+/// `--nodes 2` on a one-node partition: a job array of two, whose tasks Slurm runs one after
+/// the other on the same node; the second finds the node's sweep complete and measures nothing,
+/// and coretune says one more node is wanted (exit status 1).
+fn an_array_task_on_a_measured_node_adds_nothing(c: &Cluster) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fleet");
+    let dir_s = dir.to_str().unwrap();
+    let out = c.coretune(
+        &[
+            "tune",
+            "sum",
+            "--size",
+            "small",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--throttle",
+            "none",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--slurm",
+            "--partition",
+            "alpha",
+            "--nodes",
+            "2",
+            "--poll",
+            "1",
+            "--quiet",
+            "--out",
+            dir_s,
+        ],
+        1,
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("alpha: 1 more node to measure"), "{stderr}");
+    let fleet = util::read_json(&dir.join("fleet.json"));
+    let jobs = fleet["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    let id = jobs[0]["id"].as_str().unwrap().strip_suffix("_0").unwrap();
+    assert_eq!(jobs[1]["id"], format!("{id}_1"));
+    for job in jobs {
+        assert_eq!(job["state"], "COMPLETED", "{job}");
+        assert_eq!(job["node"], "localhost", "{job}");
+        assert!(Path::new(job["log"].as_str().unwrap()).is_file(), "{job}");
+    }
+    let script = std::fs::read_to_string(jobs[0]["script"].as_str().unwrap()).unwrap();
+    assert!(script.contains("#SBATCH --array=0-1\n"), "{script}");
+    // One node, measured once: 1 configuration × 2 runs.
+    let runs = util::read_jsonl(&dir.join("alpha/localhost/runs.jsonl"));
+    assert_eq!(runs.len(), 2);
 }
 
 /// Runs one batch script: `sbatch_line`, then each `srun` line with its command replaced by a

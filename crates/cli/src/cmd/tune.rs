@@ -124,7 +124,7 @@ pub(crate) struct TuneArgs {
 
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = args.resume.as_deref().filter(|d| SlurmFleet::is_fleet(d)) {
-        return slurm::resume(dir, &args.slurm, args.quiet || args.json);
+        return slurm::resume(dir, &args.slurm, shown(args));
     }
     if args.slurm.slurm {
         if args.input.input.is_some() {
@@ -143,7 +143,7 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             sweep_args(args),
             args.out.as_deref(),
             args.dry_run,
-            args.quiet || args.json,
+            shown(args),
         );
     }
     if args.dry_run {
@@ -235,6 +235,14 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How a fleet shows its progress and report.
+fn shown(args: &TuneArgs) -> slurm::Shown {
+    slurm::Shown {
+        quiet: args.quiet || args.json,
+        json: args.json,
+    }
 }
 
 /// Builds the sweep the arguments describe, checks it against this machine (the workload builds,

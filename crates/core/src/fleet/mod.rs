@@ -682,16 +682,6 @@ impl SlurmFleet {
         self.jobs.iter().filter(|j| j.is_live()).collect()
     }
 
-    /// Whether every target has its nodes measured completely (as many nodes as asked for a
-    /// partition or constraint, every node of a node list).
-    ///
-    /// # Errors
-    ///
-    /// A node list `scontrol` refuses.
-    pub fn is_complete(&self, slurm: &Slurm) -> Result<bool, FleetError> {
-        Ok(self.live_jobs().is_empty() && self.submissions(slurm)?.is_empty())
-    }
-
     /// Adds each node's last job (its id, Slurm state and log) to a report of this fleet.
     pub fn annotate(&self, report: &mut FleetReport) {
         for t in &mut report.types {
