@@ -100,7 +100,8 @@ pub(crate) struct TuneArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Print summary.json instead of the table.
+    /// Print summary.json instead of the table (for --slurm fleet-summary.json; for --dry-run
+    /// the plan).
     #[arg(long)]
     json: bool,
     /// Run the command through `sh -c` (its words joined with spaces).
