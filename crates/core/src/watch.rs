@@ -330,10 +330,18 @@ impl Monitor {
                     sampler.exclude_tid(tid);
                 }
                 let mut samples = Vec::new();
+                // Threads only (checking a run's placement): the first samples come after 2,
+                // 4, 8, … ms, so that a short run is seen while its threads live.
+                let mut wait = if threads_only {
+                    interval.min(Duration::from_millis(2))
+                } else {
+                    interval
+                };
                 // At least one sample, however short the run: the last one is taken after the
                 // stop request.
                 loop {
-                    std::thread::park_timeout(interval);
+                    std::thread::park_timeout(wait);
+                    wait = (wait * 2).min(interval);
                     match sampler.sample() {
                         Ok(s) => samples.push(s),
                         Err(_) => break,

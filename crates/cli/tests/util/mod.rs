@@ -106,3 +106,11 @@ pub fn resume(dir: &std::path::Path) {
         .unwrap();
     assert_ok(&out);
 }
+
+/// Whether the tests run as root (`id -u` is 0).
+pub fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
