@@ -263,7 +263,10 @@ fn openmp_threads_land_where_place_planned() {
         // libgomp prints the display on stderr, one line per thread, in any order, after
         // coretune's warning that the library cannot reach a static program.
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("OpenMP's places pin its OpenMP threads"), "{stderr}");
+        assert!(
+            stderr.contains("OpenMP's places pin its OpenMP threads"),
+            "{stderr}"
+        );
         let mut reported: Vec<(usize, String)> = stderr
             .lines()
             .filter_map(|l| l.strip_prefix("omp-thread "))

@@ -12,26 +12,19 @@ mod util;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};
 
-use util::{assert_ok, coretune, read_jsonl};
+use util::{assert_ok, pin_library, read_jsonl};
+
+/// `coretune`, with the pinning library built beside it.
+fn coretune() -> assert_cmd::Command {
+    pin_library();
+    util::coretune()
+}
 
 /// The test programs' sources.
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/pin")
         .join(name)
-}
-
-/// The pinning library built next to the `coretune` binary under test (`cargo build
-/// --workspace` and `cargo test --workspace` build both).
-fn pin_library() -> PathBuf {
-    let exe = assert_cmd::cargo::cargo_bin("coretune");
-    let lib = exe.parent().unwrap().join("libcoretune_pin.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build the whole workspace (cargo test --workspace), not only -p coretune",
-        lib.display()
-    );
-    lib
 }
 
 /// Runs a build command, panicking with its output when it fails.

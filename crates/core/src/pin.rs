@@ -390,7 +390,7 @@ pub fn find_library() -> Result<PathBuf, String> {
     ];
     for c in &candidates {
         if c.is_file() {
-            return usable(c.clone());
+            return usable(std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
         }
     }
     Err(format!(
