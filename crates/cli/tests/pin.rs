@@ -7,6 +7,8 @@
 //! one line per thread in creation order (main first; OpenMP: by thread number):
 //! `thread <i> tid <tid> affinity <cpu list> seen <cpu list>`.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
 mod util;
 
 use std::path::{Path, PathBuf};

@@ -623,18 +623,28 @@ pub fn check_samples(
     placement: &Placement,
 ) -> PinRecord {
     use std::collections::{BTreeMap, BTreeSet};
+    /// One thread over the samples.
+    struct Seen {
+        name: String,
+        started: u64,
+        cpus: BTreeSet<usize>,
+    }
     let union = set_to_vec(&placement.union());
-    // pid → tid → (name, start, CPUs seen).
-    let mut procs: BTreeMap<i32, BTreeMap<i32, (String, u64, BTreeSet<usize>)>> = BTreeMap::new();
+    // pid → tid → what was seen of it.
+    let mut procs: BTreeMap<i32, BTreeMap<i32, Seen>> = BTreeMap::new();
     for s in samples {
         for t in s.threads.iter().filter(|t| t.pid != own_pid) {
-            let entry = procs
+            let seen = procs
                 .entry(t.pid)
                 .or_default()
                 .entry(t.tid)
-                .or_insert_with(|| (t.name.clone(), t.started.unwrap_or(0), BTreeSet::new()));
-            entry.0.clone_from(&t.name);
-            entry.2.insert(t.cpu);
+                .or_insert_with(|| Seen {
+                    name: t.name.clone(),
+                    started: t.started.unwrap_or(0),
+                    cpus: BTreeSet::new(),
+                });
+            seen.name.clone_from(&t.name);
+            seen.cpus.insert(t.cpu);
         }
     }
     let mut record = PinRecord {
@@ -644,15 +654,15 @@ pub fn check_samples(
         off_place: Vec::new(),
     };
     for (pid, threads) in procs {
-        let mut order: Vec<(i32, &(String, u64, BTreeSet<usize>))> =
-            threads.iter().map(|(&tid, v)| (tid, v)).collect();
+        let mut order: Vec<(i32, Seen)> = threads.into_iter().collect();
         // The main thread (tid = pid) first, then by start time and tid.
-        order.sort_by_key(|(tid, v)| (*tid != pid, v.1, *tid));
+        order.sort_by_key(|(tid, seen)| (*tid != pid, seen.started, *tid));
         let plan = per_thread.planned(order.len());
         record.threads_seen += order.len();
-        for (i, (tid, (name, _, seen))) in order.into_iter().enumerate() {
+        for (i, (tid, seen)) in order.into_iter().enumerate() {
             let planned = plan[i].unwrap_or(&union);
             let outside: Vec<usize> = seen
+                .cpus
                 .iter()
                 .copied()
                 .filter(|c| !planned.contains(c))
@@ -661,7 +671,7 @@ pub fn check_samples(
                 record.off_place.push(OffPlace {
                     pid,
                     tid,
-                    name: name.clone(),
+                    name: seen.name,
                     thread: i,
                     planned: format_list(planned),
                     seen: outside,

@@ -118,14 +118,14 @@ impl ConfigRow {
             bimodal: w.is_some_and(|w| w.bimodal),
             pinning: ok
                 .iter()
-                .find_map(|l| l.record.as_ref()?.pinning.as_ref())
+                .find_map(|l| l.record.as_ref()?.pinning.as_deref())
                 .map(|p| p.mechanism),
             off_place_runs: ok
                 .iter()
                 .filter(|l| {
                     l.record
                         .as_ref()
-                        .and_then(|r| r.pinning.as_ref())
+                        .and_then(|r| r.pinning.as_deref())
                         .is_some_and(PinRecord::is_flagged)
                 })
                 .count(),

@@ -301,7 +301,9 @@ impl<'t> Runner<'t> {
         let samples = monitor.map(Monitor::finish).unwrap_or_default();
         if let (Outcome::Done(record), Some(per_thread)) = (&mut outcome, &per_thread) {
             let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-            record.pinning = Some(pin::check_samples(&samples, own, per_thread, &placement));
+            record.pinning = Some(Box::new(pin::check_samples(
+                &samples, own, per_thread, &placement,
+            )));
         }
         RunResult {
             outcome,

@@ -292,7 +292,7 @@ pub struct RunRecord {
     /// How a pinned placement reached an external program's threads, and whether any was seen
     /// outside its place (absent for built-in workloads, unpinned runs and older folders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pinning: Option<crate::pin::PinRecord>,
+    pub pinning: Option<Box<crate::pin::PinRecord>>,
 }
 
 /// One sample of an adaptive throttle: the limit in force and the throughput measured under it.

@@ -105,8 +105,8 @@ pub(crate) fn open_program(path: &Path) -> Result<ProgramFile, SysError> {
     let meta = file.metadata().map_err(read_error)?;
     // SAFETY: getuid and getgid take no arguments, always succeed and only return ids.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let setuid = meta.mode() & u32::from(libc::S_ISUID) != 0 && meta.uid() != uid;
-    let setgid = meta.mode() & u32::from(libc::S_ISGID) != 0 && meta.gid() != gid;
+    let setuid = meta.mode() & libc::S_ISUID != 0 && meta.uid() != uid;
+    let setgid = meta.mode() & libc::S_ISGID != 0 && meta.gid() != gid;
     Ok(ProgramFile {
         file,
         secure: setuid || setgid,
