@@ -20,8 +20,18 @@
 //!   create exactly the workers, measured), Intel's libiomp5 `0x1` (its monitor thread comes
 //!   first: likwid-pin(1)'s notice for Intel's runtime), otherwise `0x0`.
 //!
-//! The plan comes in one environment variable, `CORETUNE_PIN` (format in [`plan`]), e.g.
-//! `CORETUNE_PIN='places=0/2/1,3 skip=0x1'`. Without it, or with a plan that does not parse,
+//! The plan comes in one environment variable, `CORETUNE_PIN`:
+//!
+//! ```text
+//! CORETUNE_PIN = item { " " item }
+//! item         = "places=" place { "/" place }        (required)
+//!              | "skip=" ( "0x" HEX | "auto" )          (optional; default auto)
+//! place        = CPU list, as the kernel writes them: "0-3,8"
+//! ```
+//!
+//! e.g. `CORETUNE_PIN='places=0/2/1,3 skip=0x1'`: the main thread on CPU 0, the first
+//! `pthread_create` call skipped (a runtime's helper), the next threads on CPU 2, on CPUs 1 and
+//! 3, on CPU 0, on CPU 2, and so on around the list. Without it, or with a plan that does not parse,
 //! the library does nothing. It writes nothing to the program's stdout or stderr unless
 //! `CORETUNE_PIN_DEBUG=1`, which reports the plan, the main thread's place and every creation
 //! on stderr.

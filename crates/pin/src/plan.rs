@@ -1,16 +1,5 @@
-//! The plan in `CORETUNE_PIN`, parsed once (in the constructor, where allocating is fine) into
-//! CPU masks in the kernel's layout.
-//!
-//! ```text
-//! CORETUNE_PIN = item { " " item }
-//! item         = "places=" place { "/" place }        (required)
-//!              | "skip=" ( "0x" HEX | "auto" )          (optional; default auto)
-//! place        = CPU list, as the kernel writes them: "0-3,8"
-//! ```
-//!
-//! `places=0/2/1,3 skip=0x1`: the main thread on CPU 0, then the first `pthread_create` call is
-//! skipped (a runtime's helper thread), the next threads go to CPU 2, to CPUs 1 and 3, to CPU 0,
-//! to CPU 2, and so on around the list.
+//! The plan in `CORETUNE_PIN` (its format is in the crate documentation), parsed once (in the
+//! constructor, where allocating is fine) into CPU masks in the kernel's layout.
 
 /// The highest CPU number a plan may name, plus one: far past any machine, small enough that a
 /// typo cannot make the constructor allocate much.
