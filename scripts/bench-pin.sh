@@ -32,7 +32,8 @@ for section in "${sections[@]}"; do
     cargo build --release --locked -p coretune -p coretune-pin >&2
     BIN=${CARGO_TARGET_DIR:-target}/release/coretune
     OUT=${OUT:-$(mktemp -d)}
-    pus=$("$BIN" cpus all --to count)
+    mkdir -p "$OUT"
+    pus=$("$BIN" cpus all --to count 2>/dev/null)
     threads="1-$((2 * pus))"
     # Compressible but not trivial input: text of numbers interleaved with binary from /usr/lib.
     input="$OUT/input.bin"

@@ -615,7 +615,9 @@ impl PinRecord {
 /// threads are numbered in creation order (by start time, then thread id — tids are handed
 /// out in order), each planned as [`PerThread::planned`] says (a skipped helper, and every
 /// thread under `process-set`, on the union of the places), and every sample that found a
-/// thread on a CPU outside its plan is reported.
+/// thread on a CPU outside its plan is reported — except the main thread while its process has
+/// no other thread (the library's constructor may not have run yet) and, within the union, a
+/// new thread at its first sample (it may not have left its creator's CPU yet).
 pub fn check_samples(
     samples: &[Sample],
     own_pid: i32,
@@ -633,18 +635,32 @@ pub fn check_samples(
     // pid → tid → what was seen of it.
     let mut procs: BTreeMap<i32, BTreeMap<i32, Seen>> = BTreeMap::new();
     for s in samples {
+        let mut per_process: BTreeMap<i32, usize> = BTreeMap::new();
         for t in s.threads.iter().filter(|t| t.pid != own_pid) {
-            let seen = procs
-                .entry(t.pid)
-                .or_default()
-                .entry(t.tid)
-                .or_insert_with(|| Seen {
-                    name: t.name.clone(),
-                    started: t.started.unwrap_or(0),
-                    cpus: BTreeSet::new(),
-                });
+            *per_process.entry(t.pid).or_insert(0) += 1;
+        }
+        for t in s.threads.iter().filter(|t| t.pid != own_pid) {
+            let threads = procs.entry(t.pid).or_default();
+            let first = !threads.contains_key(&t.tid);
+            let seen = threads.entry(t.tid).or_insert_with(|| Seen {
+                name: t.name.clone(),
+                started: t.started.unwrap_or(0),
+                cpus: BTreeSet::new(),
+            });
             seen.name.clone_from(&t.name);
-            seen.cpus.insert(t.cpu);
+            // Two windows in which a thread may be seen elsewhere without anything having gone
+            // wrong: the main thread while its process has no other thread (between `fork` and
+            // `exec`, and before the library's constructor has run), and, within the union, a
+            // new thread at its first sample (it starts on its creator's CPUs, and glibc
+            // applies the attributes' CPU set right after `clone`).
+            let window = if t.tid == t.pid {
+                per_process.get(&t.pid) == Some(&1)
+            } else {
+                first && union.contains(&t.cpu)
+            };
+            if !window {
+                seen.cpus.insert(t.cpu);
+            }
         }
     }
     let mut record = PinRecord {
@@ -826,11 +842,19 @@ mod test {
             "{record:?}"
         );
         assert_eq!(record.skip, Some(SkipMask(2)));
-        let bad = [sample(vec![
-            seen(50, 50, 0),
-            seen(50, 51, 0),
-            seen(50, 52, 1),
-        ])];
+        // Before the constructor: main alone, anywhere in the union; a new thread's first
+        // sample on its creator's CPU.
+        let windows = [
+            sample(vec![seen(50, 50, 2)]),
+            sample(vec![seen(50, 50, 0), seen(50, 51, 0)]),
+            sample(vec![seen(50, 50, 0), seen(50, 51, 2)]),
+        ];
+        assert!(!check_samples(&windows, 1, &pt, &p).is_flagged());
+        // Outside the union even at the first sample, and back on the wrong CPU later.
+        let bad = [
+            sample(vec![seen(50, 50, 0), seen(50, 51, 2), seen(50, 52, 1)]),
+            sample(vec![seen(50, 50, 0), seen(50, 51, 0)]),
+        ];
         let record = check_samples(&bad, 1, &pt, &p);
         let off: Vec<(i32, usize, &str, &[usize])> = record
             .off_place
