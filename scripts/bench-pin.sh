@@ -38,9 +38,12 @@ for section in "${sections[@]}"; do
     # Compressible but not trivial input: text of numbers interleaved with binary from /usr/lib.
     input="$OUT/input.bin"
     if [ ! -s "$input" ]; then
-      { seq 1 20000000 | head -c $((SIZE_MB * 1024 * 1024 / 2))
+      # `head` closes the pipes early on purpose: their writers' SIGPIPE is not an error here.
+      set +o pipefail
+      { seq 1 100000000 | head -c $((SIZE_MB * 1024 * 1024 / 2))
         find /usr/lib -type f -size +100k 2>/dev/null | head -400 | xargs cat 2>/dev/null |
           head -c $((SIZE_MB * 1024 * 1024 / 2)); } >"$input"
+      set -o pipefail
     fi
     echo "== input: $(du -h "$input" | cut -f1), threads $threads, $RUNS runs, $(cut -d' ' -f1-3 /proc/loadavg) loadavg"
     programs=("xz|xz -T{threads} -6 -c $input")

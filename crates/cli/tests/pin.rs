@@ -129,12 +129,19 @@ fn reports(out: &Output) -> Vec<Report> {
 
 /// What `coretune place` plans: each thread's CPUs.
 fn planned(threads: usize, policy: &str) -> Vec<Vec<usize>> {
+    planned_bound(threads, policy, "pu")
+}
+
+/// [`planned`] with each thread's set widened as `--bind` says.
+fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
     let plan = util::json(&[
         "place",
         "--threads",
         &threads.to_string(),
         "--policy",
         policy,
+        "--bind",
+        bind,
         "--json",
     ]);
     plan["threads"]
@@ -251,29 +258,7 @@ fn c_threads_get_their_places_below_at_and_above_the_pus() {
         .args(["2", "50"])
         .output()
         .unwrap();
-    let cores = util::json(&[
-        "place",
-        "--threads",
-        "2",
-        "--policy",
-        "cores",
-        "--bind",
-        "core",
-        "--json",
-    ]);
-    let want: Vec<Vec<usize>> = cores["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["pus"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_u64().unwrap() as usize)
-                .collect()
-        })
-        .collect();
+    let want = planned_bound(2, "cores", "core");
     assert_placed("--bind core", &reports(&out), &want);
 }
 

@@ -107,15 +107,7 @@ fn repin(
     cpus: Option<coretune_core::CpuSet>,
 ) -> anyhow::Result<ExitCode> {
     let Some(policy) = args.place else {
-        let cpus = cpus.context("--pid needs --cpus or --place")?;
-        let tids = rebind_process(pid, &cpus).context("run --pid")?;
-        eprintln!(
-            "coretune: pid {pid}: {} thread{} bound to CPUs {}",
-            tids.len(),
-            if tids.len() == 1 { "" } else { "s" },
-            format_list(&set_to_vec(&cpus))
-        );
-        return Ok(ExitCode::SUCCESS);
+        return bind_all(pid, &cpus.context("--pid needs --cpus or --place")?);
     };
     let n = match args.threads {
         Some(n) => n,
@@ -123,15 +115,7 @@ fn repin(
     };
     let placement = plan(topo, n, policy, cpus.as_ref(), args.bind).context("run --pid")?;
     if !placement.is_pinned() || args.bind == Binding::Shared {
-        let union = placement.union();
-        let tids = rebind_process(pid, &union).context("run --pid")?;
-        eprintln!(
-            "coretune: pid {pid}: {} thread{} bound to CPUs {}",
-            tids.len(),
-            if tids.len() == 1 { "" } else { "s" },
-            format_list(&set_to_vec(&union))
-        );
-        return Ok(ExitCode::SUCCESS);
+        return bind_all(pid, &placement.union());
     }
     let pinned = repin_process(pid, &placement.cpusets(), args.skip.unwrap_or_default())
         .context("run --pid")?;
@@ -143,5 +127,17 @@ fn repin(
     for (tid, set) in pinned {
         eprintln!("  thread {tid} -> CPUs {}", format_list(&set_to_vec(&set)));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every thread of `pid` to `cpus`, as `taskset -a -p` does.
+fn bind_all(pid: u32, cpus: &coretune_core::CpuSet) -> anyhow::Result<ExitCode> {
+    let tids = rebind_process(pid, cpus).context("run --pid")?;
+    eprintln!(
+        "coretune: pid {pid}: {} thread{} bound to CPUs {}",
+        tids.len(),
+        if tids.len() == 1 { "" } else { "s" },
+        format_list(&set_to_vec(cpus))
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -20,27 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CPU 1024
+#include "report.h"
 #define MAX_THREADS 256
 
-static void list(char *out, size_t size, const unsigned char *set) {
-    size_t len = 0;
-    out[0] = '\0';
-    for (int c = 0; c < MAX_CPU; c++) {
-        if (!set[c]) continue;
-        int last = c;
-        while (last + 1 < MAX_CPU && set[last + 1]) last++;
-        len += (size_t)snprintf(out + len, size - len, len ? ",%d" : "%d", c);
-        if (last > c) len += (size_t)snprintf(out + len, size - len, "-%d", last);
-        c = last;
-    }
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static char affinity[MAX_THREADS][4096], seen_list[MAX_THREADS][4096];
 static long tids[MAX_THREADS];
@@ -55,13 +37,7 @@ int main(int argc, char **argv) {
         cpu_set_t mask;
 #pragma omp single
         threads = omp_get_num_threads();
-        double end = now_ms() + spin_ms;
-        volatile unsigned long sink = 0;
-        while (now_ms() < end) {
-            for (int i = 0; i < 10000; i++) sink += (unsigned long)i;
-            int cpu = sched_getcpu();
-            if (cpu >= 0 && cpu < MAX_CPU) seen[cpu] = 1;
-        }
+        spin(spin_ms, seen);
         if (me < MAX_THREADS) {
             tids[me] = syscall(SYS_gettid);
             pthread_getaffinity_np(pthread_self(), sizeof mask, &mask);

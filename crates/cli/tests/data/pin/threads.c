@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CPU 1024
+#include "report.h"
 
 struct report {
     int index;
@@ -28,24 +28,6 @@ struct report {
 static pthread_barrier_t start;
 static long spin_ms = 50;
 
-static void list(char *out, size_t size, const unsigned char *set) {
-    size_t len = 0;
-    out[0] = '\0';
-    for (int c = 0; c < MAX_CPU; c++) {
-        if (!set[c]) continue;
-        int last = c;
-        while (last + 1 < MAX_CPU && set[last + 1]) last++;
-        len += (size_t)snprintf(out + len, size - len, len ? ",%d" : "%d", c);
-        if (last > c) len += (size_t)snprintf(out + len, size - len, "-%d", last);
-        c = last;
-    }
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static void *work(void *arg) {
     struct report *r = arg;
@@ -53,13 +35,7 @@ static void *work(void *arg) {
     cpu_set_t mask;
     r->tid = syscall(SYS_gettid);
     pthread_barrier_wait(&start);
-    double end = now_ms() + spin_ms;
-    volatile unsigned long sink = 0;
-    while (now_ms() < end) {
-        for (int i = 0; i < 10000; i++) sink += (unsigned long)i;
-        int cpu = sched_getcpu();
-        if (cpu >= 0 && cpu < MAX_CPU) seen[cpu] = 1;
-    }
+    spin(spin_ms, seen);
     if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) {
         perror("pthread_getaffinity_np");
         exit(1);
