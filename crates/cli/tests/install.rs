@@ -241,6 +241,7 @@ fn make_install_files_then_uninstall() {
     let usr = destdir.path().join("usr");
     let mut files = vec![
         ("bin/coretune".to_owned(), 0o755),
+        ("lib/coretune/libcoretune_pin.so".to_owned(), 0o755),
         (
             "share/bash-completion/completions/coretune".to_owned(),
             0o644,
@@ -255,6 +256,7 @@ fn make_install_files_then_uninstall() {
         files.push((format!("share/man/man1/{page}"), 0o644));
     }
 
+    util::pin_library();
     util::assert_ok(&make("install-files", destdir.path()));
     for (file, mode) in &files {
         let meta = fs::metadata(usr.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -287,6 +289,30 @@ fn make_install_files_then_uninstall() {
         .unwrap();
     util::assert_ok(&version);
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("coretune "));
+    // The installed binary finds the installed pinning library (../lib/coretune from bin/).
+    let preload = StdCommand::new(usr.join("bin/coretune"))
+        .args([
+            "run",
+            "--threads",
+            "2",
+            "--place",
+            "compact",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg("echo $LD_PRELOAD")
+        .env_remove("LD_PRELOAD")
+        .env_remove("CORETUNE_PIN_LIB")
+        .output()
+        .unwrap();
+    util::assert_ok(&preload);
+    assert_eq!(
+        String::from_utf8_lossy(&preload.stdout).trim(),
+        fs::canonicalize(usr.join("lib/coretune/libcoretune_pin.so"))
+            .unwrap()
+            .to_string_lossy()
+    );
 
     // Something else in the same folders survives the uninstall.
     let other = usr.join("share/man/man1/other.1");

@@ -11,7 +11,8 @@
 //! - **CPU sets and placement**: [`CpuSetExpr`] (hwloc-calc's location language and more),
 //!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]);
 //! - **applying it to programs**: [`thread_env`], [`spawn_program`], [`run_program`],
-//!   [`rebind_process`];
+//!   [`rebind_process`], and thread by thread through the preloaded pinning library
+//!   ([`inspect_program`], [`per_thread`], [`repin_process`], [`check_pinning`]);
 //! - **workloads** that verify their own answers ([`Workload`], [`build_workload`]) and how a run
 //!   is measured ([`run_measured`], [`Measurement`]);
 //! - **the sweep**: a [`Grid`] of [`Config`]s, a [`Runner`] that makes one run, [`execute`] with
@@ -43,6 +44,7 @@ mod launch;
 mod machine;
 mod measure;
 mod noise;
+mod pin;
 mod placement;
 mod stats;
 mod sweep;
@@ -75,8 +77,16 @@ pub use placement::{
 
 // Applying a placement to programs.
 pub use launch::{
-    LaunchError, affinity_of, exit_code, find_program, rebind_process, run as run_program,
-    spawn as spawn_program, thread_env,
+    LaunchError, affinity_of, exit_code, find_program, rebind_process, repin_process,
+    run as run_program, spawn as spawn_program, thread_count, thread_env,
+};
+
+// Thread-by-thread placement of other programs.
+pub use pin::{
+    LIB_FILE as PIN_LIB_FILE, LIB_VAR as PIN_LIB_VAR, Mechanism, Obstacle, OffPlace, OpenMpRuntime,
+    PLAN_VAR as PIN_PLAN_VAR, PerThread, PinError, PinRecord, ProgramInfo, SkipMask,
+    check_samples as check_pinning, fallback as pin_fallback, find_library as find_pin_library,
+    inspect_program, per_thread,
 };
 
 // Workloads, and how a run is measured.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Topology;
-use coretune_core::{Binding, Policy};
+use coretune_core::{Binding, Policy, SkipMask};
 use coretune_core::{CpuPlace, cpu_places};
 use coretune_core::{
     Cpus, Grid, MachineCounts, Plan, Progress, RunSettings, Runner, Strategy, SweepError,
@@ -62,6 +62,10 @@ pub(crate) struct TuneArgs {
     /// Each pinned thread's set: its PU, its core, or one set shared by all threads.
     #[arg(long, default_value = "pu")]
     bind: Binding,
+    /// Skip mask for a program's pinned threads, likwid-pin's -s (hex: bit i = the i-th
+    /// pthread_create makes a helper left unpinned; default: its OpenMP runtime's).
+    #[arg(long, value_name = "MASK")]
+    skip: Option<SkipMask>,
     /// Measured runs per configuration.
     #[arg(long, default_value_t = 3, value_name = "N")]
     runs: usize,
@@ -317,6 +321,7 @@ fn settings(args: &TuneArgs) -> RunSettings {
         timeout: args.timeout.map(Duration::from_secs_f64),
         prepare: args.prepare.clone(),
         monitor: args.monitor.map(Duration::from_millis),
+        skip: args.skip,
     }
 }
 
@@ -456,10 +461,14 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     v
 }
 
-/// Every CPU set of the grid resolves here; their warnings go to stderr.
+/// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
+/// reason when pinned placements cannot reach the program's threads one by one.
 fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     for (cpus, warning) in runner.check(grid)? {
         eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+    if let Some(warning) = runner.pinning_warning(grid) {
+        eprintln!("coretune: warning: {warning}");
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ fn record(wall: f64, involuntary: u64) -> RunRecord {
         verify_error: None,
         checksum: None,
         throttle_trace: Vec::new(),
+        pinning: None,
     }
 }
 

@@ -10,14 +10,14 @@
 //! | `linux/affinity.rs` | `sched_setaffinity`/`sched_getaffinity`, binding a child before `exec` |
 //! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one |
 //! | `linux/counters.rs` | `getrusage`, the perf `cpu-migrations` counter, `sched_getcpu`, `gettid` |
-//! | `linux/proc.rs` | through procfs: processes and parents, threads (`stat`: name, CPU last run on), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
+//! | `linux/proc.rs` | through procfs: processes and parents, threads (`stat`: name, CPU last run on, start time), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
 //! | `linux/sched.rs` | `/proc/PID/task/TID/sched` (`se.nr_migrations`), hand-parsed |
 //! | `linux/cpu_stat.rs` | `/proc/stat` per CPU by number, hand-parsed |
 //! | `linux/interrupts.rs` | `/proc/interrupts`, `/proc/softirqs`, hand-parsed |
 //! | `linux/cgroup.rs` | `/proc/self/cgroup` (procfs), cgroup v2/v1 cpuset and quota files |
 //! | `linux/sysfs.rs` | online and isolated CPU lists, cpufreq governor |
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
-//! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program |
+//! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
 //!
 //! Functions that read files take the directory they read under — `proc_dir` (`/proc`, see
@@ -46,7 +46,7 @@ pub use error::SysError;
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
     bind_before_exec, exit_signal, forward_signals_to, is_executable_file, is_no_such_task,
-    set_task_affinity, stopped_by_request, task_affinity,
+    open_program, set_task_affinity, stopped_by_request, task_affinity,
 };
 
 // Counters of this process and of the calling thread.
@@ -122,6 +122,18 @@ pub(crate) struct ThreadInfo {
     pub(crate) cpu: Option<usize>,
     /// Its moves between CPUs since it started, where the kernel shows them.
     pub(crate) migrations: Option<u64>,
+    /// When it started, in clock ticks since boot (`stat` field 22).
+    pub(crate) started: Option<u64>,
+}
+
+/// A program file opened for reading its headers.
+#[derive(Debug)]
+pub(crate) struct ProgramFile {
+    /// The open file.
+    pub(crate) file: std::fs::File,
+    /// Whether it runs set-user-ID or set-group-ID to someone else for this user, so that the
+    /// dynamic loader ignores `LD_PRELOAD` in it.
+    pub(crate) secure: bool,
 }
 
 /// Whose resource use [`resource_usage`] reads.
@@ -207,6 +219,7 @@ mod test {
             stopped_by_request: fn(ExitStatus) -> bool,
             is_no_such_task: fn(&io::Error) -> bool,
             is_executable_file: fn(&Path) -> bool,
+            open_program: fn(&Path) -> Result<ProgramFile, SysError>,
             set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,
             task_affinity: fn(i32) -> io::Result<CpuSet>,
             current_cpu: fn() -> Result<usize, SysError>,

@@ -10,7 +10,7 @@ use std::process::{Command, ExitStatus};
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
-    CgroupLimits, CpuStat, ProcessInfo, ResourceUsage, SysError, ThreadInfo, UsageOf,
+    CgroupLimits, CpuStat, ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, UsageOf,
 };
 
 /// Where Linux keeps `/proc`; nothing reads it here.
@@ -182,6 +182,10 @@ pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
 }
 
 /// Without execute permissions to check, any regular file may be a program.
+pub(crate) fn open_program(_path: &Path) -> Result<ProgramFile, SysError> {
+    unsupported("inspecting programs")
+}
+
 pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }

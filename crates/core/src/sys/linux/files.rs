@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use procfs::{FromRead, ProcError};
 
-use crate::sys::SysError;
+use crate::sys::{ProgramFile, SysError};
 
 /// The whole file as text.
 pub(super) fn read_text(path: &Path) -> Result<String, SysError> {
@@ -92,10 +92,45 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Opens the program at `path` for reading its headers, and says whether the kernel will run it
+/// in secure-execution mode for this user (set-user-ID to another owner, or set-group-ID to
+/// another group: then the dynamic loader ignores `LD_PRELOAD`).
+pub(crate) fn open_program(path: &Path) -> Result<ProgramFile, SysError> {
+    use std::os::unix::fs::MetadataExt;
+    let read_error = |source| SysError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    // SAFETY: getuid and getgid take no arguments, always succeed and only return ids.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let setuid = meta.mode() & libc::S_ISUID != 0 && meta.uid() != uid;
+    let setgid = meta.mode() & libc::S_ISGID != 0 && meta.gid() != gid;
+    Ok(ProgramFile {
+        file,
+        secure: setuid || setgid,
+    })
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
     use crate::test_util::write;
+
+    #[test]
+    fn programs_open_with_their_set_id_bits() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "prog", "#!/bin/sh\n");
+        let prog = dir.path().join("prog");
+        assert!(!open_program(&prog).unwrap().secure);
+        // Set-user-ID to its owner, which is this user: not secure for us.
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        assert!(!open_program(&prog).unwrap().secure);
+        let err = open_program(&dir.path().join("missing")).unwrap_err();
+        assert!(matches!(err, SysError::Read { .. }), "{err}");
+    }
 
     #[test]
     fn errors_name_the_file() {

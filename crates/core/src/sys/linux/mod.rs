@@ -19,7 +19,7 @@ pub(crate) use cgroup::cgroup_limits;
 pub(crate) use counters::thread_cpu_time;
 pub(crate) use counters::{MigrationCounter, current_cpu, current_tid, resource_usage};
 pub(crate) use cpu_stat::cpu_stat;
-pub(crate) use files::is_executable_file;
+pub(crate) use files::{is_executable_file, open_program};
 pub(crate) use host::{cpu_model, host_name, kernel_release};
 pub(crate) use interrupts::{interrupts, softirqs};
 pub(crate) use proc::{

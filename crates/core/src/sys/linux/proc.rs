@@ -107,6 +107,7 @@ fn threads_of(process: &Opened) -> Result<Vec<ThreadInfo>, SysError> {
                     .as_ref()
                     .and_then(|s| s.processor)
                     .and_then(|c| usize::try_from(c).ok()),
+                started: stat.as_ref().map(|s| s.starttime),
                 name: stat.map(|s| s.comm),
                 migrations: sched::migrations(&sched).ok(),
             }
