@@ -17,7 +17,10 @@
 //! - **the sweep**: a [`Grid`] of [`Config`]s, a [`Runner`] that makes one run, [`execute`] with
 //!   its [`RunLog`], the results folder ([`SweepFolder`]), [`summarize`], [`recommend`],
 //!   [`apply_lines`] and the report model ([`SweepReport`], [`RunView`]);
-//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]).
+//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]);
+//! - **keeping a placement in force**: rules files ([`RuleSet`]) applied to running processes
+//!   ([`Enforcer`]) and, by a daemon, to every process that starts ([`watch_rules`]); CPUs kept
+//!   free of every process ([`plan_reserve`], [`apply_reserve`], [`undo_reserve`]).
 //!
 //! ```
 //! use coretune_core::{Binding, Policy, Topology, TopologySource, plan};
@@ -41,6 +44,8 @@ mod machine;
 mod measure;
 mod noise;
 mod placement;
+mod reserve;
+mod rules;
 mod stats;
 mod sweep;
 mod sys;
@@ -74,6 +79,19 @@ pub use placement::{
 pub use launch::{
     LaunchError, affinity_of, exit_code, find_program, rebind_process, run as run_program,
     spawn as spawn_program, thread_env,
+};
+
+// Keeping a placement in force: rules applied as programs start.
+pub use rules::{
+    Action as RuleActionRecord, Enforcer, EventSource, Outcome as RuleOutcome, Rule, RuleAction,
+    RuleEffect, RuleSet, RuleWarning, RulesError, Trigger as RuleTrigger, WatchEvent, WatchOptions,
+    watch as watch_rules,
+};
+
+pub use reserve::{
+    RESERVE_SCHEMA, ReserveError, ReserveMethod, ReservePlan, ReserveStep, SYSTEMD_UNITS,
+    apply_reserve, default_state_path as reserve_state_path, plan_reserve, read_reserve_state,
+    reserve_rules_path, undo_reserve,
 };
 
 // Workloads, and how a run is measured.

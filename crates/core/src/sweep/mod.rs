@@ -58,6 +58,7 @@ pub use config::{
     Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
     parse_threads,
 };
+pub(crate) use folder::civil_date;
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
 pub use recommend::{Recommendation, recommend};
 pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};

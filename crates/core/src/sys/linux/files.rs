@@ -1,12 +1,14 @@
 //! Reading one file into a typed result: every read of `/proc`, `/sys` and the cgroup file
-//! systems goes through these, so each error names the file it failed on.
+//! systems goes through these, so each error names the file it failed on. Also the file-system
+//! calls of rules files (owner and mode, reading without following a link) and of saved state
+//! (written durably: a crash leaves the old file or the new one, never half of one).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use procfs::{FromRead, ProcError};
 
-use crate::sys::SysError;
+use crate::sys::{FileMeta, SysError};
 
 /// The whole file as text.
 pub(super) fn read_text(path: &Path) -> Result<String, SysError> {
@@ -92,6 +94,110 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+fn meta_of(m: &std::fs::Metadata) -> FileMeta {
+    use std::os::unix::fs::MetadataExt;
+    FileMeta {
+        uid: m.uid(),
+        gid: m.gid(),
+        mode: m.mode() & 0o7777,
+        is_dir: m.is_dir(),
+        is_symlink: m.file_type().is_symlink(),
+    }
+}
+
+fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
+    move |source| SysError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Owner, group and mode of `path` itself (a symbolic link is described, not followed).
+pub(crate) fn link_meta(path: &Path) -> Result<FileMeta, SysError> {
+    std::fs::symlink_metadata(path)
+        .map(|m| meta_of(&m))
+        .map_err(read_error(path))
+}
+
+/// `path` with every link and `..` resolved.
+pub(crate) fn canonical_path(path: &Path) -> Result<PathBuf, SysError> {
+    std::fs::canonicalize(path).map_err(read_error(path))
+}
+
+/// The text of the regular file at `path`, and its owner and mode as of the open descriptor
+/// (so the file checked is the file read). A symbolic link as the last component is refused
+/// (`O_NOFOLLOW`: ELOOP).
+pub(crate) fn read_no_follow(path: &Path) -> Result<(String, FileMeta), SysError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error(path))?;
+    let meta = meta_of(&file.metadata().map_err(read_error(path))?);
+    if !file.metadata().map_err(read_error(path))?.is_file() {
+        return Err(SysError::Read {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(read_error(path))?;
+    Ok((text, meta))
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
+/// a temporary file beside it, synced, renamed over it, and the folder synced. Folders on the
+/// way are created.
+pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(read_error(dir))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        SysError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// The bytes of `path`, `None` when there is no such file.
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SysError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Removes the file at `path` (and syncs its folder, so the removal survives a crash).
+pub(crate) fn remove_durably(path: &Path) -> Result<(), SysError> {
+    std::fs::remove_file(path).map_err(read_error(path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -118,5 +224,27 @@ mod test {
         write(dir.path(), "loadavg", "0.5 x\n");
         let err = read_procfs::<procfs::LoadAverage>(&dir.path().join("loadavg")).unwrap_err();
         assert!(matches!(err, SysError::Parse { .. }), "{err}");
+    }
+
+    #[test]
+    fn no_follow_refuses_a_link_and_durable_writes_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rules.toml");
+        write_durably(&file, b"one").unwrap();
+        write_durably(&file, b"two").unwrap();
+        let (text, meta) = read_no_follow(&file).unwrap();
+        assert_eq!(text, "two");
+        assert!(!meta.is_dir && !meta.is_symlink);
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_no_follow(&link).is_err());
+        assert!(link_meta(&link).unwrap().is_symlink);
+        assert!(read_no_follow(dir.path()).is_err());
+        assert_eq!(read_if_exists(&file).unwrap().unwrap(), b"two");
+        remove_durably(&file).unwrap();
+        assert_eq!(read_if_exists(&file).unwrap(), None);
+        // Only the file itself is left behind: no temporary files.
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1);
     }
 }
