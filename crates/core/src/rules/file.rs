@@ -259,7 +259,13 @@ fn check_rule(src: &Source<'_>, m: &RuleModel, at: usize) -> Result<Checked, Rul
                     // The value starts with its quote; point at the failing part inside it.
                     let inner = match &e {
                         CpuSetError::Syntax { offset, .. } => *offset,
-                        _ => 0,
+                        // Other errors start with the failing part, quoted.
+                        _ => e
+                            .to_string()
+                            .strip_prefix('\'')
+                            .and_then(|m| m.split_once("':"))
+                            .and_then(|(part, _)| text.find(part))
+                            .unwrap_or(0),
                     };
                     src.error(c.span().start + 1 + inner, format!("cpus: {e}"))
                 })

@@ -3,8 +3,9 @@
 //! `exec` and `exit` as it happens. neli provides the socket and the `cn_msg` / `proc_event`
 //! layouts (neither libc nor nix defines those structs).
 //!
-//! Subscribing needs `CAP_NET_ADMIN` in the initial user namespace, and the kernel only answers
-//! from the initial PID namespace: elsewhere [`ProcEvents::open`] fails and the caller polls
+//! Subscribing needs `CAP_NET_ADMIN` before Linux 6.6 (any user after), and the events name
+//! processes by their pids in the initial PID namespace: where that is not this process's (a
+//! container), or the kernel does not answer, [`ProcEvents::open`] fails and the caller polls
 //! `/proc` instead.
 
 use std::io::{self, Cursor};
@@ -84,7 +85,55 @@ impl ProcEvents {
             buf: vec![0; DATAGRAM],
         };
         events.subscribe()?;
+        events.check_pids()?;
         Ok(events)
+    }
+
+    /// Makes sure the events name processes as this process sees them. The kernel reports pids
+    /// of the initial PID namespace; inside a container (a PID namespace of its own) those are
+    /// other numbers, and acting on them would touch the wrong processes. So: fork a child that
+    /// exits at once, and wait for its fork event with the pids this process knows.
+    fn check_pids(&mut self) -> Result<(), SysError> {
+        use nix::unistd::{ForkResult, fork, getpid};
+        let me = getpid().as_raw();
+        // SAFETY: the child calls only `_exit`, which is async-signal-safe, so it touches no
+        // lock or allocator state another thread may have held at the fork.
+        let child = match unsafe { fork() } {
+            Ok(ForkResult::Child) => unsafe_exit(),
+            Ok(ForkResult::Parent { child }) => child,
+            Err(e) => {
+                return Err(SysError::Call {
+                    call: "fork",
+                    source: e.into(),
+                });
+            }
+        };
+        let _ = nix::sys::wait::waitpid(child, None);
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        let mut events = Vec::new();
+        while let Some(left) = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+        {
+            if !self.wait_readable(left)? {
+                break;
+            }
+            events.clear();
+            self.read(&mut events)?;
+            let seen = events.iter().any(|e| {
+                matches!(*e, ProcEvent::Fork { parent, tgid, .. }
+                    if parent == me && tgid == child.as_raw())
+            });
+            if seen {
+                return Ok(());
+            }
+        }
+        Err(SysError::Call {
+            call: "PROC_CN_MCAST_LISTEN",
+            source: io::Error::other(
+                "the events name processes by pids of another PID namespace (a container?)",
+            ),
+        })
     }
 
     fn subscribe(&mut self) -> Result<(), SysError> {
@@ -227,6 +276,12 @@ impl ProcEvents {
         }
         Ok(())
     }
+}
+
+/// The end of the check's child: `_exit(0)`, without running this process's exit handlers.
+fn unsafe_exit() -> ! {
+    // SAFETY: `_exit` ends the process at once; it is async-signal-safe and needs nothing.
+    unsafe { libc::_exit(0) }
 }
 
 /// The process events in one datagram. Each netlink message is parsed from its own slice, so an
