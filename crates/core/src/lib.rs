@@ -90,8 +90,8 @@ pub use rules::{
 
 pub use reserve::{
     RESERVE_SCHEMA, ReserveError, ReserveMethod, ReservePlan, ReserveStep, SYSTEMD_UNITS,
-    apply_reserve, default_state_path as reserve_state_path, plan_reserve, read_reserve_state,
-    reserve_rules_path, undo_reserve,
+    apply_reserve, default_state_path as reserve_state_path, ensure_not_reserved, plan_reserve,
+    read_reserve_state, reserve_rules_path, undo_reserve,
 };
 
 // Workloads, and how a run is measured.

@@ -551,6 +551,23 @@ fn run_step(step: &ReserveStep, forward: bool) -> Result<(), SysError> {
     }
 }
 
+/// Fails when a state is saved at `state` already: reserving again would lose what was there
+/// before the first time.
+///
+/// # Errors
+///
+/// [`ReserveError::AlreadyReserved`].
+pub fn ensure_not_reserved(state: &Path) -> Result<(), ReserveError> {
+    match sys::read_if_exists(state)? {
+        None => Ok(()),
+        Some(bytes) => Err(ReserveError::AlreadyReserved {
+            path: state.to_path_buf(),
+            reserved: serde_json::from_slice::<ReservePlan>(&bytes)
+                .map_or_else(|_| "?".to_owned(), |p| p.reserved),
+        }),
+    }
+}
+
 /// Saves `plan` at `state` (durably), then makes its changes in order. When one fails, those
 /// made are taken back and the state removed. The `rules` way also writes the rules file that
 /// keeps new processes off the set ([`reserve_rules_path`]).
@@ -560,14 +577,7 @@ fn run_step(step: &ReserveStep, forward: bool) -> Result<(), SysError> {
 /// [`ReserveError::AlreadyReserved`] when `state` exists; [`ReserveError::Sys`] for a change
 /// that failed (after taking the others back).
 pub fn apply_reserve(plan: &ReservePlan, state: &Path) -> Result<(), ReserveError> {
-    if let Some(bytes) = sys::read_if_exists(state)? {
-        let reserved = serde_json::from_slice::<ReservePlan>(&bytes)
-            .map_or_else(|_| "?".to_owned(), |p| p.reserved);
-        return Err(ReserveError::AlreadyReserved {
-            path: state.to_path_buf(),
-            reserved,
-        });
-    }
+    ensure_not_reserved(state)?;
     let json = serde_json::to_vec_pretty(plan).map_err(|e| ReserveError::BadState {
         path: state.to_path_buf(),
         message: e.to_string(),

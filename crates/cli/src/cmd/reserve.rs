@@ -8,8 +8,8 @@ use anyhow::Context;
 use clap::Args;
 use coretune_core::{
     CpuSetExpr, ReserveMethod, ReservePlan, ResolveOptions, Topology, TopologySource,
-    apply_reserve, plan_reserve, read_reserve_state, reserve_rules_path, reserve_state_path,
-    undo_reserve,
+    apply_reserve, ensure_not_reserved, plan_reserve, read_reserve_state, reserve_rules_path,
+    reserve_state_path, undo_reserve,
 };
 
 #[derive(Debug, Args)]
@@ -105,6 +105,9 @@ pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
         .map(str::parse::<ReserveMethod>)
         .transpose()
         .map_err(flat("--via"))?;
+    if !args.dry_run {
+        ensure_not_reserved(&state).map_err(flat("reserve"))?;
+    }
     let plan = plan_reserve(&topo, &reserved, via, &args.cgroup).map_err(flat("reserve"))?;
     let verb = if args.dry_run {
         "would keep"

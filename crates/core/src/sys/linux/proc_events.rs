@@ -138,9 +138,13 @@ impl ProcEvents {
 
     fn subscribe(&mut self) -> Result<(), SysError> {
         let subscribe = call("PROC_CN_MCAST_LISTEN");
+        // The kernel's acknowledgement goes to every listener; this sequence number (the pid,
+        // unique among running processes) tells ours from another's.
+        let seq = std::process::id();
         let cn = CnMsgBuilder::default()
             .idx(CnMsgIdx::Proc)
             .val(CnMsgVal::Proc)
+            .seq(seq)
             .payload(ProcCnMcastOp::Listen)
             .build()
             .map_err(|e| io::Error::other(e.to_string()))
@@ -175,7 +179,10 @@ impl ProcEvents {
                 });
             }
             while let Some(n) = self.recv_datagram()? {
-                for raw in parse_datagram(&self.buf[..n]) {
+                for (raw, ack_seq) in parse_datagram(&self.buf[..n]) {
+                    if ack_seq != seq {
+                        continue;
+                    }
                     if let Raw::Ack { err } = raw.event {
                         return if err == 0 {
                             Ok(())
@@ -244,7 +251,7 @@ impl ProcEvents {
                 out.push(ProcEvent::Lost);
                 continue;
             }
-            for raw in parse_datagram(&self.buf[..n]) {
+            for (raw, _) in parse_datagram(&self.buf[..n]) {
                 let at = raw.timestamp_ns;
                 match raw.event {
                     Raw::Exec { process_tgid, .. } => out.push(ProcEvent::Exec {
@@ -284,9 +291,10 @@ fn unsafe_exit() -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// The process events in one datagram. Each netlink message is parsed from its own slice, so an
-/// event type neli does not know (a newer kernel's) skips that message only.
-fn parse_datagram(bytes: &[u8]) -> Vec<ProcEventHeader> {
+/// The process events in one datagram, each with its `cn_msg` sequence number. Each netlink
+/// message is parsed from its own slice, so an event type neli does not know (a newer kernel's)
+/// skips that message only.
+fn parse_datagram(bytes: &[u8]) -> Vec<(ProcEventHeader, u32)> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos + 4 <= bytes.len() {
@@ -299,11 +307,14 @@ fn parse_datagram(bytes: &[u8]) -> Vec<ProcEventHeader> {
         if let Ok(msg) = Nlmsghdr::<Nlmsg, CnMsg<ProcEventHeader>>::from_bytes(&mut cursor) {
             if let NlPayload::Payload(cn) = msg.nl_payload() {
                 let header = cn.payload();
-                out.push(ProcEventHeader {
-                    cpu: header.cpu,
-                    timestamp_ns: header.timestamp_ns,
-                    event: header.event,
-                });
+                out.push((
+                    ProcEventHeader {
+                        cpu: header.cpu,
+                        timestamp_ns: header.timestamp_ns,
+                        event: header.event,
+                    },
+                    *cn.seq(),
+                ));
             }
         }
         // Netlink messages are 4-byte aligned.
@@ -327,7 +338,7 @@ mod test {
         let mut cn = Vec::new();
         cn.extend_from_slice(&1u32.to_ne_bytes()); // idx
         cn.extend_from_slice(&1u32.to_ne_bytes()); // val
-        cn.extend_from_slice(&0u32.to_ne_bytes()); // seq
+        cn.extend_from_slice(&9u32.to_ne_bytes()); // seq
         cn.extend_from_slice(&0u32.to_ne_bytes()); // ack
         cn.extend_from_slice(&u16::try_from(event.len()).unwrap().to_ne_bytes());
         cn.extend_from_slice(&0u16.to_ne_bytes()); // flags
@@ -347,27 +358,33 @@ mod test {
         let exec = parse_datagram(&datagram(2, &[7, 7]));
         assert!(matches!(
             exec[..],
-            [ProcEventHeader {
-                timestamp_ns: 123,
-                event: Raw::Exec {
-                    process_pid: 7,
-                    process_tgid: 7
+            [(
+                ProcEventHeader {
+                    timestamp_ns: 123,
+                    event: Raw::Exec {
+                        process_pid: 7,
+                        process_tgid: 7
+                    },
+                    ..
                 },
-                ..
-            }]
+                9
+            )]
         ));
         let fork = parse_datagram(&datagram(1, &[1, 1, 9, 8]));
         assert!(matches!(
             fork[..],
-            [ProcEventHeader {
-                event: Raw::Fork {
-                    parent_tgid: 1,
-                    child_pid: 9,
-                    child_tgid: 8,
+            [(
+                ProcEventHeader {
+                    event: Raw::Fork {
+                        parent_tgid: 1,
+                        child_pid: 9,
+                        child_tgid: 8,
+                        ..
+                    },
                     ..
                 },
-                ..
-            }]
+                _
+            )]
         ));
         // An event type from a newer kernel is skipped, the message after it still parses.
         let mut two = datagram(0x0400_0000, &[1, 2]);
@@ -375,12 +392,46 @@ mod test {
         let parsed = parse_datagram(&two);
         assert_eq!(parsed.len(), 1);
         assert!(matches!(
-            parsed[0].event,
+            parsed[0].0.event,
             Raw::Exec {
                 process_tgid: 5,
                 ..
             }
         ));
         assert!(parse_datagram(&[1, 2]).is_empty());
+    }
+
+    #[test]
+    fn live_events_of_a_child() {
+        if crate::sys::effective_uid() != 0 {
+            eprintln!("SKIPPED: live_events_of_a_child needs root");
+            return;
+        }
+        let mut events = match ProcEvents::open() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("SKIPPED: live_events_of_a_child: the connector is unavailable: {e}");
+                return;
+            }
+        };
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        child.wait().unwrap();
+        let (mut exec, mut exit) = (false, false);
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !(exec && exit) && Instant::now() < deadline {
+            if events.wait_readable(Duration::from_millis(100)).unwrap() {
+                got.clear();
+                events.read(&mut got).unwrap();
+                exec |= got
+                    .iter()
+                    .any(|e| matches!(*e, ProcEvent::Exec { pid: p, .. } if p == pid));
+                exit |= got.iter().any(
+                    |e| matches!(*e, ProcEvent::Exit { tid, tgid } if tid == pid && tgid == pid),
+                );
+            }
+        }
+        assert!(exec && exit, "exec {exec}, exit {exit}");
     }
 }
