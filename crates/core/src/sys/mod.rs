@@ -310,6 +310,7 @@ pub(crate) struct CgroupLimits {
 mod test {
     use std::collections::BTreeMap;
     use std::io;
+    use std::os::fd::BorrowedFd;
     use std::path::{Path, PathBuf};
     use std::process::{Command, ExitStatus};
     use std::time::Duration;
@@ -407,6 +408,12 @@ mod test {
                 let _: fn(&mut $os::ProcEvents, &mut Vec<ProcEvent>) -> Result<(), SysError> =
                     $os::ProcEvents::read;
                 let _: fn() -> Result<$os::DaemonSignals, SysError> = $os::DaemonSignals::install;
+                let _: for<'a> fn(&'a $os::ProcEvents) -> BorrowedFd<'a> = $os::ProcEvents::fd;
+                let _: for<'a> fn(
+                    &mut $os::DaemonSignals,
+                    Option<BorrowedFd<'a>>,
+                    Option<Duration>,
+                ) -> Result<Woken, SysError> = $os::DaemonSignals::wait;
             };
         }
         daemon!(linux);

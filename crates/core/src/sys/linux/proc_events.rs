@@ -138,13 +138,14 @@ impl ProcEvents {
 
     fn subscribe(&mut self) -> Result<(), SysError> {
         let subscribe = call("PROC_CN_MCAST_LISTEN");
-        // The kernel's acknowledgement goes to every listener; this sequence number (the pid,
-        // unique among running processes) tells ours from another's.
-        let seq = std::process::id();
+        // The kernel's acknowledgement goes to every listener; it answers with this number
+        // plus one in its `ack` field (`cn_proc_ack`), which tells ours from another's. The
+        // pid is unique among running processes.
+        let tag = std::process::id();
         let cn = CnMsgBuilder::default()
             .idx(CnMsgIdx::Proc)
             .val(CnMsgVal::Proc)
-            .seq(seq)
+            .ack(tag)
             .payload(ProcCnMcastOp::Listen)
             .build()
             .map_err(|e| io::Error::other(e.to_string()))
@@ -179,8 +180,8 @@ impl ProcEvents {
                 });
             }
             while let Some(n) = self.recv_datagram()? {
-                for (raw, ack_seq) in parse_datagram(&self.buf[..n]) {
-                    if ack_seq != seq {
+                for (raw, ack) in parse_datagram(&self.buf[..n]) {
+                    if ack != tag.wrapping_add(1) {
                         continue;
                     }
                     if let Raw::Ack { err } = raw.event {
@@ -291,7 +292,7 @@ fn unsafe_exit() -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// The process events in one datagram, each with its `cn_msg` sequence number. Each netlink
+/// The process events in one datagram, each with its `cn_msg` acknowledgement number. Each netlink
 /// message is parsed from its own slice, so an event type neli does not know (a newer kernel's)
 /// skips that message only.
 fn parse_datagram(bytes: &[u8]) -> Vec<(ProcEventHeader, u32)> {
@@ -313,7 +314,7 @@ fn parse_datagram(bytes: &[u8]) -> Vec<(ProcEventHeader, u32)> {
                         timestamp_ns: header.timestamp_ns,
                         event: header.event,
                     },
-                    *cn.seq(),
+                    *cn.ack(),
                 ));
             }
         }
@@ -338,8 +339,8 @@ mod test {
         let mut cn = Vec::new();
         cn.extend_from_slice(&1u32.to_ne_bytes()); // idx
         cn.extend_from_slice(&1u32.to_ne_bytes()); // val
-        cn.extend_from_slice(&9u32.to_ne_bytes()); // seq
-        cn.extend_from_slice(&0u32.to_ne_bytes()); // ack
+        cn.extend_from_slice(&0u32.to_ne_bytes()); // seq
+        cn.extend_from_slice(&9u32.to_ne_bytes()); // ack
         cn.extend_from_slice(&u16::try_from(event.len()).unwrap().to_ne_bytes());
         cn.extend_from_slice(&0u16.to_ne_bytes()); // flags
         cn.extend_from_slice(&event);
