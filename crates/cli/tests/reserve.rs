@@ -8,16 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use util::coretune;
-
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
-}
+use util::{coretune, is_root};
 
 fn two_cpus() -> bool {
     std::thread::available_parallelism().map_or(1, usize::from) >= 2

@@ -176,15 +176,17 @@ pub enum ReserveStep {
     },
 }
 
+/// A saved value for messages: `(empty)` for an empty one.
+fn show(value: &str) -> String {
+    if value.trim().is_empty() {
+        "(empty)".to_owned()
+    } else {
+        value.trim_end().to_owned()
+    }
+}
+
 impl std::fmt::Display for ReserveStep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |s: &str| {
-            if s.trim().is_empty() {
-                "(empty)".to_owned()
-            } else {
-                s.trim_end().to_owned()
-            }
-        };
         match self {
             ReserveStep::Systemd { unit, old, new } => write!(
                 f,
@@ -204,13 +206,6 @@ impl std::fmt::Display for ReserveStep {
 impl ReserveStep {
     /// What taking it back does, for `--undo`.
     pub fn undo_text(&self) -> String {
-        let show = |s: &str| {
-            if s.trim().is_empty() {
-                "(empty)".to_owned()
-            } else {
-                s.trim_end().to_owned()
-            }
-        };
         match self {
             ReserveStep::Systemd { unit, old, .. } => {
                 format!(

@@ -106,3 +106,13 @@ pub fn resume(dir: &std::path::Path) {
         .unwrap();
     assert_ok(&out);
 }
+
+/// Whether the tests run as root (the real uid of `/proc/self/status`).
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        == Some("0")
+}

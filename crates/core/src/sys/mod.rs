@@ -24,6 +24,7 @@
 //! | `linux/clock.rs` | the monotonic and boot-time clocks, clock ticks per second |
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; owner and mode, reading without following a link, durable writes of saved state |
+//! | `state.rs` | saved state written durably (standard library only, every OS) |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
 //!
 //! Functions that read files take the directory they read under — `proc_dir` (`/proc`, see
@@ -34,6 +35,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod error;
+mod state;
 // The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
@@ -84,10 +86,10 @@ pub(crate) use os::{
     user_id,
 };
 
-// Files: rules files checked before they are trusted, saved state written durably.
-pub(crate) use os::{
-    canonical_path, link_meta, read_if_exists, read_no_follow, remove_durably, write_durably,
-};
+// Files: rules files checked before they are trusted; saved state written durably (the same
+// on every OS).
+pub(crate) use os::{canonical_path, link_meta, read_no_follow};
+pub(crate) use state::{read_if_exists, remove_durably, write_durably};
 
 // Reserving CPUs: cgroup cpusets and systemd.
 pub(crate) use os::{
@@ -380,9 +382,6 @@ mod test {
             link_meta: fn(&Path) -> Result<FileMeta, SysError>,
             canonical_path: fn(&Path) -> Result<PathBuf, SysError>,
             read_no_follow: fn(&Path) -> Result<(String, FileMeta), SysError>,
-            write_durably: fn(&Path, &[u8]) -> Result<(), SysError>,
-            read_if_exists: fn(&Path) -> Result<Option<Vec<u8>>, SysError>,
-            remove_durably: fn(&Path) -> Result<(), SysError>,
             cpuset_hierarchies: fn(&Path) -> Result<Vec<CpusetHierarchy>, SysError>,
             child_cgroups: fn(&Path) -> Result<Vec<PathBuf>, SysError>,
             cgroup_pids: fn(&Path) -> Result<Vec<i32>, SysError>,

@@ -274,31 +274,6 @@ pub(crate) fn read_no_follow(_path: &Path) -> Result<(String, FileMeta), SysErro
     unsupported("reading a file without following links")
 }
 
-pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
-    std::fs::write(path, bytes).map_err(|source| SysError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(SysError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-pub(crate) fn remove_durably(path: &Path) -> Result<(), SysError> {
-    std::fs::remove_file(path).map_err(|source| SysError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 pub(crate) fn cpuset_hierarchies(_root: &Path) -> Result<Vec<CpusetHierarchy>, SysError> {
     Ok(Vec::new())
 }

@@ -1,7 +1,6 @@
 //! Reading one file into a typed result: every read of `/proc`, `/sys` and the cgroup file
 //! systems goes through these, so each error names the file it failed on. Also the file-system
-//! calls of rules files (owner and mode, reading without following a link) and of saved state
-//! (written durably: a crash leaves the old file or the new one, never half of one).
+//! calls of rules files: owner and mode, reading without following a link.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -147,57 +146,6 @@ pub(crate) fn read_no_follow(path: &Path) -> Result<(String, FileMeta), SysError
     Ok((text, meta))
 }
 
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
-/// a temporary file beside it, synced, renamed over it, and the folder synced. Folders on the
-/// way are created.
-pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(read_error(dir))?;
-    let name = path
-        .file_name()
-        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    };
-    write().map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        SysError::Read {
-            path: path.to_path_buf(),
-            source,
-        }
-    })
-}
-
-/// The bytes of `path`, `None` when there is no such file.
-pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(SysError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-/// Removes the file at `path` (and syncs its folder, so the removal survives a crash).
-pub(crate) fn remove_durably(path: &Path) -> Result<(), SysError> {
-    std::fs::remove_file(path).map_err(read_error(path))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
@@ -227,11 +175,10 @@ mod test {
     }
 
     #[test]
-    fn no_follow_refuses_a_link_and_durable_writes_replace() {
+    fn no_follow_refuses_a_link() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("rules.toml");
-        write_durably(&file, b"one").unwrap();
-        write_durably(&file, b"two").unwrap();
+        std::fs::write(&file, "two").unwrap();
         let (text, meta) = read_no_follow(&file).unwrap();
         assert_eq!(text, "two");
         assert!(!meta.is_dir && !meta.is_symlink);
@@ -240,11 +187,5 @@ mod test {
         assert!(read_no_follow(&link).is_err());
         assert!(link_meta(&link).unwrap().is_symlink);
         assert!(read_no_follow(dir.path()).is_err());
-        assert_eq!(read_if_exists(&file).unwrap().unwrap(), b"two");
-        remove_durably(&file).unwrap();
-        assert_eq!(read_if_exists(&file).unwrap(), None);
-        // Only the file itself is left behind: no temporary files.
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 1);
     }
 }

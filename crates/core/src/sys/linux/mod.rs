@@ -29,10 +29,7 @@ pub(crate) use clock::{boot_time_ns, monotonic_ns, ticks_per_second};
 pub(crate) use counters::thread_cpu_time;
 pub(crate) use counters::{MigrationCounter, current_cpu, current_tid, resource_usage};
 pub(crate) use cpu_stat::cpu_stat;
-pub(crate) use files::{
-    canonical_path, is_executable_file, link_meta, read_if_exists, read_no_follow, remove_durably,
-    write_durably,
-};
+pub(crate) use files::{canonical_path, is_executable_file, link_meta, read_no_follow};
 pub(crate) use host::{cpu_model, host_name, kernel_release};
 pub(crate) use interrupts::{interrupts, softirqs};
 pub(crate) use priority::{set_task_nice, task_nice};
