@@ -762,3 +762,35 @@ fn in_a_pid_namespace_the_daemon_polls() {
     assert!(stdout.contains("Cpus_allowed_list:\t1"), "{stdout} {err}");
     assert!(stdout.contains(r#""event":"poll""#), "{stdout}");
 }
+
+/// `rules apply` with a policy pins the threads a process already has, one CPU each in thread
+/// order.
+#[test]
+fn apply_pins_existing_threads() {
+    if !root_or_skip("apply_pins_existing_threads") {
+        return;
+    }
+    let setup = Setup::new();
+    let Some(threads) = setup.threaded("ct-apply-threads") else {
+        return;
+    };
+    let rules =
+        setup.rules("[[rule]]\nexe = \"ct-apply-threads\"\ncpus = \"all\"\npolicy = \"compact\"\n");
+    let mut procs = Procs(Vec::new());
+    let t = procs.spawn(&threads, &["3", "0"]);
+    assert!(wait_until(Duration::from_secs(20), || thread_allowed(t)
+        .len()
+        == 4));
+    let out = coretune()
+        .args(["rules", "apply", &rules])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert_eq!(thread_allowed(t), ["0", "1", "0", "1"]);
+    let line: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        (line["threads"].as_u64(), line["result"].as_str()),
+        (Some(4), Some("applied"))
+    );
+}
