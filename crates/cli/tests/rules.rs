@@ -131,8 +131,9 @@ impl Daemon {
     }
 
     fn signal(&self, name: &str) {
-        let ok = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
+        // The shell's own `kill`: procps may not be installed.
+        let ok = Command::new("sh")
+            .args(["-c", &format!("kill -{name} {}", self.child.id())])
             .status()
             .unwrap()
             .success();
