@@ -20,7 +20,10 @@
 //!   [`apply_lines`] and the report model ([`SweepReport`], [`RunView`]);
 //! - **fleets**: sweeps on every node type of a Slurm cluster ([`SlurmFleet`], [`Slurm`]) and
 //!   their merged report ([`FleetFolder`], [`FleetReport`]);
-//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]).
+//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]);
+//! - **keeping a placement in force**: rules files ([`RuleSet`]) applied to running processes
+//!   ([`Enforcer`]) and, by a daemon, to every process that starts ([`watch_rules`]); CPUs kept
+//!   free of every process ([`plan_reserve`], [`apply_reserve`], [`undo_reserve`]).
 //!
 //! ```
 //! use coretune_core::{Binding, Policy, Topology, TopologySource, plan};
@@ -46,6 +49,8 @@ mod measure;
 mod noise;
 mod pin;
 mod placement;
+mod reserve;
+mod rules;
 mod stats;
 mod sweep;
 mod sys;
@@ -87,6 +92,19 @@ pub use pin::{
     PLAN_VAR as PIN_PLAN_VAR, PerThread, PinError, PinRecord, ProgramInfo, SkipMask,
     check_samples as check_pinning, fallback as pin_fallback, find_library as find_pin_library,
     inspect_program, per_thread,
+};
+
+// Keeping a placement in force: rules applied as programs start.
+pub use rules::{
+    Action as RuleActionRecord, Enforcer, EventSource, Outcome as RuleOutcome, Rule, RuleAction,
+    RuleEffect, RuleSet, RuleWarning, RulesError, Trigger as RuleTrigger, WatchEvent, WatchOptions,
+    watch as watch_rules,
+};
+
+pub use reserve::{
+    RESERVE_SCHEMA, ReserveError, ReserveMethod, ReservePlan, ReserveStep, SYSTEMD_UNITS,
+    apply_reserve, default_state_path as reserve_state_path, ensure_not_reserved, plan_reserve,
+    read_reserve_state, reserve_rules_path, undo_reserve,
 };
 
 // Workloads, and how a run is measured.

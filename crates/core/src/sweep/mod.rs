@@ -66,6 +66,7 @@ pub use fleet::{
     FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
     NodeTypeReport, TypeLoss,
 };
+pub(crate) use folder::civil_date;
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
 pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};

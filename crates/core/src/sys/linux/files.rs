@@ -1,12 +1,13 @@
 //! Reading one file into a typed result: every read of `/proc`, `/sys` and the cgroup file
-//! systems goes through these, so each error names the file it failed on.
+//! systems goes through these, so each error names the file it failed on. Also the file-system
+//! calls of rules files: owner and mode, reading without following a link.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use procfs::{FromRead, ProcError};
 
-use crate::sys::{ProgramFile, SysError};
+use crate::sys::{FileMeta, ProgramFile, SysError};
 
 /// The whole file as text.
 pub(super) fn read_text(path: &Path) -> Result<String, SysError> {
@@ -113,6 +114,59 @@ pub(crate) fn open_program(path: &Path) -> Result<ProgramFile, SysError> {
     })
 }
 
+fn meta_of(m: &std::fs::Metadata) -> FileMeta {
+    use std::os::unix::fs::MetadataExt;
+    FileMeta {
+        uid: m.uid(),
+        gid: m.gid(),
+        mode: m.mode() & 0o7777,
+        is_dir: m.is_dir(),
+        is_symlink: m.file_type().is_symlink(),
+    }
+}
+
+fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
+    move |source| SysError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Owner, group and mode of `path` itself (a symbolic link is described, not followed).
+pub(crate) fn link_meta(path: &Path) -> Result<FileMeta, SysError> {
+    std::fs::symlink_metadata(path)
+        .map(|m| meta_of(&m))
+        .map_err(read_error(path))
+}
+
+/// `path` with every link and `..` resolved.
+pub(crate) fn canonical_path(path: &Path) -> Result<PathBuf, SysError> {
+    std::fs::canonicalize(path).map_err(read_error(path))
+}
+
+/// The text of the regular file at `path`, and its owner and mode as of the open descriptor
+/// (so the file checked is the file read). A symbolic link as the last component is refused
+/// (`O_NOFOLLOW`: ELOOP).
+pub(crate) fn read_no_follow(path: &Path) -> Result<(String, FileMeta), SysError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error(path))?;
+    let meta = meta_of(&file.metadata().map_err(read_error(path))?);
+    if !file.metadata().map_err(read_error(path))?.is_file() {
+        return Err(SysError::Read {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(read_error(path))?;
+    Ok((text, meta))
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -153,5 +207,20 @@ mod test {
         write(dir.path(), "loadavg", "0.5 x\n");
         let err = read_procfs::<procfs::LoadAverage>(&dir.path().join("loadavg")).unwrap_err();
         assert!(matches!(err, SysError::Parse { .. }), "{err}");
+    }
+
+    #[test]
+    fn no_follow_refuses_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rules.toml");
+        std::fs::write(&file, "two").unwrap();
+        let (text, meta) = read_no_follow(&file).unwrap();
+        assert_eq!(text, "two");
+        assert!(!meta.is_dir && !meta.is_symlink);
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_no_follow(&link).is_err());
+        assert!(link_meta(&link).unwrap().is_symlink);
+        assert!(read_no_follow(dir.path()).is_err());
     }
 }
