@@ -7,8 +7,8 @@
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
-#   make install    build (release), then install the binary, its shell completions and its man
-#                   pages under $(DESTDIR)$(PREFIX) (see "Installing" below)
+#   make install    build (release), then install the binary, the pinning library, its shell
+#                   completions and its man pages under $(DESTDIR)$(PREFIX) (see "Installing" below)
 
 CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
@@ -26,7 +26,7 @@ setup-test:
 	@scripts/setup.sh --test
 
 build:
-	$(CARGO) build --release --locked -p coretune
+	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
 test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs
 
@@ -51,8 +51,8 @@ docs:
 
 # Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of release-tests;
 # these run them alone. `make vm-run PAYLOAD=smt` boots one payload (a name in
-# scripts/vm/payloads/ or a path to your own) and prints its console; `make vm-shell` does the same
-# and leaves a shell on the guest's console (PAYLOAD= empty: the smt topology, no payload run).
+# scripts/vm/payloads/ or a path to your own) and prints its console; `make vm-shell` boots that
+# payload's machine with a shell on its console instead (the payload is /payloads/NAME.sh there).
 PAYLOAD ?= smt
 vm-tests: setup-test
 	$(CARGO) test --locked --release -p coretune --test vm -- --nocapture
@@ -63,8 +63,9 @@ vm-run: setup-test build
 vm-shell: setup-test build
 	scripts/vm/vm.sh shell '$(PAYLOAD)'
 
-# Installing: the binary, the bash, zsh and fish completions and the man pages (coretune.1 and
-# one page per subcommand) where those shells and man look for them. PREFIX is where they go
+# Installing: the binary, the pinning library (lib/coretune/libcoretune_pin.so, where coretune
+# looks for it from bin/: ../lib/coretune/), the bash, zsh and fish completions and the man
+# pages (coretune.1 and one page per subcommand) where those shells and man look for them. PREFIX is where they go
 # (/usr/local unless a package manager says otherwise), DESTDIR a staging root prepended to it
 # (packagers: `make install DESTDIR=pkg PREFIX=/usr`). `install-files` copies the binary named by
 # CORETUNE without building it, so a binary built elsewhere can be installed (and the tests can
@@ -73,7 +74,10 @@ vm-shell: setup-test build
 PREFIX ?= /usr/local
 DESTDIR ?=
 CORETUNE ?= target/release/coretune
+# The pinning library cargo builds next to the binary.
+PINLIB ?= $(dir $(CORETUNE))libcoretune_pin.so
 BINDIR = $(DESTDIR)$(PREFIX)/bin
+LIBDIR = $(DESTDIR)$(PREFIX)/lib/coretune
 BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
@@ -87,6 +91,7 @@ install: setup build
 # the install instead of leaving an empty completion file behind.
 install-files:
 	install -Dm755 '$(CORETUNE)' '$(BINDIR)/coretune'
+	install -Dm755 '$(PINLIB)' '$(LIBDIR)/libcoretune_pin.so'
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	'$(CORETUNE)' completions bash > "$$tmp/coretune" && \
 	'$(CORETUNE)' completions zsh > "$$tmp/_coretune" && \
@@ -107,5 +112,5 @@ uninstall:
 	else \
 	  rm -f '$(MAN1DIR)/coretune.1' '$(MAN1DIR)'/coretune-*.1; \
 	fi
-	rm -f '$(BINDIR)/coretune' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
+	rm -f '$(BINDIR)/coretune' '$(LIBDIR)/libcoretune_pin.so' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
 	  '$(FISHDIR)/coretune.fish'

@@ -6,6 +6,11 @@
 #                             hwloc-gather-topology, the reference answers), gcc with libgomp
 #                             (the OpenMP placement check), hyperfine (the timing cross-check),
 #                             chromium (renders report.html headless in the browser test),
+#                             slurmctld, slurmd, slurm-client and munge (the one-node Slurm
+#                             cluster of the `tune --slurm` tests, scripts/slurm/),
+#                             likwid (likwid-pin, the reference for per-thread pinning), libomp-dev
+#                             (LLVM's OpenMP runtime), golang-go (builds Go programs with and
+#                             without cgo for the pinning library's reach check),
 #                             qemu-system-x86, busybox-static and cpio (the VM tests' guests:
 #                             scripts/vm/vm.sh; it fetches Debian's kernel itself)
 #
@@ -15,7 +20,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium qemu-system-x86 busybox-static cpio)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio)
 fi
 
 missing=()

@@ -6,7 +6,8 @@
 #   scripts/vm/vm.sh kernel            fetch Debian's kernel (.deb unpacked, nothing installed),
 #                                      cached in $KERNEL_DIR (default $WORK/kernel); prints the
 #                                      vmlinuz path
-#   scripts/vm/vm.sh initrd [FILE.sh]  build $WORK/initrd.cpio.gz: busybox, coretune ($CORETUNE),
+#   scripts/vm/vm.sh initrd [FILE.sh]  build $WORK/initrd.cpio.gz: busybox, coretune ($CORETUNE)
+#                                      and the pinning library beside it,
 #                                      hwloc's tools, the programs in programs/ (gcc -fopenmp),
 #                                      every payload in payloads/ and the FILEs given
 #   scripts/vm/vm.sh boot NAME         boot payload NAME's topology, run it, power off; the console
@@ -106,6 +107,13 @@ initrd() {
   local a
   for a in $("$busybox" --list); do [[ -e "$root/bin/$a" ]] || ln -s busybox "$root/bin/$a"; done
   copy_with_libs "$root" "$CORETUNE" coretune
+  # The per-thread pinning library, where coretune looks for it: next to the binary.
+  local pinlib; pinlib=$(dirname "$CORETUNE")/libcoretune_pin.so
+  if [[ -f "$pinlib" ]]; then
+    copy_with_libs "$root" "$pinlib"
+  else
+    echo "vm.sh: note: no $pinlib (cargo build --release -p coretune-pin): the guest has none" >&2
+  fi
   for a in hwloc-calc hwloc-bind hwloc-distrib hwloc-info lstopo-no-graphics; do
     copy_with_libs "$root" "$(command -v "$a" || die "$a is missing (apt-get install hwloc-nox)")"
   done

@@ -218,38 +218,94 @@ pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<i32>, LaunchError> 
     let tids = sys::thread_ids(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
     let mut bound = Vec::new();
     for tid in tids {
-        match sys::set_task_affinity(tid, cpus) {
-            Ok(()) => bound.push(tid),
-            // A thread that exited meanwhile.
-            Err(e) if sys::is_no_such_task(&e) => {}
-            // EPERM.
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return Err(LaunchError::PermissionDenied {
-                    pid,
-                    owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
-                    me: uid_text(sys::own_uid()),
-                });
-            }
-            Err(source) => {
-                // EINVAL.
-                let hint = if source.kind() == io::ErrorKind::InvalidInput {
-                    " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
-                } else {
-                    ""
-                };
-                return Err(LaunchError::Affinity {
-                    pid,
-                    tid,
-                    source,
-                    hint,
-                });
-            }
+        if bind_one(pid, id, tid, cpus)? {
+            bound.push(tid);
         }
     }
     if bound.is_empty() {
         return Err(LaunchError::NoSuchProcess { pid });
     }
     Ok(bound)
+}
+
+/// The number of threads process `pid` has now.
+///
+/// # Errors
+///
+/// [`LaunchError::NoSuchProcess`].
+pub fn thread_count(pid: u32) -> Result<usize, LaunchError> {
+    let id = i32::try_from(pid).map_err(|_| LaunchError::NoSuchProcess { pid })?;
+    sys::thread_ids(Path::new(sys::PROC_DIR), id)
+        .map(|t| t.len())
+        .map_err(|_| LaunchError::NoSuchProcess { pid })
+}
+
+/// Re-pins the threads of running process `pid` one by one, as the pinning library would have
+/// placed them: ordered by creation (start time, then thread id), the first (the main thread)
+/// on the first of `places`, the k-th thread created after it on place k + 1 (wrapping
+/// around), threads whose creation `skip` skips on the union of the places. Returns each
+/// thread id with the CPUs it got, in that order.
+///
+/// # Errors
+///
+/// As [`rebind_process`].
+pub fn repin_process(
+    pid: u32,
+    places: &[CpuSet],
+    skip: crate::pin::SkipMask,
+) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
+    let no_such_process = || LaunchError::NoSuchProcess { pid };
+    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
+    let mut threads = sys::threads(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
+    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), t.tid));
+    let union = places.iter().fold(CpuSet::new(), |mut u, p| {
+        u |= p;
+        u
+    });
+    let plan = crate::pin::assign(threads.len(), skip, places.len());
+    let mut out = Vec::new();
+    for (thread, place) in threads.iter().zip(plan) {
+        let set = place.map_or(&union, |i| &places[i]);
+        if bind_one(pid, id, thread.tid, set)? {
+            out.push((thread.tid, set.clone()));
+        }
+    }
+    if out.is_empty() {
+        return Err(no_such_process());
+    }
+    Ok(out)
+}
+
+/// Binds thread `tid` of process `pid` (`id`) to `cpus`: `Ok(false)` when the thread has gone
+/// meanwhile.
+fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchError> {
+    match sys::set_task_affinity(tid, cpus) {
+        Ok(()) => Ok(true),
+        // A thread that exited meanwhile.
+        Err(e) if sys::is_no_such_task(&e) => Ok(false),
+        // EPERM.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            Err(LaunchError::PermissionDenied {
+                pid,
+                owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
+                me: uid_text(sys::own_uid()),
+            })
+        }
+        Err(source) => {
+            // EINVAL.
+            let hint = if source.kind() == io::ErrorKind::InvalidInput {
+                " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
+            } else {
+                ""
+            };
+            Err(LaunchError::Affinity {
+                pid,
+                tid,
+                source,
+                hint,
+            })
+        }
+    }
 }
 
 /// The CPUs thread or process `tid` may run on (0 = the calling thread).

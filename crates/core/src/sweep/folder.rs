@@ -114,6 +114,11 @@ impl SweepFolder {
         self.log.lines()
     }
 
+    /// Whether the sweep is complete: continuing it (`tune --resume`) would make no run.
+    pub fn is_complete(&self) -> bool {
+        super::is_complete(&self.spec.plan, self.lines())
+    }
+
     /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
     /// be exported.
     ///
@@ -330,10 +335,21 @@ pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
     base.join(format!("{prefix}{}", timestamp(now)))
 }
 
-/// Civil date and time (UTC) of a Unix time, for folder names (Hinnant's `civil_from_days`).
+/// Civil date and time (UTC) of a Unix time, for folder names.
 fn timestamp(unix: u64) -> String {
-    let days = i64::try_from(unix / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_date(unix);
     let secs = unix % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// The UTC date (year, month, day) of a Unix time (Hinnant's `civil_from_days`).
+pub(crate) fn civil_date(unix: u64) -> (i64, i64, i64) {
+    let days = i64::try_from(unix / 86_400).unwrap_or(0);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -343,12 +359,7 @@ fn timestamp(unix: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    (y, m, d)
 }
 
 #[cfg(test)]

@@ -35,10 +35,14 @@
 //! | the recommendation | [`recommend`] |
 //! | its apply lines | [`apply`] |
 //! | the report model (`summary.json`, plot data) | [`report`] |
+//! | what a plan costs before it runs | [`plan`] |
+//! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
 
 mod apply;
 mod config;
+mod fleet;
 mod folder;
+mod plan;
 mod recommend;
 mod report;
 mod run;
@@ -58,7 +62,13 @@ pub use config::{
     Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
     parse_threads,
 };
+pub use fleet::{
+    FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
+    NodeTypeReport, TypeLoss,
+};
+pub(crate) use folder::civil_date;
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
+pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};
 pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
 pub use run::{RunResult, Runner, substitute};
@@ -126,6 +136,10 @@ pub enum Outcome {
     Failed(String),
     /// It exceeded the timeout.
     Timeout,
+    /// The program was ended by SIGINT or SIGTERM: someone is stopping the sweep (Ctrl-C,
+    /// `scancel`), and the run is the run in flight, not a measurement; it is not logged and the
+    /// sweep stops with [`SweepError::Interrupted`] (the message says what ended).
+    Stopped(String),
     /// It exceeded the timeout inside this process and cannot be stopped: logged as timed out,
     /// then the sweep stops with [`SweepError::Abandoned`] (the message says what ran).
     Abandoned(String),
@@ -351,6 +365,12 @@ pub enum SweepError {
         /// The schema this coretune reads.
         expected: &'static str,
     },
+    /// A folder with no sweep folder one or two levels below it.
+    #[error("{}: no sweep folders in it (a fleet folder holds TYPE/NODE/sweep.json)", dir.display())]
+    NotAFleet {
+        /// The folder.
+        dir: PathBuf,
+    },
     /// Not a folder.
     #[error("{}: not a folder", dir.display())]
     NotAFolder {
@@ -385,6 +405,27 @@ pub enum SweepError {
     /// A run exceeded the timeout and could not be stopped; it is logged as timed out.
     #[error("{0}")]
     Abandoned(String),
+}
+
+/// Whether a sweep with `plan` and the runs `lines` is complete: continuing it would make no
+/// run. The plan is executed on a copy of the log until it asks for its first run.
+pub(crate) fn is_complete(plan: &Plan, lines: &[RunLine]) -> bool {
+    let mut log = RunLog {
+        file: None,
+        lines: lines.to_vec(),
+    };
+    let wanted = std::cell::Cell::new(false);
+    let result = execute(
+        plan,
+        &mut log,
+        &mut |_| {
+            wanted.set(true);
+            Outcome::Failed(String::new())
+        },
+        &mut |_| {},
+        &|| wanted.get(),
+    );
+    result.is_ok() && !wanted.get()
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
@@ -520,14 +561,17 @@ pub fn execute(
                 let outcome = run(&config);
                 let noise = noise.finish();
                 // A run cut short by Ctrl-C is the run in flight: dropped, not logged as failed.
-                if stop() && !matches!(outcome, Outcome::Done(_)) {
+                // The program may see the signal before this process's handler has said so.
+                if matches!(outcome, Outcome::Stopped(_))
+                    || (stop() && !matches!(outcome, Outcome::Done(_)))
+                {
                     return Err(SweepError::Interrupted);
                 }
                 let mut abandoned = None;
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
-                    Outcome::Failed(e) => (Status::Failed, Some(e), None),
+                    Outcome::Failed(e) | Outcome::Stopped(e) => (Status::Failed, Some(e), None),
                     Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
                     Outcome::Abandoned(why) => {
                         abandoned = Some(why.clone());

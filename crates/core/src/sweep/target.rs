@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Plan, SweepError};
+use crate::pin::SkipMask;
 use crate::placement::Binding;
 use crate::workload::WorkloadSpec;
 
@@ -60,6 +61,9 @@ pub struct RunSettings {
         skip_serializing_if = "Option::is_none"
     )]
     pub monitor: Option<Duration>,
+    /// The skip mask for the pinning library (`--skip`; absent: the OpenMP runtime's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<SkipMask>,
 }
 
 /// `sweep.json`: everything needed to continue or re-report a sweep.
