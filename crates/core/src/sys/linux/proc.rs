@@ -271,7 +271,10 @@ pub(crate) fn peak_rss_bytes() -> Result<u64, SysError> {
 /// `/proc/self/stat`, in clock ticks.
 pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
     let stat = Opened::myself()?.read("stat", Process::stat)?;
-    Ok(stat.utime + stat.stime)
+    // cutime and cstime: the children this process has waited for (a program it ran and
+    // reaped), which are as much "this run" as its own threads.
+    let children = u64::try_from(stat.cutime.max(0) + stat.cstime.max(0)).unwrap_or(0);
+    Ok(stat.utime + stat.stime + children)
 }
 
 /// The 1-minute load average (`/proc/loadavg`).
