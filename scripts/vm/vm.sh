@@ -8,7 +8,8 @@
 #                                      vmlinuz path
 #   scripts/vm/vm.sh initrd [FILE.sh]  build $WORK/initrd.cpio.gz: busybox, coretune ($CORETUNE)
 #                                      and the pinning library beside it,
-#                                      hwloc's tools, the programs in programs/ (gcc -fopenmp),
+#                                      hwloc's tools, the programs in programs/ and the pin
+#                                      tests' threads.c (gcc -fopenmp),
 #                                      every payload in payloads/ and the FILEs given
 #   scripts/vm/vm.sh boot NAME         boot payload NAME's topology, run it, power off; the console
 #                                      goes to stdout and $WORK/NAME.log
@@ -119,10 +120,12 @@ initrd() {
   done
   local src out
   mkdir -p "$WORK/programs"
-  for src in "$here"/programs/*.c; do
+  # Ours, and the pthreads program of the host's per-thread pinning tests (tests/pin.rs).
+  for src in "$here"/programs/*.c "$repo"/crates/cli/tests/data/pin/threads.c; do
     out=$WORK/programs/$(basename "$src" .c)
     if [[ ! -x "$out" || "$src" -nt "$out" ]]; then
-      gcc -O2 -Wall -Werror -fopenmp -o "$out" "$src" || die "gcc -fopenmp $src failed (apt-get install gcc libgomp1)"
+      gcc -O2 -Wall -Werror -fopenmp -pthread -o "$out" "$src" ||
+        die "gcc -fopenmp $src failed (apt-get install gcc libgomp1)"
     fi
     copy_with_libs "$root" "$out"
   done
@@ -132,7 +135,9 @@ initrd() {
   local f
   for f in "$@"; do cp "$f" "$root/payloads/$(basename "$f" .sh).sh"; done
   chmod +x "$root/init" "$root"/payloads/*.sh
-  (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initrd.cpio.gz.tmp"
+  # Root's files in the guest whoever builds it (rules watch refuses a rules file in a folder
+  # another user owns).
+  (cd "$root" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1) > "$WORK/initrd.cpio.gz.tmp"
   mv "$WORK/initrd.cpio.gz.tmp" "$WORK/initrd.cpio.gz"
   echo "$WORK/initrd.cpio.gz"
 }

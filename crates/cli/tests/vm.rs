@@ -11,6 +11,7 @@
 
 #[path = "vm/guest.rs"]
 mod guest;
+mod util;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -203,30 +204,49 @@ fn planned(guest: &Guest, place: &str) -> Vec<Cpus> {
         .collect()
 }
 
-/// The threads of a `where` run: (OpenMP thread number, CPUs seen, affinity).
+/// The threads of a run of a test program, by thread number: (number, CPUs seen, affinity).
+/// `where` prints a JSON line per OpenMP thread; the pin tests' `threads` prints
+/// `thread I tid T affinity LIST seen LIST`, I in creation order (main first).
 fn threads(guest: &Guest, run: &str) -> Vec<(usize, Cpus, Cpus)> {
-    let mut out: Vec<(usize, Cpus, Cpus)> = guest
-        .json_lines(run)
-        .iter()
-        .map(|t| {
-            (
-                usize::try_from(t["thread"].as_u64().unwrap()).unwrap(),
-                numbers(&t["cpus"]),
-                numbers(&t["affinity"]),
-            )
-        })
-        .collect();
+    let pthreads = guest.ok(run).starts_with("thread ");
+    let mut out: Vec<(usize, Cpus, Cpus)> = if pthreads {
+        guest
+            .ok(run)
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(w.len(), 8, "{}: {run}: '{l}'", guest.name);
+                (w[1].parse().unwrap(), list(w[7]), list(w[5]))
+            })
+            .collect()
+    } else {
+        guest
+            .json_lines(run)
+            .iter()
+            .map(|t| {
+                (
+                    usize::try_from(t["thread"].as_u64().unwrap()).unwrap(),
+                    numbers(&t["cpus"]),
+                    numbers(&t["affinity"]),
+                )
+            })
+            .collect()
+    };
     out.sort_by_key(|t| t.0);
     out
 }
 
-/// A `coretune run --place P --threads N -- where` run: OpenMP thread i is bound to the plan's
-/// thread i (one place per thread, bound close) and ran only there.
+/// A run placed by plan `place` (`coretune run --place P --threads N -- where`): thread i is
+/// bound to the plan's thread i and ran only there.
 fn assert_threads_follow_plan(guest: &Guest, place: &str, run: &str) {
-    let plan = planned(guest, place);
+    assert_threads_placed(guest, run, &planned(guest, place));
+}
+
+/// Thread i of a run of `where` or `threads` is bound to `want[i]` and ran only there.
+fn assert_threads_placed(guest: &Guest, run: &str, want: &[Cpus]) {
     let got = threads(guest, run);
-    assert_eq!(got.len(), plan.len(), "{}: {run}: threads", guest.name);
-    for ((i, seen, affinity), want) in got.iter().zip(&plan) {
+    assert_eq!(got.len(), want.len(), "{}: {run}: threads", guest.name);
+    for ((i, seen, affinity), want) in got.iter().zip(want) {
         assert_eq!(
             affinity, want,
             "{}: {run}: thread {i} bound to {affinity:?}, planned {want:?}",
@@ -254,6 +274,47 @@ fn assert_threads_in(guest: &Guest, run: &str, cpus: &Cpus, count: usize) {
             !seen.is_empty() && seen.is_subset(cpus),
             "{}: {run}: thread {i} ran on {seen:?}, outside {cpus:?}",
             guest.name
+        );
+    }
+}
+
+/// Steal orders nearest first on the kernel's machine: every other thread once, and the classes
+/// (same core, same NUMA node, the rest) never getting nearer along the order (so an SMT
+/// sibling, when a thread has one, is its first victim).
+fn assert_steal_orders_nearest_first(guest: &Guest, place: &str, kernel: &Kernel) {
+    let json = guest.json(place);
+    let threads = json["threads"].as_array().unwrap();
+    let cpu = |t: &Value| *numbers(&t["pus"]).first().unwrap();
+    for (i, t) in threads.iter().enumerate() {
+        let (_, siblings, node) = &kernel.cpus[&cpu(t)];
+        let order: Vec<usize> = t["steal_order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| usize::try_from(j.as_u64().unwrap()).unwrap())
+            .collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        let others: Vec<usize> = (0..threads.len()).filter(|&j| j != i).collect();
+        assert_eq!(
+            sorted, others,
+            "{place}: thread {i}'s steal order {order:?}"
+        );
+        let class = |j: usize| {
+            let theirs = cpu(&threads[j]);
+            if siblings.contains(&theirs) {
+                0
+            } else if kernel.cpus[&theirs].2 == *node {
+                1
+            } else {
+                2
+            }
+        };
+        let classes: Vec<u8> = order.iter().map(|&j| class(j)).collect();
+        assert!(
+            classes.is_sorted(),
+            "{place}: thread {i} (CPU {}) steals in order {order:?}, classes {classes:?}",
+            cpu(t)
         );
     }
 }
@@ -311,6 +372,32 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
     assert_eq!(target, (12..16).collect());
     assert_threads_in(&guest, "run --pid", &target, 4);
     assert_eq!(hwloc_hex(guest.ok("run --pid hwloc-bind --get")), target);
+
+    // Per-thread pinning of an unmodified pthreads program: the preloaded library placed each
+    // thread, in creation order, wrapping around past the last place.
+    assert_threads_placed(&guest, "pin spread", &planned(&guest, "place spread"));
+    let debug = &guest.get("pin spread").err;
+    assert!(
+        debug.contains("]: plan of 6 places") && debug.contains("pthread_create #4 -> place 5"),
+        "pin spread: the library did not say it pinned: {debug}"
+    );
+    let cores4 = planned(&guest, "place cores");
+    let want: Vec<Cpus> = (0..9).map(|i| cores4[i % 4].clone()).collect();
+    assert_threads_placed(&guest, "pin cores 9", &want);
+    let whole = planned(&guest, "place cores 4 core");
+    for place in &whole {
+        assert_eq!(
+            place,
+            &kernel.cpus[place.first().unwrap()].1,
+            "--bind core: a whole core"
+        );
+    }
+    assert_threads_placed(&guest, "pin cores core", &whole);
+    // Re-pinning a running OpenMP program's threads one by one, in creation order.
+    assert_threads_follow_plan(&guest, "place spread 4", "run --pid --place");
+
+    // The pool's steal order on the guest's machine.
+    assert_steal_orders_nearest_first(&guest, "place compact 16", &kernel);
 
     // Built-in workloads: each worker ran only on its planned CPUs.
     for p in ["compact", "spread", "cores"] {
@@ -399,6 +486,28 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
     let (n0, _) = pages("numa_maps compact");
     assert!(n0 >= 0.9, "compact: only {n0:.2} of the pages on node 0");
 
+    // The rules daemon, on the process-event connector: the program started after it got one
+    // core of node 1 per thread, in creation order.
+    let stderr = guest.ok("rules watch stderr");
+    assert!(
+        stderr.contains("watching process starts through the kernel's process-event connector"),
+        "rules watch did not use the connector: {stderr}"
+    );
+    // The rule plans as many places as node 1 has CPUs (8); where's 4 threads take the first 4.
+    assert_threads_placed(
+        &guest,
+        "rules watch",
+        &planned(&guest, "place cores numa:1")[..4],
+    );
+    let log = guest.json_lines("rules watch log");
+    let exec = log
+        .iter()
+        .find(|l| l["event"] == "exec" && l["exe"].as_str().is_some_and(|e| e.ends_with("/where")))
+        .unwrap_or_else(|| panic!("rules watch: no exec of where logged: {log:?}"));
+    assert_eq!(exec["result"], "applied", "{exec}");
+    assert_eq!(exec["rule"], "where: node 1, a core each", "{exec}");
+    assert!(exec["latency_ms"].as_f64().is_some(), "{exec}");
+
     // Under a cgroup-v2 cpuset (4-11) and a 2.5-CPU quota.
     let box_cpus: Cpus = (4..12).collect();
     let topo = guest.json("cgroup topo");
@@ -452,6 +561,10 @@ fn four_sockets_four_nodes_with_distances() {
         .collect();
     assert_eq!(nodes.len(), 4, "spread uses every node: {plan:?}");
     assert_threads_follow_plan(&guest, "place spread", "run spread");
+    // The pthreads program, thread by thread through the preloaded library; the pool's steal
+    // order: the thread on the same node first, then the others.
+    assert_threads_placed(&guest, "pin spread", &plan);
+    assert_steal_orders_nearest_first(&guest, "place spread", &kernel);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 #!/bin/sh
 # 2 sockets x 4 cores x 2 threads, 2 NUMA nodes: topology, CPU sets, placement and its
-# enforcement (run, run --pid, bench, watch), memory placement, then a cgroup-v2 cpuset and quota.
+# enforcement (run, run --pid, per-thread pinning, bench, watch), memory placement, the rules
+# daemon, then a cgroup-v2 cpuset and quota.
 #@ sockets=2 cores=4 threads=2 nodes=2 mem=2048 timeout=300
 . /lib/vm/lib.sh
 
@@ -34,6 +35,28 @@ check "run --pid" rebind
 check "run --pid hwloc-bind --get" cat /tmp/hwloc-get.out
 both numa:1.core:2-3
 
+# Per-thread pinning of a program coretune did not write (pthreads, no OpenMP: only the preloaded
+# library can place its threads one by one): thread k in creation order on place k, wrapping
+# around past the last place; with --bind core each on its PU's whole core; and re-pinning the
+# threads of a running program one by one.
+check "pin spread" env CORETUNE_PIN_DEBUG=1 coretune run --place spread --threads 6 -- threads 6 300
+check "pin cores 9" coretune run --place cores --threads 4 -- threads 9 300
+check "place cores 4 core" coretune place --json --policy cores --threads 4 --bind core
+check "pin cores core" coretune run --place cores --threads 4 --bind core -- threads 4 300
+repin() {
+  OMP_NUM_THREADS=4 where -s 1 > /tmp/where.out &
+  pid=$!
+  sleep 1
+  coretune run --pid "$pid" --place spread --threads 4 || return
+  kill -USR1 "$pid"
+  wait "$pid"
+  cat /tmp/where.out
+}
+check "run --pid --place" repin
+
+# Pool workers' steal order on this machine: nearest first (SMT sibling, then the same socket).
+check "place compact 16" coretune place --json --policy compact --threads 16
+
 # Built-in workloads place their own workers: each worker's CPUs match the plan.
 for p in compact spread cores; do
   check "place $p 4" coretune place --json --policy $p --threads 4
@@ -61,6 +84,35 @@ numa_pages() {
 }
 check "numa_maps spread" numa_pages spread
 check "numa_maps compact" numa_pages compact
+
+# The rules daemon as root, on the kernel's process-event connector: a program started after it
+# gets one core of node 1 per thread, in creation order (the threads it has when the daemon gets
+# to it, and any it creates later).
+rules_daemon() {
+  mkdir -p /etc/coretune
+  printf '[[rule]]\nname = "where: node 1, a core each"\nexe = "where"\ncpus = "numa:1"\npolicy = "cores"\n' \
+    > /etc/coretune/rules.toml
+  coretune rules watch /etc/coretune/rules.toml > /tmp/rules.out 2> /tmp/rules.err &
+  daemon=$!
+  i=0
+  while ! grep -q 'watching process starts' /tmp/rules.err; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || { echo "rules watch did not start" >&2; kill $daemon; return 1; }
+    sleep 0.1
+  done
+  OMP_NUM_THREADS=4 where -s 1 > /tmp/where.out &
+  pid=$!
+  sleep 2
+  kill -USR1 "$pid"
+  wait "$pid"
+  kill -TERM "$daemon"
+  wait "$daemon"
+  cat /tmp/where.out
+}
+check "rules watch" rules_daemon
+check "rules watch log" cat /tmp/rules.out
+check "rules watch stderr" cat /tmp/rules.err
+check "place cores numa:1" coretune place --json --policy cores --cpus numa:1 --threads 8
 
 # A cgroup-v2 cpuset (CPUs 4-11, across both nodes) and a quota of 2.5 CPUs.
 mkdir -p /sys/fs/cgroup

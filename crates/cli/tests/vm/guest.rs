@@ -117,12 +117,15 @@ fn vm_sh(args: &[&str]) -> Command {
     cmd
 }
 
-/// Fetches the kernel and builds the initramfs, once per test binary.
+/// Builds the pinning library beside the binary, fetches the kernel and builds the initramfs,
+/// once per test binary.
 fn prepare() -> Result<(), String> {
     static PREPARED: OnceLock<Result<(), String>> = OnceLock::new();
     PREPARED
         .get_or_init(|| {
             let started = Instant::now();
+            // The guest gets the library found next to the binary: this build's, not a stale one.
+            super::util::pin_library();
             for step in ["kernel", "initrd"] {
                 let out = vm_sh(&[step])
                     .output()
