@@ -27,8 +27,8 @@
 #
 # Environment: WORK (default target/vm in the repository), CORETUNE (default
 # target/release/coretune), KERNEL (a vmlinuz to use instead of fetching one), TIMEOUT (overrides
-# the payload's), ACCEL (default tcg; KVM is not used: on some hosts it cannot boot a stock
-# kernel), CPU (default max,vendor=GenuineIntel: SMT under TCG needs an Intel vendor), VERBOSE
+# the payload's), ACCEL (default tcg, one host thread for all vCPUs; KVM is not used: on some
+# hosts it cannot boot a stock kernel), CPU (default max,vendor=GenuineIntel: SMT under TCG needs an Intel vendor), VERBOSE
 # (set: the kernel's boot messages on the console too).
 #
 # The guest prints `VM-BEGIN` before the payload and `VM-DONE rc=N` after it; every console line
@@ -161,8 +161,13 @@ boot() {
     IFS=, read -r a b v <<<"$d"
     numa+=(-numa "dist,src=$a,dst=$b,val=$v")
   done
+  # Single-threaded TCG: with a host thread per vCPU (thread=multi), QEMU 7.2 guests stalled for
+  # good now and then during `bench membw` (RCU: "kthread starved", a vCPU stuck at an int3 of
+  # the kernel's code patching); measured on a loaded 2-CPU host, 1 run in 5 to 10 hung, with
+  # -cpu ...,-monitor and lapic=notscdeadline too. One thread: none in 25 runs, and it boots
+  # faster where the host has 2 CPUs anyway.
   local accel=${ACCEL:-tcg}
-  [[ "$accel" == tcg ]] && accel="tcg,thread=multi"
+  [[ "$accel" == tcg ]] && accel="tcg,thread=single"
   local kernel; kernel=$(kernel)
   local quiet="quiet loglevel=1"
   [[ -n "${VERBOSE:-}" ]] && quiet=""

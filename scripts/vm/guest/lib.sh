@@ -2,6 +2,8 @@
 #
 #   check NAME CMD...   runs CMD and prints one JSON line:
 #                       {"check":NAME,"rc":STATUS,"s":SECONDS,"out":STDOUT,"err":STDERR}
+#                       (killed after CHECK_TIMEOUT seconds, 60 unless set: rc 137, and STDERR
+#                       says what its processes were doing)
 #   facts NAME          a check of what the kernel says: online CPUs, each online CPU's package,
 #                       core siblings and NUMA node, and the NUMA nodes' CPU lists
 #   machine             the checks every machine gets: facts "kernel", "topo" (coretune topo
@@ -27,12 +29,45 @@ json_str() {
     END { print "\"" }'
 }
 
+# The processes whose parent is PID (busybox has no pgrep here).
+children() {
+  awk -v p="$1" '{ sub(/.*\) /, ""); if ($2 == p) { split(FILENAME, f, "/"); print f[3] } }' \
+    /proc/[0-9]*/stat 2>/dev/null
+}
+
+# PID and every process under it, children first.
+kill_tree() {
+  for _c in $(children "$1"); do kill_tree "$_c"; done
+  kill -KILL "$1" 2>/dev/null
+}
+
+# What a check still running at its timeout was doing: its processes and their threads' states
+# and kernel wait channels.
+stuck() {
+  for _p in $(children "$1"); do stuck "$_p"; done
+  for _t in /proc/"$1"/task/*; do
+    echo "  pid $1 tid ${_t##*/} $(cut -d' ' -f2,3 "$_t/stat" 2>/dev/null) wchan $(cat "$_t/wchan" 2>/dev/null)"
+  done
+}
+
 check() {
   _name=$1
   shift
   _t0=$(cut -d' ' -f1 /proc/uptime)
-  "$@" >/tmp/.check.out 2>/tmp/.check.err
+  # In the background with a watchdog: a check that hangs is killed after CHECK_TIMEOUT seconds
+  # (default 60), saying what it was doing, and the payload goes on.
+  "$@" >/tmp/.check.out 2>/tmp/.check.err &
+  _pid=$!
+  (
+    sleep "${CHECK_TIMEOUT:-60}"
+    { echo "check killed after ${CHECK_TIMEOUT:-60} s; its processes:"; stuck "$_pid"; } >>/tmp/.check.err
+    kill_tree "$_pid"
+  ) &
+  _dog=$!
+  wait "$_pid"
   _rc=$?
+  kill_tree "$_dog"
+  wait "$_dog" 2>/dev/null
   _s=$(awk -v t0="$_t0" '{ printf "%.2f", $1 - t0 }' /proc/uptime)
   printf '{"check":"%s","rc":%d,"s":%s,"out":%s,"err":%s}\n' "$_name" "$_rc" "$_s" \
     "$(json_str </tmp/.check.out)" "$(json_str </tmp/.check.err)"
