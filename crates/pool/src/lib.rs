@@ -67,6 +67,7 @@ use worker::WorkerThread;
 pub struct ThreadPool {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
+    cpus: Option<Vec<Vec<usize>>>,
 }
 
 impl ThreadPool {
@@ -79,13 +80,45 @@ impl ThreadPool {
         ThreadPoolBuilder::new().num_threads(num_threads).build()
     }
 
-    pub(crate) fn from_parts(registry: Arc<Registry>, threads: Vec<JoinHandle<()>>) -> Self {
-        ThreadPool { registry, threads }
+    pub(crate) fn from_parts(
+        registry: Arc<Registry>,
+        threads: Vec<JoinHandle<()>>,
+        cpus: Option<Vec<Vec<usize>>>,
+    ) -> Self {
+        ThreadPool {
+            registry,
+            threads,
+            cpus,
+        }
     }
 
     /// Number of workers.
     pub fn num_threads(&self) -> usize {
         self.registry.num_threads()
+    }
+
+    /// The CPUs worker `index` was pinned to ([`ThreadPoolBuilder::cpus`]); `None` for
+    /// an unpinned pool or an index out of range.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// assert_eq!(pool.worker_cpus(0), None); // not pinned
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_cpus(&self, index: usize) -> Option<&[usize]> {
+        self.cpus.as_ref()?.get(index).map(Vec::as_slice)
+    }
+
+    /// Worker `index`'s steal order: the workers it steals from, nearest first
+    /// ([`ThreadPoolBuilder::steal_order`]); empty for an index out of range.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(3)?;
+    /// assert_eq!(pool.steal_order(0), &[1, 2]); // the default: round-robin
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn steal_order(&self, index: usize) -> &[usize] {
+        self.registry.steal_order(index)
     }
 
     /// Index of the current thread if it is a worker of this pool.
