@@ -46,9 +46,9 @@ for section in "${sections[@]}"; do
       set -o pipefail
     fi
     echo "== input: $(du -h "$input" | cut -f1), threads $threads, $RUNS runs, $(cut -d' ' -f1-3 /proc/loadavg) loadavg"
-    programs=("xz|xz -T{threads} -6 -c $input")
+    programs=("xz|xz -T{threads} -6 --block-size=2MiB -c $input")
     if command -v zstd >/dev/null; then
-      programs+=("zstd|zstd -q -T{threads} -12 -c $input")
+      programs+=("zstd|zstd -q -T{threads} -12 -B2MiB -c $input")
     fi
     for entry in "${programs[@]}"; do
       name=${entry%%|*}

@@ -94,11 +94,15 @@ fn main() -> ExitCode {
 }
 
 /// A reader that went away (`| head`) is not a failure (ripgrep does the same).
+/// JSON written straight to stdout fails with a `serde_json::Error` that wraps the I/O error.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 

@@ -72,20 +72,20 @@ pub enum LaunchError {
         path: PathBuf,
     },
     /// The program exists but could not be started (affinity refused, bad format, ...).
-    #[error("'{program}': cannot start it: {source}")]
+    #[error("'{program}': cannot start it: {error}")]
     Spawn {
         /// The program as given.
         program: String,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
     },
     /// Waiting for the child failed.
-    #[error("waiting for '{program}': {source}")]
+    #[error("waiting for '{program}': {error}")]
     Wait {
         /// The program as given.
         program: String,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
     },
     /// No process has this pid.
     #[error("no process with pid {pid}")]
@@ -107,14 +107,14 @@ pub enum LaunchError {
         me: String,
     },
     /// The kernel refused the set for a thread.
-    #[error("thread {tid} of pid {pid}: {source}{hint}")]
+    #[error("thread {tid} of pid {pid}: {error}{hint}")]
     Affinity {
         /// The process.
         pid: u32,
         /// The thread.
         tid: i32,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
         /// An explanation for EINVAL (no allowed CPU in the set), else empty.
         hint: &'static str,
     },
@@ -171,7 +171,7 @@ pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchErro
     let _ = sys::forward_signals_to(child.id());
     child
         .wait()
-        .map_err(|source| LaunchError::Wait { program, source })
+        .map_err(|error| LaunchError::Wait { program, error })
 }
 
 /// Starts `cmd` bound to `cpus` (when given) and returns the running child; the caller waits
@@ -184,14 +184,17 @@ pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchErro
 pub fn spawn(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<std::process::Child, LaunchError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     if let Some(cpus) = cpus {
-        sys::bind_before_exec(&mut cmd, cpus).map_err(|source| LaunchError::Spawn {
+        sys::bind_before_exec(&mut cmd, cpus).map_err(|error| LaunchError::Spawn {
             program: program.clone(),
-            source,
+            error,
         })?;
     }
     cmd.spawn().map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => LaunchError::CommandNotFound { program },
-        _ => LaunchError::Spawn { program, source },
+        _ => LaunchError::Spawn {
+            program,
+            error: source,
+        },
     })
 }
 
@@ -301,7 +304,7 @@ fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchEr
             Err(LaunchError::Affinity {
                 pid,
                 tid,
-                source,
+                error: source,
                 hint,
             })
         }

@@ -535,7 +535,7 @@ fn run_step(step: &ReserveStep, forward: bool) -> Result<(), SysError> {
                     Err(e) if !sys::is_no_such_task(&e) => {
                         return Err(SysError::Call {
                             call: "sched_setaffinity",
-                            source: e,
+                            error: e,
                         });
                     }
                     _ => {}

@@ -68,12 +68,12 @@ pub enum FleetError {
         program: &'static str,
     },
     /// A Slurm command could not be started.
-    #[error("{command}: {source}")]
+    #[error("{command}: {error}")]
     Spawn {
         /// The command line.
         command: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A Slurm command failed.
     #[error("{command} failed (exit status {status}): {stderr}")]

@@ -133,9 +133,9 @@ fn run(cmd: &mut Command) -> Result<String, FleetError> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let out = cmd.output().map_err(|source| FleetError::Spawn {
+    let out = cmd.output().map_err(|error| FleetError::Spawn {
         command: shown.clone(),
-        source,
+        error,
     })?;
     if !out.status.success() {
         return Err(FleetError::Command {

@@ -230,7 +230,7 @@ fn read_rules_file(path: &Path, as_root: bool) -> Result<String, RulesError> {
         return std::fs::read_to_string(path).map_err(|source| {
             read_error(SysError::Read {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })
         });
     }

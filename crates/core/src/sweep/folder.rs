@@ -46,9 +46,9 @@ impl SweepFolder {
                 dir: dir.to_path_buf(),
             });
         }
-        std::fs::create_dir_all(dir).map_err(|source| SweepError::Write {
+        std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         write_json(&dir.join(SWEEP_FILE), &spec)?;
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
@@ -133,7 +133,7 @@ impl SweepFolder {
         write_json(&self.dir.join(MACHINE_FILE), machine)?;
         if let Ok(xml) = topology.to_xml() {
             let path = self.dir.join(TOPOLOGY_FILE);
-            std::fs::write(&path, xml).map_err(|source| SweepError::Write { path, source })?;
+            std::fs::write(&path, xml).map_err(|error| SweepError::Write { path, error })?;
         }
         Ok(())
     }
@@ -286,7 +286,7 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
     let path = dir.join(monitor_file(seq));
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| SweepError::Write { path, source }
+        move |error| SweepError::Write { path, error }
     };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(write_error(parent))?;
@@ -295,7 +295,7 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
     for s in samples {
         text.push_str(&serde_json::to_string(s).map_err(|e| SweepError::Write {
             path: path.clone(),
-            source: std::io::Error::other(e),
+            error: std::io::Error::other(e),
         })?);
         text.push('\n');
     }
@@ -304,9 +304,9 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
 
 /// Writes `value` as pretty JSON with a final newline.
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
-    let error = |source| SweepError::Write {
+    let error = |error| SweepError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut bytes =
         serde_json::to_vec_pretty(value).map_err(|e| error(std::io::Error::other(e)))?;
@@ -315,9 +315,9 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepErr
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     serde_json::from_str(&text).map_err(|e| SweepError::Malformed {
         path: path.to_path_buf(),

@@ -175,9 +175,9 @@ impl RunLog {
         } else {
             (Vec::new(), 0)
         };
-        let write_error = |source| SweepError::Write {
+        let write_error = |error| SweepError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let file = OpenOptions::new()
             .create(true)
@@ -226,9 +226,9 @@ impl RunLog {
     fn read_lines<T: serde::de::DeserializeOwned>(
         path: &Path,
     ) -> Result<(Vec<T>, u64), SweepError> {
-        let read_error = |source| SweepError::Read {
+        let read_error = |error| SweepError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let reader = BufReader::new(File::open(path).map_err(read_error)?);
         let raw: Vec<String> = reader
@@ -274,9 +274,9 @@ impl RunLog {
     pub fn append(&mut self, mut line: RunLine) -> Result<(), SweepError> {
         line.seq = self.lines.len();
         if let Some((path, file)) = &mut self.file {
-            let write_error = |source| SweepError::Write {
+            let write_error = |error| SweepError::Write {
                 path: path.clone(),
-                source,
+                error,
             };
             let mut text =
                 serde_json::to_string(&line).map_err(|e| write_error(std::io::Error::other(e)))?;
@@ -330,20 +330,20 @@ pub struct Progress<'a> {
 #[non_exhaustive]
 pub enum SweepError {
     /// A results file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A results file could not be written.
-    #[error("writing {}: {source}", path.display())]
+    #[error("writing {}: {error}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A results file is not what it should be.
     #[error("{}{}: {message}", path.display(), if *line > 0 { format!(":{line}") } else { String::new() })]

@@ -101,9 +101,9 @@ impl SweepSpec {
     /// [`SweepError::Read`] when the file cannot be read, [`SweepError::Malformed`] when it is not
     /// a sweep file, [`SweepError::Schema`] when it is one of another version.
     pub fn read(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| SweepError::Malformed {

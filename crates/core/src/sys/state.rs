@@ -7,9 +7,9 @@ use std::path::Path;
 use crate::sys::SysError;
 
 fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
-    move |source| SysError::Read {
+    move |error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -38,7 +38,7 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
         let _ = std::fs::remove_file(&tmp);
         SysError::Read {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     })
 }
@@ -50,7 +50,7 @@ pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SysError::Read {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }),
     }
 }

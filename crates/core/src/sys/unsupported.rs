@@ -272,9 +272,9 @@ pub(crate) fn link_meta(_path: &Path) -> Result<FileMeta, SysError> {
 }
 
 pub(crate) fn canonical_path(path: &Path) -> Result<PathBuf, SysError> {
-    std::fs::canonicalize(path).map_err(|source| SysError::Read {
+    std::fs::canonicalize(path).map_err(|error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -41,9 +41,9 @@ pub(crate) fn cpuset_hierarchies(root: &Path) -> Result<Vec<CpusetHierarchy>, Sy
 
 /// The cgroups directly under `dir`, sorted.
 pub(crate) fn child_cgroups(dir: &Path) -> Result<Vec<PathBuf>, SysError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| SysError::Read {
+    let entries = std::fs::read_dir(dir).map_err(|error| SysError::Read {
         path: dir.to_path_buf(),
-        source,
+        error,
     })?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -65,9 +65,9 @@ pub(crate) fn cgroup_pids(dir: &Path) -> Result<Vec<i32>, SysError> {
 
 /// The bytes of a cgroup file.
 pub(crate) fn read_cgroup_file(path: &Path) -> Result<Vec<u8>, SysError> {
-    std::fs::read(path).map_err(|source| SysError::Read {
+    std::fs::read(path).map_err(|error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -82,9 +82,9 @@ pub(crate) fn write_cgroup_file(path: &Path, bytes: &[u8]) -> Result<(), SysErro
             .open(path)?;
         file.write_all(bytes)
     };
-    write().map_err(|source| SysError::Read {
+    write().map_err(|error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -11,9 +11,9 @@ use crate::sys::{FileMeta, ProgramFile, SysError};
 
 /// The whole file as text.
 pub(super) fn read_text(path: &Path) -> Result<String, SysError> {
-    std::fs::read_to_string(path).map_err(|source| SysError::Read {
+    std::fs::read_to_string(path).map_err(|error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -42,9 +42,9 @@ pub(super) fn first_line(path: &Path) -> Result<String, SysError> {
 
 /// The file parsed by procfs's parser for its format.
 pub(super) fn read_procfs<T: FromRead>(path: &Path) -> Result<T, SysError> {
-    let bytes = std::fs::read(path).map_err(|source| SysError::Read {
+    let bytes = std::fs::read(path).map_err(|error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     T::from_read(bytes.as_slice()).map_err(|e| proc_error(e, path))
 }
@@ -55,15 +55,15 @@ pub(super) fn proc_error(error: ProcError, path: &Path) -> SysError {
     match error {
         ProcError::NotFound(p) => SysError::Read {
             path: at(p),
-            source: io::ErrorKind::NotFound.into(),
+            error: io::ErrorKind::NotFound.into(),
         },
         ProcError::PermissionDenied(p) => SysError::Read {
             path: at(p),
-            source: io::ErrorKind::PermissionDenied.into(),
+            error: io::ErrorKind::PermissionDenied.into(),
         },
         ProcError::Io(source, p) => SysError::Read {
             path: at(p),
-            source,
+            error: source,
         },
         ProcError::Incomplete(p) => SysError::Parse {
             path: at(p),
@@ -98,9 +98,9 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
 /// another group: then the dynamic loader ignores `LD_PRELOAD`).
 pub(crate) fn open_program(path: &Path) -> Result<ProgramFile, SysError> {
     use std::os::unix::fs::MetadataExt;
-    let read_error = |source| SysError::Read {
+    let read_error = |error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file = std::fs::File::open(path).map_err(read_error)?;
     let meta = file.metadata().map_err(read_error)?;
@@ -126,9 +126,9 @@ fn meta_of(m: &std::fs::Metadata) -> FileMeta {
 }
 
 fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
-    move |source| SysError::Read {
+    move |error| SysError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -159,7 +159,7 @@ pub(crate) fn read_no_follow(path: &Path) -> Result<(String, FileMeta), SysError
     if !file.metadata().map_err(read_error(path))?.is_file() {
         return Err(SysError::Read {
             path: path.to_path_buf(),
-            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            error: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
         });
     }
     let mut text = String::new();

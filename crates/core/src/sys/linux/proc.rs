@@ -73,9 +73,9 @@ pub(crate) fn processes(proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
 /// The ids of every process under `proc_dir`, in increasing order: one directory listing, nothing
 /// read inside (cheap enough to repeat every poll interval).
 pub(crate) fn pids(proc_dir: &Path) -> Result<Vec<i32>, SysError> {
-    let entries = std::fs::read_dir(proc_dir).map_err(|source| SysError::Read {
+    let entries = std::fs::read_dir(proc_dir).map_err(|error| SysError::Read {
         path: proc_dir.to_path_buf(),
-        source,
+        error,
     })?;
     let mut pids: Vec<i32> = entries
         .filter_map(Result::ok)
@@ -95,7 +95,7 @@ const PF_KTHREAD: u32 = 0x0020_0000;
 /// [`SysError::NoProcess`] when the process is gone (or a zombie).
 pub(crate) fn process_facts(proc_dir: &Path, pid: i32) -> Result<ProcessFacts, SysError> {
     let gone = |e: SysError| match e {
-        SysError::Read { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+        SysError::Read { ref error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
             SysError::NoProcess { pid }
         }
         e => e,
@@ -271,7 +271,10 @@ pub(crate) fn peak_rss_bytes() -> Result<u64, SysError> {
 /// `/proc/self/stat`, in clock ticks.
 pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
     let stat = Opened::myself()?.read("stat", Process::stat)?;
-    Ok(stat.utime + stat.stime)
+    // cutime and cstime: the children this process has waited for (a program it ran and
+    // reaped), which are as much "this run" as its own threads.
+    let children = u64::try_from(stat.cutime.max(0) + stat.cstime.max(0)).unwrap_or(0);
+    Ok(stat.utime + stat.stime + children)
 }
 
 /// The 1-minute load average (`/proc/loadavg`).

@@ -52,7 +52,7 @@ impl std::fmt::Debug for ProcEvents {
 }
 
 fn call(call: &'static str) -> impl FnOnce(io::Error) -> SysError {
-    move |source| SysError::Call { call, source }
+    move |error| SysError::Call { call, error }
 }
 
 impl ProcEvents {
@@ -104,7 +104,7 @@ impl ProcEvents {
             Err(e) => {
                 return Err(SysError::Call {
                     call: "fork",
-                    source: e.into(),
+                    error: e.into(),
                 });
             }
         };
@@ -130,7 +130,7 @@ impl ProcEvents {
         }
         Err(SysError::Call {
             call: "PROC_CN_MCAST_LISTEN",
-            source: io::Error::other(
+            error: io::Error::other(
                 "the events name processes by pids of another PID namespace (a container?)",
             ),
         })
@@ -173,7 +173,7 @@ impl ProcEvents {
             if left.is_zero() || !self.wait_readable(left)? {
                 return Err(SysError::Call {
                     call: "PROC_CN_MCAST_LISTEN",
-                    source: io::Error::new(
+                    error: io::Error::new(
                         io::ErrorKind::TimedOut,
                         "the kernel did not answer (not in the initial PID namespace?)",
                     ),
@@ -190,7 +190,7 @@ impl ProcEvents {
                         } else {
                             Err(SysError::Call {
                                 call: "PROC_CN_MCAST_LISTEN",
-                                source: io::Error::from_raw_os_error(
+                                error: io::Error::from_raw_os_error(
                                     i32::try_from(err).unwrap_or(libc::EPERM),
                                 ),
                             })
@@ -209,7 +209,7 @@ impl ProcEvents {
             Err(nix::errno::Errno::EINTR) => Ok(false),
             Err(e) => Err(SysError::Call {
                 call: "poll",
-                source: e.into(),
+                error: e.into(),
             }),
         }
     }
@@ -226,7 +226,7 @@ impl ProcEvents {
                 Err(source) => {
                     return Err(SysError::Call {
                         call: "recv (netlink connector)",
-                        source,
+                        error: source,
                     });
                 }
             }

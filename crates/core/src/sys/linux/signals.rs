@@ -84,12 +84,12 @@ impl DaemonSignals {
         }
         set.thread_block().map_err(|e| SysError::Call {
             call: "pthread_sigmask",
-            source: e.into(),
+            error: e.into(),
         })?;
         let fd = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .map_err(|e| SysError::Call {
                 call: "signalfd",
-                source: e.into(),
+                error: e.into(),
             })?;
         Ok(Self { fd })
     }
@@ -119,7 +119,7 @@ impl DaemonSignals {
                 Err(e) => {
                     return Err(SysError::Call {
                         call: "poll",
-                        source: e.into(),
+                        error: e.into(),
                     });
                 }
             }
@@ -137,7 +137,7 @@ impl DaemonSignals {
             // The first pending signal; others stay queued for the next wait.
             if let Some(info) = self.fd.read_signal().map_err(|e| SysError::Call {
                 call: "read (signalfd)",
-                source: e.into(),
+                error: e.into(),
             })? {
                 let number = i32::try_from(info.ssi_signo).unwrap_or(libc::SIGTERM);
                 woken.signal = Some(if number == libc::SIGHUP {

@@ -20,9 +20,9 @@ pub(crate) fn systemd_booted(root: &Path) -> bool {
 /// [`SysError::Call`] when it cannot be started or exits unsuccessfully (with its standard
 /// error as the reason).
 pub(crate) fn systemctl(args: &[&str]) -> Result<String, SysError> {
-    let fail = |source| SysError::Call {
+    let fail = |error| SysError::Call {
         call: "systemctl",
-        source,
+        error,
     };
     let out = Command::new("systemctl")
         .args(args)

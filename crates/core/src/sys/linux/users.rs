@@ -13,7 +13,7 @@ pub(crate) fn user_id(name: &str) -> Result<Option<u32>, SysError> {
         .map(|u| u.map(|u| u.uid.as_raw()))
         .map_err(|e| SysError::Call {
             call: "getpwnam_r",
-            source: e.into(),
+            error: e.into(),
         })
 }
 
