@@ -50,6 +50,11 @@ mod sys;
 mod throttle;
 mod worker;
 
+// The README's examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, TraceSample};
