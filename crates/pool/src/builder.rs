@@ -56,23 +56,56 @@ impl std::fmt::Debug for ThreadPoolBuilder {
 impl ThreadPoolBuilder {
     /// A builder with defaults: one worker per available CPU, round-robin steal order,
     /// panics of detached tasks dropped, no throttle.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPoolBuilder::new().build()?;
+    /// assert!(pool.num_threads() >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Number of workers; 0 (the default) means `std::thread::available_parallelism`.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPoolBuilder::new().num_threads(3).build()?;
+    /// assert_eq!(pool.num_threads(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_threads(mut self, num_threads: usize) -> Self {
         self.num_threads = num_threads;
         self
     }
 
     /// Names worker `i` `name(i)`.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .thread_name(|i| format!("solver-{i}"))
+    ///     .build()?;
+    /// let names = pool.broadcast(|_| std::thread::current().name().map(str::to_owned));
+    /// assert_eq!(names, [Some("solver-0".into()), Some("solver-1".into())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn thread_name(mut self, name: impl FnMut(usize) -> String + 'static) -> Self {
         self.thread_name = Some(Box::new(name));
         self
     }
 
     /// Stack size of each worker, in bytes.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .stack_size(8 << 20)
+    ///     .build()?;
+    /// // Deep recursion that needs more than a small default stack.
+    /// fn depth(n: u64) -> u64 { if n == 0 { 0 } else { 1 + depth(std::hint::black_box(n - 1)) } }
+    /// assert_eq!(pool.join(|| 0, || depth(10_000)).1, 10_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -80,6 +113,21 @@ impl ThreadPoolBuilder {
 
     /// Runs `handler(i)` on worker `i` before it takes any job, e.g. to pin it to its
     /// CPU set. A panic in the handler goes to the panic handler; the worker still runs.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let started = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&started);
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .start_handler(move |i| log.lock().unwrap().push(i))
+    ///     .build()?;
+    /// pool.broadcast(|_| ()); // every worker has started
+    /// let mut started = started.lock().unwrap().clone();
+    /// started.sort();
+    /// assert_eq!(started, [0, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start_handler(mut self, handler: impl Fn(usize) + Send + Sync + 'static) -> Self {
         self.start_handler = Some(Arc::new(handler));
         self
@@ -112,6 +160,16 @@ impl ThreadPoolBuilder {
     /// cache, same package). The default is round-robin: worker `i` tries `i+1, i+2, …`.
     /// Checked by [`build`](Self::build): one list per worker, indices in range and not
     /// the worker itself. A worker left out of a list is never robbed by that thief.
+    ///
+    /// ```
+    /// // Workers 0-1 and 2-3 share a cache: each robs its partner first.
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(4)
+    ///     .steal_order(vec![vec![1, 2, 3], vec![0, 3, 2], vec![3, 0, 1], vec![2, 1, 0]])
+    ///     .build()?;
+    /// assert_eq!(pool.steal_order(2), &[3, 0, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn steal_order(mut self, order: Vec<Vec<usize>>) -> Self {
         self.steal_order = Some(order);
         self
@@ -120,6 +178,20 @@ impl ThreadPoolBuilder {
     /// Called with the payload when a detached [`ThreadPool::spawn`] task panics. Without
     /// one the payload is dropped (the panic hook has printed it). The worker survives
     /// either way.
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+    /// let caught = Arc::new(AtomicUsize::new(0));
+    /// let count = Arc::clone(&caught);
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .panic_handler(move |_payload| { count.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()?;
+    /// pool.spawn(|| panic!("lost task"));
+    /// drop(pool); // runs the task, then joins
+    /// assert_eq!(caught.load(Ordering::SeqCst), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn panic_handler(
         mut self,
         handler: impl Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
@@ -130,6 +202,17 @@ impl ThreadPoolBuilder {
 
     /// Lets at most `throttle.limit()` workers run tasks at once; each finished task is
     /// reported to the throttle (which drives an adaptive limit).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let throttle = Arc::new(coretune_pool::Throttle::new(1));
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .throttle(Arc::clone(&throttle))
+    ///     .build()?;
+    /// pool.par_for(0..100, 1, |_| assert!(throttle.in_use() <= 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn throttle(mut self, throttle: Arc<Throttle>) -> Self {
         self.throttle = Some(throttle);
         self
@@ -142,6 +225,18 @@ impl ThreadPoolBuilder {
     /// If the steal order does not have one list per worker, names a worker out of range
     /// or a worker itself; if [`cpus`](Self::cpus) is empty or has an empty set; if the OS
     /// refuses to start a thread or to pin a worker to its CPUs.
+    ///
+    /// ```
+    /// let error = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .steal_order(vec![vec![1]]) // one list for two workers
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(error.to_string(), "steal order has 1 lists but the pool has 2 workers");
+    /// let pool = coretune_pool::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// assert_eq!(pool.num_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(mut self) -> Result<ThreadPool, ThreadPoolBuildError> {
         let n = match self.num_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -269,6 +364,15 @@ fn validate_steal_order(order: &[Vec<usize>], n: usize) -> Result<(), ThreadPool
 }
 
 /// Why a [`ThreadPool`] could not be built (opaque, like rayon's).
+///
+/// ```
+/// let error = coretune_pool::ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .steal_order(vec![vec![0], vec![0]])
+///     .build()
+///     .unwrap_err();
+/// assert!(error.to_string().contains("worker 0 names worker 0"));
+/// ```
 #[derive(Debug)]
 pub struct ThreadPoolBuildError(ErrorKind);
 
