@@ -118,27 +118,7 @@ fn throttle_is_a_limit_or_adaptive_and_adaptive_runs_log_a_trace() {
 /// CPUs this process may use).
 #[test]
 fn placed_workers_run_where_place_planned() {
-    let plan = util::json(&[
-        "place",
-        "--threads",
-        "4",
-        "--policy",
-        "round-robin",
-        "--json",
-    ]);
-    let planned: Vec<Vec<String>> = plan["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["pus"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p.to_string())
-                .collect()
-        })
-        .collect();
+    let planned = util::planned_bound(4, "round-robin", "pu");
     for workload in ["raymesh", "membw", "mixed", "sum"] {
         let json = util::json(&[
             "bench",
@@ -160,7 +140,12 @@ fn placed_workers_run_where_place_planned() {
         assert_eq!(threads.len(), 4, "{json}");
         for t in threads {
             let worker = usize::try_from(t["worker"].as_u64().unwrap()).unwrap();
-            let seen: Vec<&String> = t["cpus_seen"].as_object().unwrap().keys().collect();
+            let seen: Vec<usize> = t["cpus_seen"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|cpu| cpu.parse().unwrap())
+                .collect();
             assert!(!seen.is_empty(), "{workload}: {t}");
             assert!(
                 seen.iter().all(|cpu| planned[worker].contains(cpu)),
