@@ -24,10 +24,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calc;
 mod expr;
 mod format;
 mod list;
 mod warn;
+
+pub use calc::{
+    Calc, CalcStop, CpusetFormat, LOCAL_NUMANODE_FLAGS, LocationSettings, Message, OutputSettings,
+    PreparedOutput, RESTRICT_FLAGS, c_atoi, c_atol, hwloc_string, list_string, parse_flags,
+    parse_hwloc_bitmap, systemd_dbus_string, taskset_string,
+};
 
 pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, ObjKind, Op, Term};
 pub use format::{Format, FormatError};
@@ -39,6 +46,17 @@ use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
 
 use crate::topology::{Topology, set_from_indexes, set_to_vec};
+
+/// An hwloc object type by the names hwloc's tools accept (`core`, `l3`, `group1`, `gpu`...).
+pub(crate) fn parse_type_name(name: &str) -> Option<hwlocality::object::types::ObjectType> {
+    calc::parse_type(name).map(|spec| spec.ty)
+}
+
+/// The depth of the level a type name names (`hwloc_type_sscanf_as_depth`): hwloc's numbers,
+/// negative for special and missing levels; `None` when the name is not a type.
+pub(crate) fn type_name_depth(topology: &hwlocality::Topology, name: &str) -> Option<i32> {
+    calc::parse_type(name).map(|spec| calc::spec_depth(topology, &spec))
+}
 
 /// The largest CPU index an expression may name. Linux's `NR_CPUS` tops out at 8192; this leaves
 /// room while keeping a typo such as `0-4000000000` from allocating gigabytes.
