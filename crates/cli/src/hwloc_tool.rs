@@ -214,27 +214,33 @@ pub(crate) fn lookup_input_option(
     Ok(Some(2))
 }
 
-/// `hwloc_utils_autodetect_input_format`.
-fn autodetect(path: &str, p: &mut Printer) -> InputFormat {
+/// `hwloc_utils_autodetect_input_format`; `verbose` narrates the guess on standard output.
+fn autodetect(path: &str, verbose: bool, p: &mut Printer) -> InputFormat {
+    let mut guess = |format: InputFormat, what: &str| {
+        if verbose {
+            p.line(&format!("assuming `{path}' is {what}"));
+        }
+        format
+    };
     let Ok(meta) = std::fs::metadata(path) else {
-        return InputFormat::Synthetic;
+        return guess(InputFormat::Synthetic, "a synthetic topology description");
     };
     if meta.is_file() {
         if path.ends_with(".shmem") {
-            return InputFormat::Shmem;
+            return guess(InputFormat::Shmem, "a shmem topology file");
         }
         if path.ends_with(".tar.gz") || path.ends_with(".tar.bz2") {
-            return InputFormat::Archive;
+            return guess(InputFormat::Archive, "an archive topology file");
         }
-        return InputFormat::Xml;
+        return guess(InputFormat::Xml, "a XML file");
     }
     if meta.is_dir() {
         let dir = Path::new(path);
         if dir.join("pu0").is_file() {
-            return InputFormat::Cpuid;
+            return guess(InputFormat::Cpuid, "a cpuid dump");
         }
         if dir.join("proc").is_dir() {
-            return InputFormat::Fsroot;
+            return guess(InputFormat::Fsroot, "a file-system root");
         }
     }
     p.err(&format!("Unrecognized input file: {path}"));
@@ -243,11 +249,13 @@ fn autodetect(path: &str, p: &mut Printer) -> InputFormat {
 
 /// Loads the topology as hwloc's tools do (`hwloc_utils_enable_input_format` then
 /// `hwloc_topology_load`). `bad_xml` is the status the tool ends with when the XML cannot be
-/// loaded (hwloc-calc 2.9 crashes, hwloc-distrib exits with 1).
+/// loaded (hwloc-calc 2.9 crashes, hwloc-distrib exits with 1); `verbose` is the tool's
+/// verbosity at load time.
 pub(crate) fn load(
     input: &Input,
     options: &LoadOptions,
     bad_xml: u8,
+    verbose: bool,
     p: &mut Printer,
 ) -> Result<Topology, Exit> {
     let Some(path) = input.path.as_deref() else {
@@ -260,7 +268,7 @@ pub(crate) fn load(
         path = "-".to_owned();
     }
     if format == InputFormat::Default {
-        format = autodetect(&path, p);
+        format = autodetect(&path, verbose, p);
         if format == InputFormat::Default {
             p.usage_err();
             return Err(Exit(1));

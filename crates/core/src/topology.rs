@@ -322,21 +322,45 @@ impl Topology {
             return Err(RestrictError::Flags(flags));
         }
         let mut restrict = RestrictFlags::empty();
-        if flags & (REMOVE_CPULESS | REMOVE_MEMLESS) != 0 {
-            restrict |= RestrictFlags::REMOVE_EMPTIED;
-        }
         if flags & ADAPT_MISC != 0 {
             restrict |= RestrictFlags::ADAPT_MISC;
         }
         if flags & ADAPT_IO != 0 {
             restrict |= RestrictFlags::ADAPT_IO;
         }
+        // hwlocality 1.0.0-alpha.13 cannot pass REMOVE_CPULESS/REMOVE_MEMLESS through (its
+        // REMOVE_EMPTIED is all bits, which hwloc refuses), so they are a second restriction:
+        // by nodeset to the nodes that kept CPUs, or by cpuset to the PUs that kept memory.
         let ok = if by_nodeset {
             let nodes = NodeSet::from(set.clone());
-            self.hwloc.edit(|e| e.restrict(&nodes, restrict).is_ok())
+            let mut ok = self.hwloc.edit(|e| e.restrict(&nodes, restrict).is_ok());
+            if ok && flags & REMOVE_MEMLESS != 0 {
+                let mut keep = CpuSet::new();
+                for pu in self.hwloc.objects_with_type(ObjectType::PU) {
+                    if pu.nodeset().is_some_and(|n| !n.is_empty()) {
+                        if let Some(c) = pu.cpuset() {
+                            keep |= &*c;
+                        }
+                    }
+                }
+                ok = self.hwloc.edit(|e| e.restrict(&keep, restrict).is_ok());
+            }
+            ok
         } else {
             let cpus = CpuSet::from(set.clone());
-            self.hwloc.edit(|e| e.restrict(&cpus, restrict).is_ok())
+            let mut ok = self.hwloc.edit(|e| e.restrict(&cpus, restrict).is_ok());
+            if ok && flags & REMOVE_CPULESS != 0 {
+                let mut keep = NodeSet::new();
+                for node in self.hwloc.objects_with_type(ObjectType::NUMANode) {
+                    if node.cpuset().is_some_and(|c| !c.is_empty()) {
+                        if let Some(n) = node.nodeset() {
+                            keep |= &*n;
+                        }
+                    }
+                }
+                ok = self.hwloc.edit(|e| e.restrict(&keep, restrict).is_ok());
+            }
+            ok
         };
         if ok {
             Ok(())

@@ -150,6 +150,7 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
         &topo_opts.input,
         &LoadOptions::hwloc_calc(topo_opts.disallowed),
         CRASHED,
+        false,
         p,
     )?;
     if let Err(stop) = topo_opts.restrict.apply(&mut topo, p) {

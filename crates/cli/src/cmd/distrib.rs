@@ -195,7 +195,7 @@ fn distrib(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exi
         ));
         return Err(Exit(1));
     }
-    let mut topo = hwloc_tool::load(&input, &load, 1, p)?;
+    let mut topo = hwloc_tool::load(&input, &load, 1, verbose, p)?;
     if let Err(stop) = restrict.apply(&mut topo, p) {
         return Ok(Err(stop));
     }

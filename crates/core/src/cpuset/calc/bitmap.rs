@@ -28,7 +28,8 @@ impl Words {
             set.last_set().map_or(0, |i| usize::from(i) + 1)
         };
         let mut words = vec![0u64; top.div_ceil(64)];
-        for bit in set.iter_set().map(usize::from).take_while(|&b| b < top) {
+        let end = words.len() * 64;
+        for bit in set.iter_set().map(usize::from).take_while(|&b| b < end) {
             words[bit / 64] |= 1 << (bit % 64);
         }
         Self { words, infinite }
@@ -343,6 +344,7 @@ mod test {
         assert_eq!(hw("0x1,"), "0x0");
         assert_eq!(hw("0xF...F,1"), "0x0");
         assert_eq!(hw("0xf...f"), "0xf...f");
+        assert_eq!(hw("0xf...f,0x80000000,,,,,"), "0xf...f,0x80000000,,,,,0x0");
         assert!(parse_hwloc(",0x1").is_err());
         assert_eq!(hwloc_string(&Bitmap::new()), "0x0");
     }

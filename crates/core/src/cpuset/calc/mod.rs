@@ -894,7 +894,10 @@ mod test {
             parse_flags("smaller,larger", LOCAL_NUMANODE_FLAGS, "x").0,
             3
         );
-        assert_eq!(parse_flags("all", LOCAL_NUMANODE_FLAGS, "x").0, 4);
+        // `ALL` is also in `SMALLER`: ambiguous, as hwloc-calc says; `all$` and `flag_all` work.
+        assert_eq!(parse_flags("all", LOCAL_NUMANODE_FLAGS, "x").0, u64::MAX);
+        assert_eq!(parse_flags("all$", LOCAL_NUMANODE_FLAGS, "x").0, 4);
+        assert_eq!(parse_flags("flag_all", LOCAL_NUMANODE_FLAGS, "x").0, 4);
         assert_eq!(parse_flags("bynodeset|memless", RESTRICT_FLAGS, "x").0, 24);
         let (v, msgs) = parse_flags("locality", LOCAL_NUMANODE_FLAGS, "local_numanode");
         assert_eq!(v, u64::MAX);
