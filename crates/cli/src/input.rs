@@ -35,6 +35,16 @@ impl TopologyArgs {
         let source = self.source()?;
         Ok(Topology::load(&source)?)
     }
+
+    /// Loads the topology with its PCI and OS devices, so that CPU-set expressions can name the
+    /// CPUs near a device (`os=eth0`, `pci=...`).
+    pub(crate) fn load_with_devices(&self) -> anyhow::Result<Topology> {
+        let source = self.source()?;
+        Ok(Topology::load_with(
+            &source,
+            &coretune_core::LoadOptions::default().io(true),
+        )?)
+    }
 }
 
 /// hwloc reads a saved /sys + /proc tree only through the `HWLOC_FSROOT` environment variable,

@@ -379,6 +379,28 @@ impl Placement {
         if self.is_pinned() { "close" } else { "false" }
     }
 
+    /// The NUMA nodes whose CPUs the threads run on (OS indexes, ascending): where the
+    /// placement's memory should be, as `numactl --membind` and `hwloc-bind --membind` take it.
+    pub fn memory_nodes(&self, topology: &Topology) -> Vec<usize> {
+        let union = self.union();
+        let nodes = hwlocality::memory::nodeset::NodeSet::from_cpuset(topology.hwloc(), &union);
+        nodes.iter_set().map(usize::from).collect()
+    }
+
+    /// The `numactl` command line that applies the process-wide set and binds memory to
+    /// [`Placement::memory_nodes`] (`None` when threads are not pinned or the topology has no
+    /// NUMA node under those CPUs).
+    pub fn numactl(&self, topology: &Topology) -> Option<String> {
+        let nodes = self.memory_nodes(topology);
+        (self.is_pinned() && !nodes.is_empty()).then(|| {
+            format!(
+                "numactl --physcpubind={} --membind={}",
+                self.taskset_list(),
+                format_list(&nodes)
+            )
+        })
+    }
+
     /// `taskset -c` list of the process-wide set.
     pub fn taskset_list(&self) -> String {
         format_list(&set_to_vec(&self.union()))

@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::format_list;
 use coretune_core::{Binding, Policy, plan};
-use coretune_core::{Topology, TopologySource, set_to_vec};
+use coretune_core::{LoadOptions, Topology, TopologySource, set_to_vec};
 use coretune_core::{exit_code, find_program, rebind_process, run_program, thread_env};
 
 use crate::input::cpus_option;
@@ -27,6 +27,10 @@ pub(crate) struct RunArgs {
     /// OMP_PLACES/OMP_PROC_BIND (os, compact, spread, cores, round-robin).
     #[arg(long, requires = "threads")]
     place: Option<Policy>,
+    /// With --place: each thread's OpenMP place is its PU, its core, the shared set, or its own
+    /// part of the CPUs (share: for spread, its hwloc-distrib set).
+    #[arg(long, requires = "place", default_value = "pu")]
+    bind: Binding,
     /// Rebind this running process and all its threads instead of starting a command.
     #[arg(long, conflicts_with_all = ["threads", "place", "command"], requires = "cpus")]
     pid: Option<u32>,
@@ -36,8 +40,12 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    // Binding only makes sense on the machine this runs on.
-    let topo = Topology::load(&TopologySource::Live)?;
+    // Binding only makes sense on the machine this runs on; devices are loaded when --cpus may
+    // name one (`os=eth0`).
+    let topo = Topology::load_with(
+        &TopologySource::Live,
+        &LoadOptions::default().io(args.cpus.is_some()),
+    )?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
     if let Some(pid) = args.pid {
         let cpus = cpus.context("--pid needs --cpus")?;
@@ -56,7 +64,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     find_program(program)?;
     let placement = match (args.threads, args.place) {
         (Some(n), Some(policy)) => {
-            Some(plan(&topo, n, policy, cpus.as_ref(), Binding::Pu).context("run")?)
+            Some(plan(&topo, n, policy, cpus.as_ref(), args.bind).context("run")?)
         }
         _ => None,
     };

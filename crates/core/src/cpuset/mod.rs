@@ -47,6 +47,18 @@ use hwlocality::object::TopologyObject;
 
 use crate::topology::{Topology, set_from_indexes, set_to_vec};
 
+/// Whether hwloc's tools read `name` as a type (or hwloc-calc's `hbm`/`mcdram`).
+pub(crate) fn is_hwloc_type(name: &str) -> bool {
+    calc::parse_type(name).is_some()
+        || name.eq_ignore_ascii_case("hbm")
+        || name.eq_ignore_ascii_case("mcdram")
+}
+
+/// An hwloc-format bitmap, `None` when hwloc would not read it as one.
+pub(crate) fn calc_parse_hwloc(text: &str) -> Option<hwlocality::bitmap::Bitmap> {
+    calc::parse_hwloc_bitmap_checked(text)
+}
+
 /// An hwloc object type by the names hwloc's tools accept (`core`, `l3`, `group1`, `gpu`...).
 pub(crate) fn parse_type_name(name: &str) -> Option<hwlocality::object::types::ObjectType> {
     calc::parse_type(name).map(|spec| spec.ty)
@@ -150,6 +162,15 @@ pub enum CpuSetError {
         /// The whole expression.
         input: String,
     },
+    /// hwloc-calc's engine warns about a location (an object or device that does not exist, a
+    /// range it cannot read); coretune refuses it.
+    #[error("'{part}': {reason}")]
+    Location {
+        /// The term that failed.
+        part: String,
+        /// What hwloc-calc says about it.
+        reason: String,
+    },
     /// The expression only names CPUs that are offline or not allowed to this process.
     #[error("'{input}': CPUs {cpus} are all offline or not allowed (usable: {usable})")]
     Unusable {
@@ -173,7 +194,8 @@ impl CpuSetError {
             | CpuSetError::IndexOutOfRange { part, .. }
             | CpuSetError::NoSuchOsIndex { part, .. }
             | CpuSetError::NoSuchCpu { part, .. }
-            | CpuSetError::NoSuchKind { part, .. } => part,
+            | CpuSetError::NoSuchKind { part, .. }
+            | CpuSetError::Location { part, .. } => part,
             _ => return None,
         };
         let start = input.find(part.as_str())?;
@@ -298,6 +320,53 @@ fn eval_atom(
             Ok(set_from_indexes(cpus.iter().copied()))
         }
         Atom::Kind(sel) => eval_kind(topology, term, *sel),
+        Atom::CpusFrom { cpus, from } => {
+            // Open-ended: whatever of it the machine has.
+            let complete = topology.hwloc().complete_cpuset().clone_target();
+            let mut set = set_from_indexes(cpus.iter().copied());
+            let mut tail = complete.clone();
+            if *from > 0 {
+                tail -= &set_from_indexes(0..*from);
+            }
+            set |= &tail;
+            set &= &complete;
+            if set.is_empty() {
+                return Err(CpuSetError::NoSuchCpu {
+                    part: term.text.clone(),
+                    cpus: term.text.clone(),
+                    existing: list_of(&complete),
+                });
+            }
+            Ok(set)
+        }
+        Atom::Hwloc(text) => {
+            let settings = LocationSettings {
+                logical: !options.physical,
+                ..LocationSettings::default()
+            };
+            let mut msgs = Vec::new();
+            let mut set = hwlocality::bitmap::Bitmap::new();
+            let location_error = |reason: String| CpuSetError::Location {
+                part: term.text.clone(),
+                reason,
+            };
+            let recognized = Calc::new(topology)
+                .apply(&mut set, text, &settings, &mut msgs)
+                .map_err(|e| location_error(e.to_string()))?;
+            let complaint = msgs.iter().find_map(|m| match m {
+                Message::Stderr(line) => Some(line.clone()),
+                _ => None,
+            });
+            if let Some(reason) = complaint {
+                return Err(location_error(format!("hwloc-calc: {reason}")));
+            }
+            if !recognized {
+                return Err(location_error(
+                    "hwloc-calc does not read this location".to_owned(),
+                ));
+            }
+            Ok(CpuSet::from(set))
+        }
         Atom::Location(levels) => {
             let mut out = CpuSet::new();
             let root = Scope {

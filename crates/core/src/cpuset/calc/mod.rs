@@ -118,6 +118,14 @@ pub fn parse_hwloc_bitmap(s: &str) -> Result<Bitmap, CalcStop> {
     Ok(bitmap::parse_hwloc(s)?.0)
 }
 
+/// Reads a bitmap in hwloc's format; `None` where hwloc fails to (or would abort).
+pub(crate) fn parse_hwloc_bitmap_checked(s: &str) -> Option<Bitmap> {
+    match bitmap::parse_hwloc(s) {
+        Ok((set, true)) => Some(set),
+        _ => None,
+    }
+}
+
 /// A flag name hwloc's tools accept, with its value.
 type FlagName = (&'static str, u64);
 
