@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::TopologyObject;
@@ -198,8 +199,9 @@ pub enum PlacementError {
 /// Where one thread runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadPlacement {
-    /// The CPUs it may run on (OS indexes, ascending).
-    pub pus: Vec<usize>,
+    /// The CPUs it may run on (OS indexes, ascending); threads with the same set share one
+    /// list (thousands of threads bound to one shared set would otherwise copy it each).
+    pub pus: Arc<[usize]>,
     /// The PU the policy chose for it (`None` for [`Policy::Os`]).
     pub pu: Option<usize>,
     /// Logical index of that PU's core.
@@ -259,7 +261,7 @@ impl Placement {
 
     /// Each thread's CPUs as OS indexes, for code that knows no hwloc (the pool).
     pub fn thread_cpus(&self) -> Vec<Vec<usize>> {
-        self.threads.iter().map(|t| t.pus.clone()).collect()
+        self.threads.iter().map(|t| t.pus.to_vec()).collect()
     }
 
     /// Each thread's CPU set.
@@ -324,17 +326,19 @@ impl Placement {
                 .filter(|&j| j != i)
                 .collect()
         };
+        // `seen[j] == i + 1`: thread j is already in thread i's list.
+        let mut seen = vec![0usize; n];
         (0..n)
             .map(|i| {
                 let t = &self.threads[i];
                 let mut near: Vec<usize> = Vec::new();
-                let mut seen = std::collections::HashSet::new();
                 for (key, map) in [(t.core, &cores), (t.l3, &l3s), (t.numa, &numas)] {
                     let Some(members) = key.and_then(|k| map.get(&k)) else {
                         continue;
                     };
                     for j in ring(members, i) {
-                        if seen.insert(j) {
+                        if seen[j] != i + 1 {
+                            seen[j] = i + 1;
                             near.push(j);
                         }
                     }
@@ -470,21 +474,27 @@ pub fn plan(
             }
         }
     };
-    let available_list = set_to_vec(&available);
-    let union = set_to_vec(&set_from_indexes(chosen.iter().flatten().copied()));
+    let available_list: Arc<[usize]> = set_to_vec(&available).into();
+    let union: Arc<[usize]> =
+        set_to_vec(&set_from_indexes(chosen.iter().flatten().copied())).into();
+    let mut cores: HashMap<usize, Arc<[usize]>> = HashMap::new();
     let threads = chosen
         .iter()
         .enumerate()
         .map(|(i, pu)| {
-            let pus = match (pu, binding) {
-                (None, _) => available_list.clone(),
-                (Some(_), Binding::Shared) => union.clone(),
-                (Some(pu), Binding::Pu) => vec![*pu],
-                (Some(pu), Binding::Core) => index.core_pus(*pu),
+            let pus: Arc<[usize]> = match (pu, binding) {
+                (None, _) => Arc::clone(&available_list),
+                (Some(_), Binding::Shared) => Arc::clone(&union),
+                (Some(pu), Binding::Pu) => Arc::from([*pu].as_slice()),
+                (Some(pu), Binding::Core) => Arc::clone(
+                    cores
+                        .entry(*pu)
+                        .or_insert_with(|| index.core_pus(*pu).into()),
+                ),
                 (Some(pu), Binding::Share) => parts
                     .as_ref()
-                    .and_then(|p| p.get(i).cloned())
-                    .unwrap_or_else(|| vec![*pu]),
+                    .and_then(|p| p.get(i).map(|part| Arc::from(part.as_slice())))
+                    .unwrap_or_else(|| Arc::from([*pu].as_slice())),
             };
             let place = pu.map_or_else(Where::default, |pu| index.place(pu));
             ThreadPlacement {

@@ -188,7 +188,7 @@ fn check_invariants(
         if p.binding == Binding::Share && threads <= navail {
             let mut seen = HashSet::new();
             for t in &p.threads {
-                for &c in &t.pus {
+                for &c in t.pus.iter() {
                     assert!(seen.insert(c), "{} share: CPU {c} in two parts", p.policy);
                 }
             }
