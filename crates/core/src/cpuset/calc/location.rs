@@ -68,6 +68,8 @@ struct Ctx<'t, 'm> {
     logical: bool,
     verbose: i32,
     only_hbm: i32,
+    /// A filter on the first level of the location (hwloc 2.11 syntax).
+    filter: Option<Filter>,
     msgs: &'m mut Vec<Message>,
 }
 
@@ -152,6 +154,7 @@ pub(crate) fn apply_location(
             logical: settings.logical,
             verbose,
             only_hbm: -1,
+            filter: None,
             msgs,
         };
         let objects = process_location(&mut ctx, arg, typelen)?;
@@ -310,10 +313,62 @@ fn process_location<'t>(
     let root_cpus: CpuSet = ctx.topology.complete_cpuset().clone_target();
     let root_nodes: NodeSet = ctx.topology.complete_nodeset().clone_target();
     let mut out = Vec::new();
+    // hwloc 2.11's level filters, `numa[tier=1]:0`, `numa[HBM]:all`: forms hwloc-calc 2.9 does
+    // not read (it stops on the range), so reading them changes no answer of 2.9.
+    let (filter, after) = match level_filter(sep, after) {
+        Some((filter, range)) => (Some(filter), range),
+        None => (None, after),
+    };
+    ctx.filter = filter;
     match object_range(ctx, &root_cpus, &root_nodes, depth, after, &mut out)? {
         true => Ok(Some(out)),
         false => Ok(None),
     }
+}
+
+/// A filter on the objects of a level (hwloc 2.11): a memory tier or a subtype.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Filter {
+    /// `[tier=N]`: NUMA nodes whose `MemoryTier` info is N.
+    Tier(i32),
+    /// `[subtype=NAME]` or `[NAME]`: objects of that subtype (case-insensitive).
+    Subtype(String),
+}
+
+impl Filter {
+    fn keeps(&self, obj: &TopologyObject) -> bool {
+        match self {
+            Filter::Tier(tier) => obj
+                .info("MemoryTier")
+                .is_some_and(|v| super::cstr::atoi(&v.to_string_lossy()) == *tier),
+            Filter::Subtype(name) => obj
+                .subtype()
+                .is_some_and(|s| s.to_string_lossy().eq_ignore_ascii_case(name)),
+        }
+    }
+}
+
+/// `[FILTER]:RANGE` after a type: the filter and the range, for the forms hwloc-calc 2.9 cannot
+/// read (a closing bracket, then a colon; a tier, a subtype).
+fn level_filter(sep: u8, after: &str) -> Option<(Filter, &str)> {
+    if sep != b'[' {
+        return None;
+    }
+    let (inside, rest) = after.split_once(']')?;
+    let range = rest.strip_prefix(':')?;
+    let filter = if let Some(tier) = inside.strip_prefix("tier=") {
+        Filter::Tier(super::cstr::atoi(tier))
+    } else if let Some(name) = inside.strip_prefix("subtype=") {
+        Filter::Subtype(name.to_owned())
+    } else if !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        if inside.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        Filter::Subtype(inside.to_owned())
+    } else {
+        return None;
+    };
+    Some((filter, range))
 }
 
 /// `hwloc_calc_parse_depth_prefix`: the depth (hwloc's number) and type a prefix names.
@@ -468,6 +523,7 @@ fn objects_inside<'t>(
                 c.as_ref().is_none_or(|c| c.is_empty()) && n.as_ref().is_none_or(|n| n.is_empty());
             c_in && n_in && !empty
         })
+        .filter(|obj| ctx.filter.as_ref().is_none_or(|f| f.keeps(obj)))
         .filter(|obj| {
             if ctx.only_hbm < 0 || obj.object_type() != ObjectType::NUMANode {
                 return true;
@@ -532,6 +588,8 @@ fn object_range<'t>(
         next = Some((nextdepth, &nextstring[typelen + 1..]));
     }
     let inside = objects_inside(ctx, cpus, nodes, depth);
+    // A filter names the first level only.
+    ctx.filter = None;
     let width = inside.len() as u32;
     if range.amount == -1 {
         let steps = width
@@ -864,6 +922,27 @@ mod test {
         let all = range_indexes(&r(6, -2, 1, false), 4, || (0..4).collect());
         assert_eq!(all.len(), SIMULATED as usize + 4);
         assert_eq!(&all[all.len() - 4..], &[0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn level_filters_are_read_only_where_hwloc_calc_2_9_cannot() {
+        assert_eq!(
+            level_filter(b'[', "tier=1]:0"),
+            Some((Filter::Tier(1), "0"))
+        );
+        assert_eq!(
+            level_filter(b'[', "HBM]:all"),
+            Some((Filter::Subtype("HBM".to_owned()), "all"))
+        );
+        assert_eq!(
+            level_filter(b'[', "subtype=DRAM]:1-2"),
+            Some((Filter::Subtype("DRAM".to_owned()), "1-2"))
+        );
+        // hwloc-calc 2.9 reads `core[1` as `core:1`, and fails on the others: left alone.
+        assert_eq!(level_filter(b'[', "1"), None);
+        assert_eq!(level_filter(b'[', "1]:0"), None);
+        assert_eq!(level_filter(b':', "tier=1]:0"), None);
+        assert_eq!(level_filter(b'[', "tier=1]"), None);
     }
 
     #[test]

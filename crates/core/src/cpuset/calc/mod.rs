@@ -893,6 +893,61 @@ fn best_node<'t>(
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::topology::TopologySource;
+
+    /// Two packages, each with a small (tier 0, DRAM) and a big (tier 1, HBM) NUMA node: what an
+    /// hwloc 2.10+ XML export of a machine with high-bandwidth memory carries.
+    fn tiered() -> Topology {
+        let synthetic = Topology::load(&TopologySource::Synthetic(
+            "pack:2 [numa(memory=1048576)] [numa(memory=2097152)] core:2 pu:1".into(),
+        ))
+        .unwrap();
+        let mut xml = synthetic.to_xml().unwrap();
+        for (os, tier, subtype) in [(0, 0, "DRAM"), (1, 1, "HBM"), (2, 0, "DRAM"), (3, 1, "HBM")] {
+            let tag = format!("<object type=\"NUMANode\" os_index=\"{os}\"");
+            let at = xml.find(&tag).unwrap();
+            let end = at + xml[at..].find('>').unwrap();
+            xml.insert_str(
+                end + 1,
+                &format!("<info name=\"MemoryTier\" value=\"{tier}\"/>"),
+            );
+            xml.insert_str(at + tag.len(), &format!(" subtype=\"{subtype}\""));
+        }
+        Topology::load_with(
+            &TopologySource::Xml {
+                label: "tiered".into(),
+                xml,
+            },
+            &crate::topology::LoadOptions::hwloc_calc(false),
+        )
+        .unwrap()
+    }
+
+    fn nodeset_of(topo: &Topology, location: &str) -> String {
+        let calc = Calc::new(topo);
+        let mut set = Bitmap::new();
+        let mut msgs = Vec::new();
+        let settings = LocationSettings {
+            nodeset_output: true,
+            ..LocationSettings::default()
+        };
+        assert!(
+            calc.apply(&mut set, location, &settings, &mut msgs)
+                .unwrap()
+        );
+        assert!(msgs.is_empty(), "{msgs:?}");
+        hwloc_string(&set)
+    }
+
+    #[test]
+    fn memory_tiers_and_subtypes_filter_numa_nodes() {
+        let topo = tiered();
+        assert_eq!(nodeset_of(&topo, "numa[tier=1]:all"), "0x0000000a");
+        assert_eq!(nodeset_of(&topo, "numa[tier=0]:1"), "0x00000004");
+        assert_eq!(nodeset_of(&topo, "numa[HBM]:0"), "0x00000002");
+        assert_eq!(nodeset_of(&topo, "numa[subtype=dram]:all"), "0x00000005");
+        assert_eq!(nodeset_of(&topo, "numa:all"), "0x0000000f");
+    }
 
     #[test]
     fn flags_parse_as_hwloc_utils_parse_flags() {
