@@ -17,6 +17,54 @@ use coretune_core::{
 
 use crate::input::{SavedTree, saved_tree_to_xml};
 
+/// A drop-in's command line: hwloc's arguments for the tool, unchanged, parsed by hand (clap
+/// takes them as they come, `-h` and `--help` included).
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub(crate) struct ToolArgs {
+    /// The hwloc tool's arguments, unchanged (`coretune calc --help`, `coretune distrib --help`
+    /// list them).
+    #[arg(
+        num_args = 0..,
+        allow_hyphen_values = true,
+        trailing_var_arg = true,
+        value_name = "ARGS"
+    )]
+    pub(crate) args: Vec<String>,
+}
+
+/// The usage lines of the topology options both tools take, descriptions in column `column`
+/// (hwloc's `hwloc_utils_input_format_usage`).
+pub(crate) fn input_usage(column: usize) -> String {
+    let line = |option: &str, what: &str| {
+        if option.len() + 2 < column {
+            format!("  {option:<width$}{what}\n", width = column - 2)
+        } else {
+            format!("  {option}\n{:column$}{what}\n", "")
+        }
+    };
+    [
+        line(
+            "--restrict [nodeset=]<bitmap>",
+            "Restrict the topology to some processors or NUMA nodes",
+        ),
+        line("--restrict-flags <flags>", "Flags for the restriction"),
+        line(
+            "--disallowed",
+            "Include objects disallowed by administrative limitations",
+        ),
+        line(
+            "-i --input <XML file|directory|\"synthetic description\">",
+            "Read the topology from there instead of this machine",
+        ),
+        line(
+            "--if --input-format <xml|fsroot|cpuid|synthetic>",
+            "Force the input format",
+        ),
+    ]
+    .concat()
+}
+
 /// An early end with hwloc's status, after what was printed.
 #[derive(Debug)]
 pub(crate) struct Exit(pub(crate) u8);
@@ -119,6 +167,40 @@ impl Printer {
     }
 }
 
+/// The result of a tool's `main`: `Err` for a usage error (its status), `Ok(Err)` where it
+/// stops early, `Ok(Ok(status))` when it is done.
+pub(crate) type ToolResult = Result<Result<u8, CalcStop>, Exit>;
+
+/// Runs a tool's `main` with a fresh [`Printer`] and ends as the tool ends.
+pub(crate) fn run_tool(
+    tool: &str,
+    usage: fn() -> String,
+    main: impl FnOnce(&mut Printer) -> ToolResult,
+) -> ExitCode {
+    let mut p = Printer::new(usage);
+    match main(&mut p) {
+        Ok(Ok(status)) => p.finish(status),
+        Ok(Err(stop)) => p.stop(stop, tool),
+        Err(Exit(status)) => p.finish(status),
+    }
+}
+
+/// The value of the option at `args[i]`; without one, the usage and status 1, as hwloc's tools
+/// end.
+pub(crate) fn option_value<'a>(
+    args: &'a [String],
+    i: usize,
+    p: &mut Printer,
+) -> Result<&'a str, Exit> {
+    match args.get(i + 1) {
+        Some(v) => Ok(v),
+        None => {
+            p.usage_err();
+            Err(Exit(1))
+        }
+    }
+}
+
 /// hwloc's input formats (`--input-format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum InputFormat {
@@ -187,22 +269,17 @@ pub(crate) fn lookup_input_option(
     p: &mut Printer,
 ) -> Result<Option<usize>, Exit> {
     let opt = args[i].as_str();
-    let value = || args.get(i + 1).cloned();
-    let needs_value = |p: &mut Printer| {
-        p.usage_err();
-        Exit(1)
-    };
     match opt {
         "--input" | "-i" => {
-            let v = value().ok_or_else(|| needs_value(p))?;
-            input.path = (!v.is_empty()).then_some(v);
+            let v = option_value(args, i, p)?;
+            input.path = (!v.is_empty()).then(|| v.to_owned());
         }
         "--input-format" | "--if" => {
-            let v = value().ok_or_else(|| needs_value(p))?;
-            input.format = parse_input_format(&v, p)?;
+            let v = option_value(args, i, p)?;
+            input.format = parse_input_format(v, p)?;
         }
         "--synthetic" | "--xml" | "--fsys-root" => {
-            input.path = Some(value().ok_or_else(|| needs_value(p))?);
+            input.path = Some(option_value(args, i, p)?.to_owned());
             input.format = match opt {
                 "--synthetic" => InputFormat::Synthetic,
                 "--xml" => InputFormat::Xml,

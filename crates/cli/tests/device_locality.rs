@@ -63,8 +63,7 @@ fn devices(xml: &str) -> (Vec<String>, Vec<String>, BTreeSet<String>) {
 /// hwloc-calc finds one; returns how many comparisons were made.
 fn check(input: Option<&str>, location: &str, extra: &[&str]) -> usize {
     let mut hw = Command::new("hwloc-calc");
-    let mut ours = util::coretune();
-    let mut ours_cmd = Command::new(ours.get_program());
+    let mut ours_cmd = Command::new(assert_cmd::cargo::cargo_bin("coretune"));
     ours_cmd.arg("calc");
     if let Some(input) = input {
         hw.args(["-i", input]);

@@ -6,6 +6,8 @@
 //! median, the fastest and the target verdict. Without `--bench` (as under `cargo test
 //! --benches`) it is a smoke test: a 64-PU machine, 64 threads, one repetition.
 
+#![allow(clippy::unwrap_used)] // a bench: a failed plan is a bug to see at once
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -8,30 +8,19 @@
 use std::io::BufRead as _;
 use std::process::ExitCode;
 
-use clap::Args;
 use coretune_core::{
     Bitmap, Calc, CalcStop, CpusetFormat, LOCAL_NUMANODE_FLAGS, LoadOptions, LocationSettings,
     OutputSettings, parse_flags,
 };
 
-use crate::hwloc_tool::{self, CRASHED, Exit, Input, Printer, Restrict};
+use crate::hwloc_tool::{
+    self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
+};
 
-#[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
-pub(crate) struct CalcArgs {
-    /// hwloc-calc's arguments, unchanged: topology options, then options and locations (see
-    /// `coretune calc --help`).
-    #[arg(
-        num_args = 0..,
-        allow_hyphen_values = true,
-        trailing_var_arg = true,
-        value_name = "ARGS"
-    )]
-    args: Vec<String>,
-}
+pub(crate) type CalcArgs = ToolArgs;
 
 fn usage() -> String {
-    "\
+    let head = "\
 Usage: coretune calc [topology options] [options] <location> ...
  hwloc-calc's command line; <location> may be a space-separated list of cpusets or objects:
     core:2-3          the third and fourth cores
@@ -45,13 +34,8 @@ Topology options (first):
   --no-smt[=<N>]            Keep one PU per core (the N-th)
   --cpukind <n>|<name>=<value>
                             Keep the PUs of one CPU kind
-  --restrict [nodeset=]<bitmap>
-                            Restrict the topology to some processors or NUMA nodes
-  --restrict-flags <flags>  Flags for the restriction
-  --disallowed              Include objects disallowed by administrative limitations
-  -i --input <XML file|directory|\"synthetic description\">
-                            Read the topology from there instead of this machine
-  --if --input-format <xml|fsroot|cpuid|synthetic>
+";
+    let tail = "\
 Conversion options:
   [default]                 The combined locations as a CPU set
   -N --number-of <type|depth>
@@ -78,8 +62,8 @@ Formatting options:
   --single                            Keep one CPU
 Miscellaneous options:
   -q --quiet / -v --verbose / --version / -h --help
-"
-    .to_owned()
+";
+    format!("{head}{}{tail}", hwloc_tool::input_usage(28))
 }
 
 /// hwloc-calc's topology options (accepted first only).
@@ -93,26 +77,28 @@ struct TopologyOptions {
 }
 
 pub(crate) fn run(args: &CalcArgs) -> anyhow::Result<ExitCode> {
-    let mut p = Printer::new(usage);
-    Ok(match calc(&args.args, &mut p) {
-        Ok(Ok(status)) => p.finish(status),
-        Ok(Err(stop)) => p.stop(stop, "calc"),
-        Err(Exit(status)) => p.finish(status),
-    })
+    Ok(hwloc_tool::run_tool("calc", usage, |p| calc(&args.args, p)))
 }
 
-fn value<'a>(args: &'a [String], i: usize, p: &mut Printer) -> Result<&'a str, Exit> {
-    match args.get(i + 1) {
-        Some(v) => Ok(v),
-        None => {
-            p.usage_err();
-            Err(Exit(1))
-        }
+/// Applies one location, printing hwloc-calc's messages about it.
+fn apply(
+    calc: &Calc<'_>,
+    set: &mut Bitmap,
+    location: &str,
+    settings: &LocationSettings,
+    p: &mut Printer,
+) -> Result<(), CalcStop> {
+    let mut msgs = Vec::new();
+    let recognized = calc.apply(set, location, settings, &mut msgs);
+    p.messages(&mut msgs);
+    if !recognized? {
+        p.err(&format!("ignored unrecognized argument {location}"));
     }
+    Ok(())
 }
 
 /// hwloc-calc's `main`: `Err` for a usage error, `Ok(Err)` where it stops early.
-fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> {
+fn calc(args: &[String], p: &mut Printer) -> ToolResult {
     let mut topo_opts = TopologyOptions::default();
     let mut i = 0;
     while i < args.len() {
@@ -120,17 +106,17 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
         match arg {
             "--disallowed" | "--whole-system" => topo_opts.disallowed = true,
             "--restrict" => {
-                let v = value(args, i, p)?;
+                let v = option_value(args, i, p)?;
                 topo_opts.restrict.set_value(v, 7);
                 i += 1;
             }
             "--restrict-flags" => {
-                let v = value(args, i, p)?;
+                let v = option_value(args, i, p)?;
                 topo_opts.restrict.flags_value(v, p);
                 i += 1;
             }
             "--cpukind" => {
-                let v = value(args, i, p)?;
+                let v = option_value(args, i, p)?;
                 match v.split_once('=') {
                     Some((name, val)) => {
                         topo_opts.cpukind_info = Some((name.to_owned(), val.to_owned()));
@@ -192,20 +178,20 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
                     out.no_smt = Some(coretune_core::c_atoi(&arg[9..]));
                 }
                 "--number-of" | "-N" => {
-                    out.number_of = Some(value(args, i, p)?.to_owned());
+                    out.number_of = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--intersect" | "-I" => {
-                    out.intersect = Some(value(args, i, p)?.to_owned());
+                    out.intersect = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--hierarchical" | "-H" => {
-                    out.hierarchical = Some(value(args, i, p)?.to_owned());
+                    out.hierarchical = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--local-memory" => out.local_memory = true,
                 "--local-memory-flags" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     out.local_memory = true;
                     let (flags, mut msgs) = parse_flags(v, LOCAL_NUMANODE_FLAGS, "local_numanode");
                     p.messages(&mut msgs);
@@ -214,7 +200,7 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
                 }
                 "--best-memattr" => {
                     out.local_memory = true;
-                    out.best_memattr = Some(value(args, i, p)?.to_owned());
+                    out.best_memattr = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 _ if arg.eq_ignore_ascii_case("--pulist") || arg == "--proclist" => {
@@ -249,13 +235,13 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
                 "--no" | "--nodeset-output" => out.nodeset = true,
                 "--oo" | "--object-output" => out.object_output = true,
                 "--sep" => {
-                    out.sep = Some(value(args, i, p)?.to_owned());
+                    out.sep = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--single" => out.single = true,
                 "--taskset" => out.format = CpusetFormat::Taskset,
                 "--cpuset-output-format" | "--cof" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     match CpusetFormat::from_name(v) {
                         Some(f) => out.format = f,
                         None => {
@@ -266,7 +252,7 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
                     used = 2;
                 }
                 "--cpuset-input-format" | "--cif" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     match CpusetFormat::from_name(v) {
                         Some(CpusetFormat::SystemdDbusApi) => {
                             p.err("The systemd-dbus-api format is not supported on input");
@@ -294,17 +280,8 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
             nodeset_output: out.nodeset,
             ..loc
         };
-        match calc.apply(&mut set, arg, &settings, &mut msgs) {
-            Ok(recognized) => {
-                p.messages(&mut msgs);
-                if !recognized {
-                    p.err(&format!("ignored unrecognized argument {arg}"));
-                }
-            }
-            Err(stop) => {
-                p.messages(&mut msgs);
-                return Ok(Err(stop));
-            }
+        if let Err(stop) = apply(&calc, &mut set, arg, &settings, p) {
+            return Ok(Err(stop));
         }
         if out.largest && out.nodeset {
             p.err("ignoring --nodeset-output when --largest output is enabled");
@@ -343,17 +320,8 @@ fn calc(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> 
             ..loc
         };
         for token in text.split([' ', '\n']).filter(|t| !t.is_empty()) {
-            match calc.apply(&mut set, token, &settings, &mut msgs) {
-                Ok(recognized) => {
-                    p.messages(&mut msgs);
-                    if !recognized {
-                        p.err(&format!("ignored unrecognized argument {token}"));
-                    }
-                }
-                Err(stop) => {
-                    p.messages(&mut msgs);
-                    return Ok(Err(stop));
-                }
+            if let Err(stop) = apply(&calc, &mut set, token, &settings, p) {
+                return Ok(Err(stop));
             }
         }
         let status = calc.output(&prepared, set, &mut msgs);

@@ -5,33 +5,22 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
 use coretune_core::{
     Bitmap, CalcStop, CpusetFormat, DistribError, DistribOptions, LoadOptions, c_atol,
     hwloc_distrib,
 };
 
-use crate::hwloc_tool::{self, CRASHED, Exit, Input, Printer, Restrict};
+use crate::hwloc_tool::{
+    self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
+};
 
-#[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
-pub(crate) struct DistribArgs {
-    /// hwloc-distrib's arguments, unchanged: options and the number of sets (see
-    /// `coretune distrib --help`).
-    #[arg(
-        num_args = 0..,
-        allow_hyphen_values = true,
-        trailing_var_arg = true,
-        value_name = "ARGS"
-    )]
-    args: Vec<String>,
-}
+pub(crate) type DistribArgs = ToolArgs;
 
 /// The most sets coretune distributes: hwloc-distrib allocates one bitmap per set up front.
 const MAX_SETS: i64 = 1 << 24;
 
 fn usage() -> String {
-    "\
+    let head = "\
 Usage: coretune distrib [options] number
  hwloc-distrib's command line: <number> CPU sets spread over the machine, one per line.
 Distribution options:
@@ -41,44 +30,26 @@ Distribution options:
   --at <type>      Distribute among objects of the given type
   --reverse        Distribute by starting from last objects
 Input topology options:
-  --restrict [nodeset=]<bitmap>
-                   Restrict the topology to some processors or NUMA nodes
-  --restrict-flags <flags>  Flags for the restriction
-  --disallowed     Include objects disallowed by administrative limitations
-  -i --input <XML file|directory|\"synthetic description\">
-                   Read the topology from there instead of this machine
-  --if --input-format <xml|fsroot|cpuid|synthetic>
+";
+    let tail = "\
 Formatting options:
   --single         Singlify each output to a single CPU
   --taskset        Show taskset-specific cpuset strings
   --cof --cpuset-output-format <hwloc|list|taskset>
 Miscellaneous options:
   -v --verbose / --version / -h --help
-"
-    .to_owned()
+";
+    format!("{head}{}{tail}", hwloc_tool::input_usage(19))
 }
 
 pub(crate) fn run(args: &DistribArgs) -> anyhow::Result<ExitCode> {
-    let mut p = Printer::new(usage);
-    Ok(match distrib(&args.args, &mut p) {
-        Ok(Ok(status)) => p.finish(status),
-        Ok(Err(stop)) => p.stop(stop, "distrib"),
-        Err(Exit(status)) => p.finish(status),
-    })
-}
-
-fn value<'a>(args: &'a [String], i: usize, p: &mut Printer) -> Result<&'a str, Exit> {
-    match args.get(i + 1) {
-        Some(v) => Ok(v),
-        None => {
-            p.usage_err();
-            Err(Exit(1))
-        }
-    }
+    Ok(hwloc_tool::run_tool("distrib", usage, |p| {
+        distrib(&args.args, p)
+    }))
 }
 
 /// hwloc-distrib's `main`.
-fn distrib(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exit> {
+fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
     let mut n: i64 = -1;
     let mut input = Input::default();
     let mut load = LoadOptions::hwloc_distrib();
@@ -105,7 +76,7 @@ fn distrib(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exi
                     return Err(Exit(0));
                 }
                 "--ignore" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     if !load.ignore(v) {
                         p.err(&format!(
                             "Unsupported type `{v}' passed to --ignore, ignoring."
@@ -114,31 +85,31 @@ fn distrib(args: &[String], p: &mut Printer) -> Result<Result<u8, CalcStop>, Exi
                     used = 2;
                 }
                 "--from" => {
-                    options.from = Some(value(args, i, p)?.to_owned());
+                    options.from = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--to" => {
-                    options.to = Some(value(args, i, p)?.to_owned());
+                    options.to = Some(option_value(args, i, p)?.to_owned());
                     used = 2;
                 }
                 "--at" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     options.from = Some(v.to_owned());
                     options.to = Some(v.to_owned());
                     used = 2;
                 }
                 "--reverse" => options.reverse = true,
                 "--restrict" => {
-                    restrict.set_value(value(args, i, p)?, 8);
+                    restrict.set_value(option_value(args, i, p)?, 8);
                     used = 2;
                 }
                 "--restrict-flags" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     restrict.flags_value(v, p);
                     used = 2;
                 }
                 "--cpuset-output-format" | "--cof" => {
-                    let v = value(args, i, p)?;
+                    let v = option_value(args, i, p)?;
                     match CpusetFormat::from_name(v) {
                         Some(f) if f != CpusetFormat::SystemdDbusApi => format = f,
                         _ => {

@@ -23,7 +23,7 @@ use super::types::{
     DEPTH_MULTIPLE, DEPTH_NUMANODE, DEPTH_OS_DEVICE, DEPTH_PCI_DEVICE, DEPTH_UNKNOWN, objects_at,
     parse_type, spec_depth,
 };
-use super::{CpusetFormat, Message};
+use super::{CpusetFormat, Message, cpus_of, nodes_of};
 
 /// How locations are read (hwloc-calc's `lcontext` and `scontext`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,20 +79,6 @@ impl Ctx<'_, '_> {
             self.msgs.push(Message::Stderr(text));
         }
     }
-}
-
-fn cpuset_bitmap(obj: &TopologyObject) -> Option<Bitmap> {
-    obj.cpuset().map(|s| {
-        let s: &CpuSet = &s;
-        Bitmap::from(s.clone())
-    })
-}
-
-fn nodeset_bitmap(obj: &TopologyObject) -> Option<Bitmap> {
-    obj.nodeset().map(|s| {
-        let s: &NodeSet = &s;
-        Bitmap::from(s.clone())
-    })
 }
 
 /// Adds `newset` to `set` as `mode` says (`hwloc_calc_append_set`).
@@ -171,11 +157,10 @@ pub(crate) fn apply_location(
                 continue;
             };
             let part = if settings.nodeset_output {
-                nodeset_bitmap(with_sets)
+                nodes_of(with_sets)
             } else {
-                cpuset_bitmap(with_sets)
-            }
-            .unwrap_or_default();
+                cpus_of(with_sets)
+            };
             append(&mut found, &part, Mode::Add, verbose, ctx.msgs);
         }
         append(set, &found, mode, verbose, msgs);
@@ -447,17 +432,24 @@ fn parse_range(ctx: &mut Ctx<'_, '_>, full: &str) -> (Option<Range>, Option<usiz
     let (first, end) = strtol(b, 10);
     let mut amount: i64 = 1;
     let mut wrap = false;
+    // What follows `-` or `:`: a number that must end the range.
+    let tail = |ctx: &mut Ctx<'_, '_>| -> Option<(i64, usize)> {
+        let (value, used) = strtol(&b[end + 1..], 10);
+        let end2 = end + 1 + used;
+        if end2 < b.len() {
+            ctx.warn(format!(
+                "invalid character at `{}' after range at `{string}'",
+                &string[end2..]
+            ));
+            return None;
+        }
+        Some((value, used))
+    };
     match b.get(end) {
         Some(b'-') => {
-            let (last, used) = strtol(&b[end + 1..], 10);
-            let end2 = end + 1 + used;
-            if end2 < b.len() {
-                ctx.warn(format!(
-                    "invalid character at `{}' after range at `{string}'",
-                    &string[end2..]
-                ));
+            let Some((last, used)) = tail(ctx) else {
                 return (None, dot);
-            }
+            };
             amount = if used == 0 {
                 -1
             } else {
@@ -466,19 +458,13 @@ fn parse_range(ctx: &mut Ctx<'_, '_>, full: &str) -> (Option<Range>, Option<usiz
         }
         Some(b':') => {
             wrap = true;
-            let (width, used) = strtol(&b[end + 1..], 10);
-            let end2 = end + 1 + used;
-            if end2 < b.len() {
-                ctx.warn(format!(
-                    "invalid character at `{}' after range at `{string}'",
-                    &string[end2..]
-                ));
+            let Some((width, used)) = tail(ctx) else {
                 return (None, dot);
-            }
+            };
             if used == 0 {
                 ctx.warn(format!(
                     "missing width at `{}' in range at `{string}'",
-                    &string[end2..]
+                    &string[end + 1..]
                 ));
                 return (None, dot);
             }

@@ -629,6 +629,26 @@ impl<'t> Calc<'t> {
     }
 }
 
+/// An object's CPU set as a plain bitmap (empty for objects without one: I/O, Misc).
+pub(crate) fn cpus_of(obj: &TopologyObject) -> Bitmap {
+    obj.cpuset()
+        .map(|c| {
+            let c: &CpuSet = &c;
+            Bitmap::from(c.clone())
+        })
+        .unwrap_or_default()
+}
+
+/// An object's NUMA node set as a plain bitmap (empty for objects without one).
+pub(crate) fn nodes_of(obj: &TopologyObject) -> Bitmap {
+    obj.nodeset()
+        .map(|n| {
+            let n: &hwlocality::memory::nodeset::NodeSet = &n;
+            Bitmap::from(n.clone())
+        })
+        .unwrap_or_default()
+}
+
 /// hwloc's memory attribute by name (case-insensitive) or id (`hwloc_utils_parse_memattr_name`).
 fn parse_memattr(name: &str) -> Option<BestAttr> {
     if let Some(id) = MEMATTR_NAMES
@@ -648,14 +668,7 @@ fn parse_memattr(name: &str) -> Option<BestAttr> {
 
 /// `hwloc_get_first_largest_obj_inside_cpuset`.
 fn first_largest_inside<'t>(root: &'t TopologyObject, set: &Bitmap) -> Option<&'t TopologyObject> {
-    let cpus = |o: &TopologyObject| -> Bitmap {
-        o.cpuset()
-            .map(|c| {
-                let c: &CpuSet = &c;
-                Bitmap::from(c.clone())
-            })
-            .unwrap_or_default()
-    };
+    let cpus = cpus_of;
     let mut obj = root;
     if !cpus(obj).intersects(set) {
         return None;
@@ -693,22 +706,10 @@ fn covering<'t>(
             .chain(obj.ancestors())
             .find(|o| types::is_normal(o.object_type()));
         let Some(normal) = normal else { return false };
-        let theirs: Bitmap = if nodeset {
-            normal
-                .nodeset()
-                .map(|n| {
-                    let n: &hwlocality::memory::nodeset::NodeSet = &n;
-                    Bitmap::from(n.clone())
-                })
-                .unwrap_or_default()
+        let theirs = if nodeset {
+            nodes_of(normal)
         } else {
-            normal
-                .cpuset()
-                .map(|c| {
-                    let c: &CpuSet = &c;
-                    Bitmap::from(c.clone())
-                })
-                .unwrap_or_default()
+            cpus_of(normal)
         };
         theirs.intersects(&set)
     })
@@ -729,22 +730,10 @@ fn hierarchical(
 ) {
     // Each level has its own `first`: a separator goes between the objects of one level.
     let mut first = true;
-    let root_cpus: Bitmap = root
-        .cpuset()
-        .map(|c| {
-            let c: &CpuSet = &c;
-            Bitmap::from(c.clone())
-        })
-        .unwrap_or_default();
+    let root_cpus = cpus_of(root);
     let mut logi = 0usize;
     for obj in objects_at(hw, depths[level]) {
-        let cpus: Bitmap = obj
-            .cpuset()
-            .map(|c| {
-                let c: &CpuSet = &c;
-                Bitmap::from(c.clone())
-            })
-            .unwrap_or_default();
+        let cpus = cpus_of(obj);
         if !cpus.intersects(&root_cpus) {
             continue;
         }
@@ -808,13 +797,7 @@ fn local_numa_nodes<'t>(
     Some(
         hw.objects_with_type(ObjectType::NUMANode)
             .filter(|node| {
-                let cpus: Bitmap = node
-                    .cpuset()
-                    .map(|c| {
-                        let c: &CpuSet = &c;
-                        Bitmap::from(c.clone())
-                    })
-                    .unwrap_or_default();
+                let cpus = cpus_of(node);
                 flags & 4 != 0
                     || (flags & 1 != 0 && cpus.includes(set))
                     || (flags & 2 != 0 && set.includes(&cpus))
