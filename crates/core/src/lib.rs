@@ -9,7 +9,8 @@
 //! - **the machine**: [`Topology`] (hwloc, live or from XML/synthetic descriptions), its tree
 //!   ([`TopoNode`]), the [`CpuBudget`] this process really has, the [`MachineRecord`];
 //! - **CPU sets and placement**: [`CpuSetExpr`] (hwloc-calc's location language and more),
-//!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]);
+//!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]); hwloc-calc and
+//!   hwloc-distrib themselves ([`Calc`], [`hwloc_distrib`]), for the drop-ins;
 //! - **applying it to programs**: [`thread_env`], [`spawn_program`], [`run_program`],
 //!   [`rebind_process`];
 //! - **workloads** that verify their own answers ([`Workload`], [`build_workload`]) and how a run

@@ -9,8 +9,14 @@
 //! - a plain `0-3,8` is a Linux CPU list here (hwloc-calc reads `1,3` as two hex words and ignores
 //!   `0-3`);
 //! - an index past the last object, an OS index no object has, a CPU the machine does not have, a
-//!   type the machine does not have, and an empty result are errors here (hwloc-calc warns and
-//!   carries on, or prints `0x0`).
+//!   type the machine does not have, a device it cannot find, and an empty result are errors here
+//!   (hwloc-calc warns and carries on, or prints `0x0`);
+//! - `8-` and `0xf...f` run to the machine's last CPU (hwloc-calc ignores the first and keeps
+//!   the second infinite).
+//!
+//! Locations this language does not spell itself (devices: `os=eth0`, `pci=...`; groups, cache
+//! variants) go to hwloc-calc's own engine, [`Calc`], which is also all of `coretune calc`: a
+//! reimplementation of hwloc-calc 2.9 that prints what it prints.
 //!
 //! ```
 //! use coretune_core::{CpuSetExpr, Format, ResolveOptions};
