@@ -293,3 +293,56 @@ pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
     }
     out
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::topology::TopologySource;
+
+    #[test]
+    fn warnings_stay_one_short_line_on_any_machine() {
+        // 2048 PUs: 64 NUMA nodes, 128 L3s, 32 Windows processor groups (issue 12).
+        let topo = Topology::load(&TopologySource::Synthetic(
+            "pack:16 numa:4 l3:2 core:8 pu:2".into(),
+        ))
+        .unwrap();
+        for expr in ["all", "pu:even", "pu:odd", "core:0-700", "pu:3-2000"] {
+            let resolved = crate::cpuset::resolve(expr, &topo, &Default::default()).unwrap();
+            assert!(
+                resolved.warnings.len() >= 3,
+                "{expr}: {:?}",
+                resolved.warnings
+            );
+            for w in &resolved.warnings {
+                let line = w.to_string();
+                assert!(!line.contains('\n'), "{expr}: {line}");
+                assert!(line.len() < 300, "{expr}: {} chars: {line}", line.len());
+            }
+        }
+        let all = crate::cpuset::resolve("all", &topo, &Default::default()).unwrap();
+        let text: Vec<String> = all.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|w| w.contains("64 NUMA nodes: 0-63")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|w| w.contains("128 L3 caches: 0-127")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|w| w.contains("32 groups: 0-31")),
+            "{text:?}"
+        );
+        // A few groups are still listed with their CPUs.
+        let small = Topology::load(&TopologySource::Synthetic(
+            "pack:2 numa:2 core:2 pu:2".into(),
+        ))
+        .unwrap();
+        let r = crate::cpuset::resolve("pu:0-5", &small, &Default::default()).unwrap();
+        let text: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|w| w.contains("node 0: 0-3; node 1: 4-5")),
+            "{text:?}"
+        );
+    }
+}
