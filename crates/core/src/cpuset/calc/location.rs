@@ -313,7 +313,7 @@ fn process_location<'t>(
 
 /// A filter on the objects of a level (hwloc 2.11): a memory tier or a subtype.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Filter {
+pub(crate) enum Filter {
     /// `[tier=N]`: NUMA nodes whose `MemoryTier` info is N.
     Tier(i32),
     /// `[subtype=NAME]` or `[NAME]`: objects of that subtype (case-insensitive).
@@ -321,7 +321,22 @@ enum Filter {
 }
 
 impl Filter {
-    fn keeps(&self, obj: &TopologyObject) -> bool {
+    /// What is inside `[...]`: `tier=N`, `subtype=NAME` or a bare `NAME` (not a number).
+    pub(crate) fn parse(inside: &str) -> Option<Self> {
+        if let Some(tier) = inside.strip_prefix("tier=") {
+            return Some(Filter::Tier(super::cstr::atoi(tier)));
+        }
+        if let Some(name) = inside.strip_prefix("subtype=") {
+            return Some(Filter::Subtype(name.to_owned()));
+        }
+        let bare = !inside.is_empty()
+            && inside.bytes().all(|b| b.is_ascii_alphanumeric())
+            && !inside.starts_with(|c: char| c.is_ascii_digit());
+        bare.then(|| Filter::Subtype(inside.to_owned()))
+    }
+
+    /// Whether the filter keeps `obj`.
+    pub(crate) fn keeps(&self, obj: &TopologyObject) -> bool {
         match self {
             Filter::Tier(tier) => obj
                 .info("MemoryTier")
@@ -341,19 +356,7 @@ fn level_filter(sep: u8, after: &str) -> Option<(Filter, &str)> {
     }
     let (inside, rest) = after.split_once(']')?;
     let range = rest.strip_prefix(':')?;
-    let filter = if let Some(tier) = inside.strip_prefix("tier=") {
-        Filter::Tier(super::cstr::atoi(tier))
-    } else if let Some(name) = inside.strip_prefix("subtype=") {
-        Filter::Subtype(name.to_owned())
-    } else if !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        if inside.starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        Filter::Subtype(inside.to_owned())
-    } else {
-        return None;
-    };
-    Some((filter, range))
+    Some((Filter::parse(inside)?, range))
 }
 
 /// `hwloc_calc_parse_depth_prefix`: the depth (hwloc's number) and type a prefix names.

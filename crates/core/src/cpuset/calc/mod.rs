@@ -262,11 +262,20 @@ impl Default for OutputSettings {
 }
 
 /// A level of objects to count or list (`-N`, `-I`, a step of `-H`), resolved on the topology.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Level {
     depth: i32,
     /// OS devices of this kind only (`-I gpu`).
     osdev: Option<OSDeviceType>,
+    /// hwloc 2.11's `numa[tier=1]`, `numa[HBM]`: only the objects the filter keeps (hwloc-calc
+    /// 2.9 reads the type and ignores the brackets).
+    filter: Option<location::Filter>,
+}
+
+impl Level {
+    fn keeps(&self, obj: &TopologyObject) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.keeps(obj))
+    }
 }
 
 /// The output options resolved on the topology, ready for [`Calc::output`].
@@ -275,7 +284,7 @@ pub struct PreparedOutput {
     settings: OutputSettings,
     number_of: Option<Level>,
     intersect: Option<Level>,
-    hierarchical: Vec<i32>,
+    hierarchical: Vec<Level>,
     best_memattr: Option<BestAttr>,
 }
 
@@ -420,7 +429,7 @@ impl<'t> Calc<'t> {
                     )));
                     return Err(CalcStop::Exit(0));
                 }
-                hierarchical.push(lvl.depth);
+                hierarchical.push(lvl);
             }
         }
         let best_memattr = match &settings.best_memattr {
@@ -449,6 +458,11 @@ impl<'t> Calc<'t> {
     /// `hwloc_calc_type_depth`: a type name or a depth number for `-N`, `-I`, `-H`.
     fn type_depth(&self, text: &str, caller: &str) -> Result<Level, String> {
         let hw = self.topology.hwloc();
+        // `numa[tier=1]`: hwloc 2.11's filter after the type.
+        let filter = text
+            .split_once('[')
+            .and_then(|(_, rest)| rest.strip_suffix(']'))
+            .and_then(location::Filter::parse);
         let Some(spec) = parse_type(text) else {
             let (value, used) = strtoul(text.as_bytes(), 0);
             if used != text.len() {
@@ -459,6 +473,7 @@ impl<'t> Calc<'t> {
             return Ok(Level {
                 depth: value as i32,
                 osdev: Some(OSDeviceType::Storage),
+                filter: None,
             });
         };
         let depth = spec_depth(hw, &spec);
@@ -474,6 +489,7 @@ impl<'t> Calc<'t> {
         Ok(Level {
             depth,
             osdev: spec.osdev,
+            filter,
         })
     }
 
@@ -556,10 +572,10 @@ impl<'t> Calc<'t> {
                 }
             }
             msgs.push(Message::Stdout(line));
-        } else if let Some(level) = out.number_of {
+        } else if let Some(level) = &out.number_of {
             let n = covering(hw, &set, s.nodeset, level).count();
             msgs.push(Message::Stdout(n.to_string()));
-        } else if let Some(level) = out.intersect {
+        } else if let Some(level) = &out.intersect {
             let sep = s.sep.as_deref().unwrap_or(",");
             let parts: Vec<String> = covering(hw, &set, s.nodeset, level)
                 .map(|obj| {
@@ -689,10 +705,14 @@ fn covering<'t>(
     hw: &'t hwlocality::Topology,
     set: &Bitmap,
     nodeset: bool,
-    level: Level,
+    level: &Level,
 ) -> impl Iterator<Item = &'t TopologyObject> {
     let set = set.clone();
+    let level = level.clone();
     objects_at(hw, level.depth).into_iter().filter(move |obj| {
+        if !level.keeps(obj) {
+            return false;
+        }
         if level.depth == DEPTH_OS_DEVICE {
             if let (Some(kind), Some(ObjectAttributes::OSDevice(attrs))) =
                 (level.osdev, obj.attributes())
@@ -719,7 +739,7 @@ fn covering<'t>(
 #[allow(clippy::too_many_arguments)]
 fn hierarchical(
     hw: &hwlocality::Topology,
-    depths: &[i32],
+    depths: &[Level],
     logical: bool,
     prefix: &str,
     sep: &str,
@@ -732,12 +752,12 @@ fn hierarchical(
     let mut first = true;
     let root_cpus = cpus_of(root);
     let mut logi = 0usize;
-    for obj in objects_at(hw, depths[level]) {
+    for obj in objects_at(hw, depths[level].depth) {
         let cpus = cpus_of(obj);
         if !cpus.intersects(&root_cpus) {
             continue;
         }
-        if cpus.intersects(set) {
+        if cpus.intersects(set) && depths[level].keeps(obj) {
             let name = object_type_name(obj, true);
             let dot = if level > 0 { "." } else { "" };
             let idx = if logical {
@@ -930,6 +950,21 @@ mod test {
         assert_eq!(nodeset_of(&topo, "numa[HBM]:0"), "0x00000002");
         assert_eq!(nodeset_of(&topo, "numa[subtype=dram]:all"), "0x00000005");
         assert_eq!(nodeset_of(&topo, "numa:all"), "0x0000000f");
+        let calc = Calc::new(&topo);
+        let count = |level: &str| {
+            let settings = OutputSettings {
+                number_of: Some(level.to_owned()),
+                ..OutputSettings::default()
+            };
+            let mut msgs = Vec::new();
+            let prepared = calc.prepare(&settings, &mut msgs).unwrap();
+            calc.output(&prepared, cpus_of(topo.hwloc().root_object()), &mut msgs)
+                .unwrap();
+            msgs
+        };
+        assert_eq!(count("numa[tier=1]"), vec![Message::Stdout("2".into())]);
+        assert_eq!(count("numa[HBM]"), vec![Message::Stdout("2".into())]);
+        assert_eq!(count("numa"), vec![Message::Stdout("4".into())]);
     }
 
     #[test]
