@@ -6,8 +6,8 @@
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
-#   make install    build (release), then install the binary, its shell completions and its man
-#                   pages under $(DESTDIR)$(PREFIX) (see "Installing" below)
+#   make install    build (release), then install the binary, the pinning library, its shell
+#                   completions and its man pages under $(DESTDIR)$(PREFIX) (see "Installing" below)
 
 CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
@@ -25,7 +25,7 @@ setup-test:
 	@scripts/setup.sh --test
 
 build:
-	$(CARGO) build --release --locked -p coretune
+	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
 test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs
 
@@ -48,8 +48,9 @@ bench-smoke:
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
 
-# Installing: the binary, the bash, zsh and fish completions and the man pages (coretune.1 and
-# one page per subcommand) where those shells and man look for them. PREFIX is where they go
+# Installing: the binary, the pinning library (lib/coretune/libcoretune_pin.so, where coretune
+# looks for it from bin/: ../lib/coretune/), the bash, zsh and fish completions and the man
+# pages (coretune.1 and one page per subcommand) where those shells and man look for them. PREFIX is where they go
 # (/usr/local unless a package manager says otherwise), DESTDIR a staging root prepended to it
 # (packagers: `make install DESTDIR=pkg PREFIX=/usr`). `install-files` copies the binary named by
 # CORETUNE without building it, so a binary built elsewhere can be installed (and the tests can
@@ -58,7 +59,10 @@ docs:
 PREFIX ?= /usr/local
 DESTDIR ?=
 CORETUNE ?= target/release/coretune
+# The pinning library cargo builds next to the binary.
+PINLIB ?= $(dir $(CORETUNE))libcoretune_pin.so
 BINDIR = $(DESTDIR)$(PREFIX)/bin
+LIBDIR = $(DESTDIR)$(PREFIX)/lib/coretune
 BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
@@ -72,6 +76,7 @@ install: setup build
 # the install instead of leaving an empty completion file behind.
 install-files:
 	install -Dm755 '$(CORETUNE)' '$(BINDIR)/coretune'
+	install -Dm755 '$(PINLIB)' '$(LIBDIR)/libcoretune_pin.so'
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	'$(CORETUNE)' completions bash > "$$tmp/coretune" && \
 	'$(CORETUNE)' completions zsh > "$$tmp/_coretune" && \
@@ -92,5 +97,5 @@ uninstall:
 	else \
 	  rm -f '$(MAN1DIR)/coretune.1' '$(MAN1DIR)'/coretune-*.1; \
 	fi
-	rm -f '$(BINDIR)/coretune' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
+	rm -f '$(BINDIR)/coretune' '$(LIBDIR)/libcoretune_pin.so' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
 	  '$(FISHDIR)/coretune.fish'

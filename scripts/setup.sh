@@ -5,7 +5,12 @@
 #   scripts/setup.sh --test   also what the tests use: hwloc-nox (hwloc-calc, hwloc-distrib and
 #                             hwloc-gather-topology, the reference answers), gcc with libgomp
 #                             (the OpenMP placement check), hyperfine (the timing cross-check),
-#                             chromium (renders report.html headless in the browser test)
+#                             chromium (renders report.html headless in the browser test),
+#                             slurmctld, slurmd, slurm-client and munge (the one-node Slurm
+#                             cluster of the `tune --slurm` tests, scripts/slurm/)
+#                             likwid (likwid-pin, the reference for per-thread pinning), libomp-dev
+#                             (LLVM's OpenMP runtime), golang-go (builds Go programs with and
+#                             without cgo for the pinning library's reach check)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -13,7 +18,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

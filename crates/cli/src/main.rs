@@ -12,6 +12,7 @@ mod exit;
 mod hwloc_tool;
 mod input;
 mod report;
+mod slurm;
 mod workload_args;
 
 use std::io::{self, Write};
@@ -56,6 +57,12 @@ enum Command {
     /// Watch a program (started here, or --pid): per-CPU utilisation, each thread's CPU and
     /// migrations, interrupts per CPU; JSON-lines samples, plots and a summary.
     Watch(cmd::watch::WatchArgs),
+    /// Keep a placement in force as programs start: check a rules file against the running
+    /// processes, apply it once, or run the daemon that applies it to every new process.
+    Rules(cmd::rules::RulesArgs),
+    /// Keep a CPU set (CPU 0 by default) free of every process, through systemd's slices, the
+    /// cgroup cpusets or each process; --undo puts back exactly what was there.
+    Reserve(cmd::reserve::ReserveArgs),
     /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page coretune(1), or with --out DIR write it and one page per command.
@@ -76,6 +83,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Report(args) => cmd::report::run(&args),
         Command::Watch(args) => cmd::watch::run(&args),
+        Command::Rules(args) => cmd::rules::run(&args),
+        Command::Reserve(args) => cmd::reserve::run(&args),
         // Both are generated from the definitions above, which only this file knows in full.
         Command::Completions(args) => cmd::completions::run(&args, Cli::command()),
         Command::Man(args) => cmd::man::run(&args, Cli::command()),
@@ -92,11 +101,15 @@ fn main() -> ExitCode {
 }
 
 /// A reader that went away (`| head`) is not a failure (ripgrep does the same).
+/// JSON written straight to stdout fails with a `serde_json::Error` that wraps the I/O error.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 

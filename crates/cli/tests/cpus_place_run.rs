@@ -189,7 +189,9 @@ fn run_passes_exit_status_env_and_cpu_set() {
     );
 }
 
-/// gcc with OpenMP, or `None` (and a note) when this machine cannot build OpenMP programs.
+/// gcc with OpenMP, statically linked (so that the pinning library cannot reach it and OpenMP's
+/// own places do the placing; `tests/pin.rs` covers the dynamically linked case), or `None`
+/// (and a note) when this machine cannot build OpenMP programs.
 fn build_openmp(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     let src = dir.join("omp.c");
     std::fs::write(
@@ -199,7 +201,7 @@ fn build_openmp(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     .unwrap();
     let exe = dir.join("omp");
     let built = StdCommand::new("gcc")
-        .arg("-fopenmp")
+        .args(["-fopenmp", "-static"])
         .arg(&src)
         .arg("-o")
         .arg(&exe)
@@ -258,8 +260,13 @@ fn openmp_threads_land_where_place_planned() {
             .output()
             .unwrap();
         util::assert_ok(&out);
-        // libgomp prints the display on stderr, one line per thread, in any order.
+        // libgomp prints the display on stderr, one line per thread, in any order, after
+        // coretune's warning that the library cannot reach a static program.
         let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("OpenMP's places pin its OpenMP threads"),
+            "{stderr}"
+        );
         let mut reported: Vec<(usize, String)> = stderr
             .lines()
             .filter_map(|l| l.strip_prefix("omp-thread "))

@@ -14,7 +14,19 @@ use std::process::Command as StdCommand;
 /// The subcommands `coretune --help` lists (clap's own `help` left out), so that a new command is
 /// checked here without being named here.
 fn subcommands() -> Vec<String> {
-    let out = util::coretune().arg("--help").output().unwrap();
+    let names = subcommands_of(&[]);
+    for expected in ["topo", "tune", "completions", "man"] {
+        assert!(
+            names.iter().any(|name| name == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    names
+}
+
+/// The subcommands `coretune PATH... --help` lists (`coretune rules --help`: check, apply, ...).
+fn subcommands_of(path: &[&str]) -> Vec<String> {
+    let out = util::coretune().args(path).arg("--help").output().unwrap();
     util::assert_ok(&out);
     let help = String::from_utf8(out.stdout).unwrap();
     let names: Vec<String> = help
@@ -28,12 +40,6 @@ fn subcommands() -> Vec<String> {
         .filter(|name| *name != "help")
         .map(str::to_owned)
         .collect();
-    for expected in ["topo", "tune", "completions", "man"] {
-        assert!(
-            names.iter().any(|name| name == expected),
-            "{expected} in {names:?}"
-        );
-    }
     names
 }
 
@@ -59,13 +65,16 @@ fn file_names(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The man pages `man --out` writes: `coretune.1` and `coretune-CMD.1` for each subcommand.
+/// The man pages `man --out` writes: `coretune.1`, `coretune-CMD.1` for each subcommand and
+/// `coretune-CMD-SUB.1` for each of its own (`coretune-rules-watch.1`), as git names its pages.
 fn expected_pages() -> BTreeSet<String> {
-    let mut pages: BTreeSet<String> = subcommands()
-        .iter()
-        .map(|name| format!("coretune-{name}.1"))
-        .collect();
-    pages.insert("coretune.1".to_owned());
+    let mut pages = BTreeSet::from(["coretune.1".to_owned()]);
+    for name in subcommands() {
+        pages.insert(format!("coretune-{name}.1"));
+        for sub in subcommands_of(&[&name]) {
+            pages.insert(format!("coretune-{name}-{sub}.1"));
+        }
+    }
     pages
 }
 
@@ -241,6 +250,7 @@ fn make_install_files_then_uninstall() {
     let usr = destdir.path().join("usr");
     let mut files = vec![
         ("bin/coretune".to_owned(), 0o755),
+        ("lib/coretune/libcoretune_pin.so".to_owned(), 0o755),
         (
             "share/bash-completion/completions/coretune".to_owned(),
             0o644,
@@ -255,6 +265,7 @@ fn make_install_files_then_uninstall() {
         files.push((format!("share/man/man1/{page}"), 0o644));
     }
 
+    util::pin_library();
     util::assert_ok(&make("install-files", destdir.path()));
     for (file, mode) in &files {
         let meta = fs::metadata(usr.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -287,6 +298,30 @@ fn make_install_files_then_uninstall() {
         .unwrap();
     util::assert_ok(&version);
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("coretune "));
+    // The installed binary finds the installed pinning library (../lib/coretune from bin/).
+    let preload = StdCommand::new(usr.join("bin/coretune"))
+        .args([
+            "run",
+            "--threads",
+            "2",
+            "--place",
+            "compact",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg("echo $LD_PRELOAD")
+        .env_remove("LD_PRELOAD")
+        .env_remove("CORETUNE_PIN_LIB")
+        .output()
+        .unwrap();
+    util::assert_ok(&preload);
+    assert_eq!(
+        String::from_utf8_lossy(&preload.stdout).trim(),
+        fs::canonicalize(usr.join("lib/coretune/libcoretune_pin.so"))
+            .unwrap()
+            .to_string_lossy()
+    );
 
     // Something else in the same folders survives the uninstall.
     let other = usr.join("share/man/man1/other.1");

@@ -233,21 +233,49 @@ fn bad_inputs_are_one_line_errors_with_exit_2() {
 
 #[test]
 fn broken_pipe_is_not_an_error() {
-    // `coretune topo --full ... | head -1` must not print an error or fail.
-    let script = format!(
-        "set -o pipefail; '{}' topo --full --input '{}' | head -1 >/dev/null",
-        assert_cmd::cargo::cargo_bin("coretune").display(),
-        util::fixture("ia64-itanium-64numa-128p-256pu.xml")
-    );
-    let out = StdCommand::new("bash")
-        .arg("-c")
-        .arg(script)
+    // `coretune topo --full ... | head -1` must not print an error or fail; nor must JSON
+    // written straight to a closed pipe (`place --json`, as `report --json` writes it).
+    let itanium = util::fixture("ia64-itanium-64numa-128p-256pu.xml");
+    for args in [
+        format!("topo --full --input '{itanium}'"),
+        // About 2 MB of JSON: far more than a pipe holds.
+        "place --json --threads 512 --input 'pack:2 core:128 pu:2'".to_owned(),
+    ] {
+        let script = format!(
+            "set -o pipefail; '{}' {args} | head -c 1 >/dev/null",
+            assert_cmd::cargo::cargo_bin("coretune").display(),
+        );
+        let out = StdCommand::new("bash")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        assert!(
+            out.stderr.is_empty(),
+            "{args}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_os_error_is_said_once() {
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1",
+            "--runs",
+            "1",
+            "--out",
+            "/proc/coretune/x",
+        ])
+        .args(["--", "true"])
         .output()
         .unwrap();
-    util::assert_ok(&out);
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
 }

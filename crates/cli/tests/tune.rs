@@ -222,10 +222,12 @@ fn sigint_mid_sweep_then_resume_completes_without_loss_or_repeat() {
     kill_and_resume("-INT");
 }
 
-/// coretune's median for a command is within a few percent of hyperfine's for the same command
-/// (both without a shell). Skipped when hyperfine is not installed (`make test` installs it).
+/// coretune times a command as hyperfine does (both without a shell). The machine is shared, so
+/// the two tools take turns (3 rounds of 10 runs each) and the comparison is of their fastest
+/// runs, which load disturbs least: within 5%. Medians, which follow the load of the moment, must
+/// agree within 15%. Skipped when hyperfine is not installed (`make test` installs it).
 #[test]
-fn median_agrees_with_hyperfine() {
+fn timing_agrees_with_hyperfine() {
     if StdCommand::new("hyperfine")
         .arg("--version")
         .output()
@@ -235,48 +237,46 @@ fn median_agrees_with_hyperfine() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let hf_json = tmp.path().join("hf.json");
-    let hf = StdCommand::new("hyperfine")
-        .args(["-N", "--runs", "10", "--warmup", "1", "--export-json"])
-        .arg(&hf_json)
-        .arg("sleep 0.05")
-        .output()
-        .unwrap();
-    assert!(
-        hf.status.success(),
-        "{}",
-        String::from_utf8_lossy(&hf.stderr)
-    );
-    let hf: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&hf_json).unwrap()).unwrap();
-    let hf_median = hf["results"][0]["median"].as_f64().unwrap();
-    let dir = tmp.path().join("sweep");
-    let out = util::coretune()
-        .args([
-            "tune",
-            "--threads",
-            "1",
-            "--place",
-            "os",
-            "--runs",
-            "10",
-            "--warmup",
-            "1",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&dir)
-        .args(["--", "sleep", "0.05"])
-        .output()
-        .unwrap();
-    util::assert_ok(&out);
-    let ours = util::summary(&dir)["configs"][0]["median_s"]
-        .as_f64()
-        .unwrap();
-    let ratio = ours / hf_median;
+    let (mut hf_min, mut hf_medians, mut ct_min, mut ct_medians) =
+        (f64::MAX, Vec::new(), f64::MAX, Vec::new());
+    for round in 0..3 {
+        let hf_json = tmp.path().join(format!("hf{round}.json"));
+        let hf = StdCommand::new("hyperfine")
+            .args(["-N", "--runs", "10", "--warmup", "1", "--export-json"])
+            .arg(&hf_json)
+            .arg("sleep 0.05")
+            .output()
+            .unwrap();
+        util::assert_ok(&hf);
+        let hf = &util::read_json(&hf_json)["results"][0];
+        hf_min = hf_min.min(hf["min"].as_f64().unwrap());
+        hf_medians.push(hf["median"].as_f64().unwrap());
+        let dir = tmp.path().join(format!("sweep{round}"));
+        let out = util::coretune()
+            .args(["tune", "--threads", "1", "--place", "os", "--runs", "10"])
+            .args(["--warmup", "1", "--quiet", "--out"])
+            .arg(&dir)
+            .args(["--", "sleep", "0.05"])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let ours = &util::summary(&dir)["configs"][0];
+        ct_min = ct_min.min(ours["min_s"].as_f64().unwrap());
+        ct_medians.push(ours["median_s"].as_f64().unwrap());
+    }
+    let ratio = ct_min / hf_min;
     assert!(
         (0.95..1.05).contains(&ratio),
-        "coretune {ours:.4} s vs hyperfine {hf_median:.4} s"
+        "fastest runs: coretune {ct_min:.4} s vs hyperfine {hf_min:.4} s"
+    );
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (ct, hf) = (median(&mut ct_medians), median(&mut hf_medians));
+    assert!(
+        (0.85..1.15).contains(&(ct / hf)),
+        "medians: coretune {ct:.4} s vs hyperfine {hf:.4} s"
     );
 }
 
@@ -557,4 +557,68 @@ fn a_builtin_run_past_its_timeout_stops_the_sweep_and_resume_goes_on() {
     let out = tune(&["tune", "--quiet", "--resume", dir_s]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 2);
+}
+
+#[test]
+fn dry_run_plans_another_machine_without_measuring() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("never");
+    // 2 packages × 4 cores × 2 PUs: 16 PUs, so no thread count below runs out of CPUs.
+    let args = [
+        "tune",
+        "sum",
+        "--throttle",
+        "none",
+        "--input",
+        "pack:2 core:4 pu:2",
+        "--dry-run",
+        "--estimate-one",
+        "2",
+        "--threads",
+        "1,2,4",
+        "--place",
+        "os,cores",
+        "--cpus",
+        "all",
+        "--exhaustive",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let plan = util::json(&[&args[..], &["--json"]].concat());
+    assert!(!dir.exists(), "a dry run made a folder");
+    assert_eq!(
+        plan["plan"]["grid"]["threads"],
+        serde_json::json!([1, 2, 4])
+    );
+    let grid = &plan["estimate"]["grid"];
+    // 3 thread counts × 2 placements, 1 warm-up + 3 runs each.
+    assert_eq!(
+        (grid["configs"].as_u64(), grid["runs"].as_u64()),
+        (Some(6), Some(24))
+    );
+    assert!(plan["estimate"]["first_stage"].is_null());
+    let (fast, slow) = (
+        grid["seconds"][0].as_f64().unwrap(),
+        grid["seconds"][1].as_f64().unwrap(),
+    );
+    // No speedup: 24 runs of 2 s. Perfect scaling: 4 runs of 2/1 + 2/2 + 2/4 s per placement.
+    assert!((slow - 48.0).abs() < 1e-9, "{slow}");
+    assert!((fast - 28.0).abs() < 1e-9, "{fast}");
+    let out = util::coretune().args(args).output().unwrap();
+    util::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("16 PUs"), "{text}");
+    assert!(
+        text.contains(
+            "exhaustive 6 configurations, 24 runs, 28 s (perfect scaling) to 48 s (no speedup)"
+        ),
+        "{text}"
+    );
+    // Without --dry-run, --input is refused: tune measures this machine.
+    let out = util::coretune()
+        .args(["tune", "--input", "pack:2 core:4 pu:2", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dry-run"));
 }

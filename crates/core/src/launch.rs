@@ -72,20 +72,20 @@ pub enum LaunchError {
         path: PathBuf,
     },
     /// The program exists but could not be started (affinity refused, bad format, ...).
-    #[error("'{program}': cannot start it: {source}")]
+    #[error("'{program}': cannot start it: {error}")]
     Spawn {
         /// The program as given.
         program: String,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
     },
     /// Waiting for the child failed.
-    #[error("waiting for '{program}': {source}")]
+    #[error("waiting for '{program}': {error}")]
     Wait {
         /// The program as given.
         program: String,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
     },
     /// No process has this pid.
     #[error("no process with pid {pid}")]
@@ -107,14 +107,14 @@ pub enum LaunchError {
         me: String,
     },
     /// The kernel refused the set for a thread.
-    #[error("thread {tid} of pid {pid}: {source}{hint}")]
+    #[error("thread {tid} of pid {pid}: {error}{hint}")]
     Affinity {
         /// The process.
         pid: u32,
         /// The thread.
         tid: i32,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
         /// An explanation for EINVAL (no allowed CPU in the set), else empty.
         hint: &'static str,
     },
@@ -171,7 +171,7 @@ pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchErro
     let _ = sys::forward_signals_to(child.id());
     child
         .wait()
-        .map_err(|source| LaunchError::Wait { program, source })
+        .map_err(|error| LaunchError::Wait { program, error })
 }
 
 /// Starts `cmd` bound to `cpus` (when given) and returns the running child; the caller waits
@@ -184,14 +184,17 @@ pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchErro
 pub fn spawn(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<std::process::Child, LaunchError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     if let Some(cpus) = cpus {
-        sys::bind_before_exec(&mut cmd, cpus).map_err(|source| LaunchError::Spawn {
+        sys::bind_before_exec(&mut cmd, cpus).map_err(|error| LaunchError::Spawn {
             program: program.clone(),
-            source,
+            error,
         })?;
     }
     cmd.spawn().map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => LaunchError::CommandNotFound { program },
-        _ => LaunchError::Spawn { program, source },
+        _ => LaunchError::Spawn {
+            program,
+            error: source,
+        },
     })
 }
 
@@ -218,38 +221,94 @@ pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<i32>, LaunchError> 
     let tids = sys::thread_ids(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
     let mut bound = Vec::new();
     for tid in tids {
-        match sys::set_task_affinity(tid, cpus) {
-            Ok(()) => bound.push(tid),
-            // A thread that exited meanwhile.
-            Err(e) if sys::is_no_such_task(&e) => {}
-            // EPERM.
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return Err(LaunchError::PermissionDenied {
-                    pid,
-                    owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
-                    me: uid_text(sys::own_uid()),
-                });
-            }
-            Err(source) => {
-                // EINVAL.
-                let hint = if source.kind() == io::ErrorKind::InvalidInput {
-                    " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
-                } else {
-                    ""
-                };
-                return Err(LaunchError::Affinity {
-                    pid,
-                    tid,
-                    source,
-                    hint,
-                });
-            }
+        if bind_one(pid, id, tid, cpus)? {
+            bound.push(tid);
         }
     }
     if bound.is_empty() {
         return Err(LaunchError::NoSuchProcess { pid });
     }
     Ok(bound)
+}
+
+/// The number of threads process `pid` has now.
+///
+/// # Errors
+///
+/// [`LaunchError::NoSuchProcess`].
+pub fn thread_count(pid: u32) -> Result<usize, LaunchError> {
+    let id = i32::try_from(pid).map_err(|_| LaunchError::NoSuchProcess { pid })?;
+    sys::thread_ids(Path::new(sys::PROC_DIR), id)
+        .map(|t| t.len())
+        .map_err(|_| LaunchError::NoSuchProcess { pid })
+}
+
+/// Re-pins the threads of running process `pid` one by one, as the pinning library would have
+/// placed them: ordered by creation (start time, then thread id), the first (the main thread)
+/// on the first of `places`, the k-th thread created after it on place k + 1 (wrapping
+/// around), threads whose creation `skip` skips on the union of the places. Returns each
+/// thread id with the CPUs it got, in that order.
+///
+/// # Errors
+///
+/// As [`rebind_process`].
+pub fn repin_process(
+    pid: u32,
+    places: &[CpuSet],
+    skip: crate::pin::SkipMask,
+) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
+    let no_such_process = || LaunchError::NoSuchProcess { pid };
+    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
+    let mut threads = sys::threads(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
+    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), t.tid));
+    let union = places.iter().fold(CpuSet::new(), |mut u, p| {
+        u |= p;
+        u
+    });
+    let plan = crate::pin::assign(threads.len(), skip, places.len());
+    let mut out = Vec::new();
+    for (thread, place) in threads.iter().zip(plan) {
+        let set = place.map_or(&union, |i| &places[i]);
+        if bind_one(pid, id, thread.tid, set)? {
+            out.push((thread.tid, set.clone()));
+        }
+    }
+    if out.is_empty() {
+        return Err(no_such_process());
+    }
+    Ok(out)
+}
+
+/// Binds thread `tid` of process `pid` (`id`) to `cpus`: `Ok(false)` when the thread has gone
+/// meanwhile.
+fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchError> {
+    match sys::set_task_affinity(tid, cpus) {
+        Ok(()) => Ok(true),
+        // A thread that exited meanwhile.
+        Err(e) if sys::is_no_such_task(&e) => Ok(false),
+        // EPERM.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            Err(LaunchError::PermissionDenied {
+                pid,
+                owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
+                me: uid_text(sys::own_uid()),
+            })
+        }
+        Err(source) => {
+            // EINVAL.
+            let hint = if source.kind() == io::ErrorKind::InvalidInput {
+                " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
+            } else {
+                ""
+            };
+            Err(LaunchError::Affinity {
+                pid,
+                tid,
+                error: source,
+                hint,
+            })
+        }
+    }
 }
 
 /// The CPUs thread or process `tid` may run on (0 = the calling thread).

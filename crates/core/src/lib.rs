@@ -12,13 +12,19 @@
 //!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]); hwloc-calc and
 //!   hwloc-distrib themselves ([`Calc`], [`hwloc_distrib`]), for the drop-ins;
 //! - **applying it to programs**: [`thread_env`], [`spawn_program`], [`run_program`],
-//!   [`rebind_process`];
+//!   [`rebind_process`], and thread by thread through the preloaded pinning library
+//!   ([`inspect_program`], [`per_thread`], [`repin_process`], [`check_pinning`]);
 //! - **workloads** that verify their own answers ([`Workload`], [`build_workload`]) and how a run
 //!   is measured ([`run_measured`], [`Measurement`]);
 //! - **the sweep**: a [`Grid`] of [`Config`]s, a [`Runner`] that makes one run, [`execute`] with
 //!   its [`RunLog`], the results folder ([`SweepFolder`]), [`summarize`], [`recommend`],
 //!   [`apply_lines`] and the report model ([`SweepReport`], [`RunView`]);
-//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]).
+//! - **fleets**: sweeps on every node type of a Slurm cluster ([`SlurmFleet`], [`Slurm`]) and
+//!   their merged report ([`FleetFolder`], [`FleetReport`]);
+//! - **watching** a running program ([`Sampler`], [`Monitor`], [`summarize_watch`]);
+//! - **keeping a placement in force**: rules files ([`RuleSet`]) applied to running processes
+//!   ([`Enforcer`]) and, by a daemon, to every process that starts ([`watch_rules`]); CPUs kept
+//!   free of every process ([`plan_reserve`], [`apply_reserve`], [`undo_reserve`]).
 //!
 //! ```
 //! use coretune_core::{Binding, Policy, Topology, TopologySource, plan};
@@ -37,11 +43,15 @@
 
 mod budget;
 mod cpuset;
+mod fleet;
 mod launch;
 mod machine;
 mod measure;
 mod noise;
+mod pin;
 mod placement;
+mod reserve;
+mod rules;
 mod stats;
 mod sweep;
 mod sys;
@@ -79,8 +89,29 @@ pub use placement::{
 
 // Applying a placement to programs.
 pub use launch::{
-    LaunchError, affinity_of, exit_code, find_program, rebind_process, run as run_program,
-    spawn as spawn_program, thread_env,
+    LaunchError, affinity_of, exit_code, find_program, rebind_process, repin_process,
+    run as run_program, spawn as spawn_program, thread_count, thread_env,
+};
+
+// Thread-by-thread placement of other programs.
+pub use pin::{
+    LIB_FILE as PIN_LIB_FILE, LIB_VAR as PIN_LIB_VAR, Mechanism, Obstacle, OffPlace, OpenMpRuntime,
+    PLAN_VAR as PIN_PLAN_VAR, PerThread, PinError, PinRecord, ProgramInfo, SkipMask,
+    check_samples as check_pinning, fallback as pin_fallback, find_library as find_pin_library,
+    inspect_program, per_thread,
+};
+
+// Keeping a placement in force: rules applied as programs start.
+pub use rules::{
+    Action as RuleActionRecord, Enforcer, EventSource, Outcome as RuleOutcome, Rule, RuleAction,
+    RuleEffect, RuleSet, RuleWarning, RulesError, Trigger as RuleTrigger, WatchEvent, WatchOptions,
+    watch as watch_rules,
+};
+
+pub use reserve::{
+    RESERVE_SCHEMA, ReserveError, ReserveMethod, ReservePlan, ReserveStep, SYSTEMD_UNITS,
+    apply_reserve, default_state_path as reserve_state_path, ensure_not_reserved, plan_reserve,
+    read_reserve_state, reserve_rules_path, undo_reserve,
 };
 
 // Workloads, and how a run is measured.
@@ -98,12 +129,19 @@ pub use workload::{
 
 // The sweep engine.
 pub use sweep::{
-    Config, ConfigError, ConfigRow, ConfigSummary, Cpus, Estimate, Family, Grid, MachineCounts,
-    Outcome, Plan, Progress, Recommendation, RunCounts, RunLine, RunLog, RunResult, RunSettings,
-    RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy, SweepError, SweepFolder,
-    SweepReport, SweepResults, SweepSpec, Target, ThreadView, ThrottleSpec, UslRow, apply_lines,
-    default_threads, execute, monitor_file, parse_threads, recommend, substitute, summarize,
-    timestamped_dir,
+    Config, ConfigError, ConfigRow, ConfigSummary, Cpus, Estimate, FLEET_SCHEMA, Family, FleetCell,
+    FleetChoice, FleetFolder, FleetReport, FleetRow, Grid, MachineCounts, NodeInfo, NodeTypeReport,
+    Outcome, Plan, PlanCost, PlanEstimate, Progress, Recommendation, RunCounts, RunLine, RunLog,
+    RunResult, RunSettings, RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy,
+    SweepError, SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThreadView,
+    ThrottleSpec, TypeLoss, UslRow, apply_lines, default_threads, execute, monitor_file,
+    parse_threads, recommend, substitute, summarize, timestamped_dir,
+};
+
+// Sweeps across a Slurm cluster.
+pub use fleet::{
+    FleetError, FleetSpec, JobCounts, JobRecord, NodeProgress, QueueEntry, SLURM_FLEET_SCHEMA,
+    Slurm, SlurmFleet, SlurmTarget, Submission, TargetKind, Where,
 };
 
 // Watching a program run.

@@ -6,8 +6,9 @@
 //!   vCPUs were runnable but the hypervisor ran something else, as a share of all CPU time
 //!   during the run;
 //! - **others' CPU**: CPU time all processes used during the run (`/proc/stat` busy time) minus
-//!   this process's own (`/proc/self/stat` utime + stime), in CPUs (1.0 = one CPU's worth of
-//!   time for the whole run).
+//!   this process's own and that of the children it waited for — the program it ran
+//!   (`/proc/self/stat` utime + stime + cutime + cstime), in CPUs (1.0 = one CPU's worth of time
+//!   for the whole run).
 //!
 //! A run is *busy* when others used more than [`BUSY_OTHERS_CPUS`] CPUs or steal exceeded
 //! [`BUSY_STEAL`]. Clock ticks (`USER_HZ`) are 100 per second on every Linux ABI.
@@ -118,6 +119,27 @@ impl NoiseProbe {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// A program the run started and waited for is the run's own time, not others': an external
+    /// program's sweep would otherwise flag every run busy.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_waited_for_child_counts_as_own_time() {
+        let before = sys::own_cpu_ticks().unwrap();
+        let burn = "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done";
+        let status = std::process::Command::new("sh")
+            .args(["-c", burn])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let after = sys::own_cpu_ticks().unwrap();
+        // A million shell iterations take well over 0.1 s of CPU (10 ticks) on any machine.
+        assert!(
+            after - before >= 10,
+            "own ticks grew by {} only",
+            after - before
+        );
+    }
 
     #[test]
     fn cpu_line() {

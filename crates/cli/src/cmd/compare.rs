@@ -250,6 +250,8 @@ mod test {
             busy_runs: 0,
             outliers: 0,
             bimodal: false,
+            pinning: None,
+            off_place_runs: 0,
             times_s: vec![],
         }
     }

@@ -9,6 +9,8 @@ pub(crate) mod distrib;
 pub(crate) mod man;
 pub(crate) mod place;
 pub(crate) mod report;
+pub(crate) mod reserve;
+pub(crate) mod rules;
 pub(crate) mod run;
 pub(crate) mod topo;
 pub(crate) mod tune;

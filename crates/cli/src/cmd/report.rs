@@ -6,28 +6,38 @@
 //! `summary.json` when it recommends the same configuration, else recomputed from the folder's
 //! `topology.xml` when it loads, else left out. The per-CPU plots are grouped by the same
 //! `topology.xml` when it loads.
+//!
+//! A fleet folder (`coretune tune --slurm`'s, or any folder of per-node sweep folders, one level
+//! of node types above them) gets one fleet report: per type the merged report in the type's
+//! folder, and in DIR the configuration × node type table, every type's speedup curve on one
+//! plot and the fleet-wide setting (`report::fleet`).
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use coretune_core::SweepFolder;
 use coretune_core::cpu_places;
+use coretune_core::{FleetFolder, SweepFolder};
 
 use crate::report::{self, table};
 
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
-    /// A results folder written by `coretune tune`.
+    /// A results folder written by `coretune tune`, or a fleet folder (per-node folders).
     #[arg(value_name = "DIR")]
     dir: PathBuf,
-    /// Print the summary as JSON (summary.json's content) instead of the table.
+    /// Print the summary as JSON (summary.json's, or for a fleet fleet-summary.json's, content)
+    /// instead of the table.
     #[arg(long)]
     json: bool,
 }
 
 pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if FleetFolder::is_fleet(&args.dir) {
+        crate::report::fleet::report_dir(&args.dir, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let folder = SweepFolder::read(&args.dir)?;
     let machine = folder.machine()?;
     let previous = folder.previous_report();

@@ -1,14 +1,15 @@
 //! `coretune run -- CMD ARGS...`: start a program on a CPU set with its thread-count variables
-//! set, or rebind a running process (`--pid`).
+//! set — with `--place`, each of its threads on its own place through the preloaded pinning
+//! library — or rebind (`--cpus`) or re-pin (`--place`) a running process (`--pid`).
 
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::format_list;
-use coretune_core::{Binding, Policy, plan};
-use coretune_core::{LoadOptions, Topology, TopologySource, set_to_vec};
+use coretune_core::{Binding, Policy, SkipMask, plan};
+use coretune_core::{LoadOptions, Topology, TopologySource, format_list, set_to_vec};
 use coretune_core::{exit_code, find_program, rebind_process, run_program, thread_env};
+use coretune_core::{find_pin_library, inspect_program, per_thread, repin_process, thread_count};
 
 use crate::input::cpus_option;
 
@@ -20,19 +21,27 @@ pub(crate) struct RunArgs {
     /// Object indexes in --cpus are OS (physical) indexes.
     #[arg(long)]
     physical: bool,
-    /// Thread count to announce through OMP_NUM_THREADS, RAYON_NUM_THREADS and the others.
+    /// Thread count to announce through OMP_NUM_THREADS, RAYON_NUM_THREADS and the others
+    /// (with --pid: how many places to plan; default, the threads the process has).
     #[arg(long, short = 't')]
     threads: Option<usize>,
-    /// Placement policy for --threads: the process gets the placement's CPUs and OpenMP gets
-    /// OMP_PLACES/OMP_PROC_BIND (os, compact, spread, cores, round-robin).
-    #[arg(long, requires = "threads")]
+    /// Placement policy for --threads (os, compact, spread, cores, round-robin): the main
+    /// thread on the first place, the k-th thread it creates on place k+1, through the
+    /// preloaded pinning library (or OpenMP's places, or the process CPU set where it cannot
+    /// reach the program: said before it runs).
+    #[arg(long)]
     place: Option<Policy>,
-    /// With --place: each thread's OpenMP place is its PU, its core, the shared set, or its own
-    /// part of the CPUs (share: for spread, its hwloc-distrib set).
-    #[arg(long, requires = "place", default_value = "pu")]
+    /// Each thread's set with --place: its PU, its core, one set shared by all threads, or its
+    /// own part of the CPUs (share: for spread, its hwloc-distrib set).
+    #[arg(long, default_value = "pu", requires = "place")]
     bind: Binding,
-    /// Rebind this running process and all its threads instead of starting a command.
-    #[arg(long, conflicts_with_all = ["threads", "place", "command"], requires = "cpus")]
+    /// Skip mask with --place, likwid-pin's -s: hex, bit i = the i-th pthread_create makes a
+    /// helper thread left unpinned (default: the program's OpenMP runtime's).
+    #[arg(long, value_name = "MASK", requires = "place")]
+    skip: Option<SkipMask>,
+    /// Rebind (--cpus) or re-pin one by one (--place, in the order the threads were created)
+    /// this running process instead of starting a command.
+    #[arg(long, conflicts_with = "command")]
     pid: Option<u32>,
     /// The command and its arguments.
     #[arg(last = true, value_name = "CMD")]
@@ -48,24 +57,17 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     )?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
     if let Some(pid) = args.pid {
-        let cpus = cpus.context("--pid needs --cpus")?;
-        let tids = rebind_process(pid, &cpus).context("run --pid")?;
-        eprintln!(
-            "coretune: pid {pid}: {} thread{} bound to CPUs {}",
-            tids.len(),
-            if tids.len() == 1 { "" } else { "s" },
-            format_list(&set_to_vec(&cpus))
-        );
-        return Ok(ExitCode::SUCCESS);
+        return repin(args, &topo, pid, cpus);
     }
     let Some((program, rest)) = args.command.split_first() else {
         bail!("run: no command given (coretune run [OPTIONS] -- CMD ARGS...)");
     };
-    find_program(program)?;
+    let path = find_program(program)?;
     let placement = match (args.threads, args.place) {
         (Some(n), Some(policy)) => {
             Some(plan(&topo, n, policy, cpus.as_ref(), args.bind).context("run")?)
         }
+        (None, Some(_)) => bail!("--place needs --threads (how many threads to place)"),
         _ => None,
     };
     let process_set = match &placement {
@@ -74,10 +76,73 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let mut cmd = Command::new(program);
     cmd.args(rest);
-    if let Some(n) = args.threads {
-        cmd.envs(thread_env(n, placement.as_ref()));
+    match (&placement, args.threads) {
+        (Some(p), Some(n)) if p.is_pinned() => {
+            let library = find_pin_library();
+            let how = per_thread(
+                &inspect_program(&path),
+                library.as_deref().map_err(String::as_str),
+                p,
+                args.skip,
+            );
+            if let Some(warning) = &how.warning {
+                eprintln!("coretune: warning: {warning}");
+            }
+            let preload = std::env::var("LD_PRELOAD").ok();
+            cmd.envs(how.env(n, p, preload.as_deref()));
+            for name in how.cleared_env() {
+                cmd.env_remove(name);
+            }
+        }
+        (_, Some(n)) => {
+            cmd.envs(thread_env(n, placement.as_ref()));
+        }
+        (_, None) => {}
     }
     let status = run_program(cmd, process_set.as_ref()).context("run")?;
     let code = exit_code(status);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `--pid`: every thread to one set (`--cpus`), or each to its place (`--place`).
+fn repin(
+    args: &RunArgs,
+    topo: &Topology,
+    pid: u32,
+    cpus: Option<coretune_core::CpuSet>,
+) -> anyhow::Result<ExitCode> {
+    let Some(policy) = args.place else {
+        return bind_all(pid, &cpus.context("--pid needs --cpus or --place")?);
+    };
+    let n = match args.threads {
+        Some(n) => n,
+        None => thread_count(pid).context("run --pid")?,
+    };
+    let placement = plan(topo, n, policy, cpus.as_ref(), args.bind).context("run --pid")?;
+    if !placement.is_pinned() || args.bind == Binding::Shared {
+        return bind_all(pid, &placement.union());
+    }
+    let pinned = repin_process(pid, &placement.cpusets(), args.skip.unwrap_or_default())
+        .context("run --pid")?;
+    eprintln!(
+        "coretune: pid {pid}: {} thread{} pinned one by one, in creation order:",
+        pinned.len(),
+        if pinned.len() == 1 { "" } else { "s" }
+    );
+    for (tid, set) in pinned {
+        eprintln!("  thread {tid} -> CPUs {}", format_list(&set_to_vec(&set)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every thread of `pid` to `cpus`, as `taskset -a -p` does.
+fn bind_all(pid: u32, cpus: &coretune_core::CpuSet) -> anyhow::Result<ExitCode> {
+    let tids = rebind_process(pid, cpus).context("run --pid")?;
+    eprintln!(
+        "coretune: pid {pid}: {} thread{} bound to CPUs {}",
+        tids.len(),
+        if tids.len() == 1 { "" } else { "s" },
+        format_list(&set_to_vec(cpus))
+    );
+    Ok(ExitCode::SUCCESS)
 }

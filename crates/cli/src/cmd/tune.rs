@@ -9,6 +9,11 @@
 //! After `--`, any program is measured instead, with `{threads}`, `{cpus}` and `{place}`
 //! substituted into its arguments. A program that is not there is refused before the folder is
 //! made; a sweep in which no configuration completed a verified run exits with status 1.
+//!
+//! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
+//! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
+//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (the shared
+//! `slurm` module); `--resume` of a fleet folder continues the fleet.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -20,7 +25,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Topology;
-use coretune_core::{Binding, Policy};
+use coretune_core::{Binding, Policy, SkipMask};
 use coretune_core::{CpuPlace, cpu_places};
 use coretune_core::{
     Cpus, Grid, MachineCounts, Plan, Progress, RunSettings, Runner, Strategy, SweepError,
@@ -28,10 +33,13 @@ use coretune_core::{
     timestamped_dir,
 };
 use coretune_core::{MachineRecord, topology_summary};
+use coretune_core::{SlurmFleet, WORKLOAD_NAMES, build_workload};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit;
+use crate::input::TopologyArgs;
 use crate::report::{self, table};
+use crate::slurm::{self, SlurmArgs};
 use crate::workload_args::WorkloadArgs;
 
 #[derive(Debug, Args)]
@@ -55,6 +63,10 @@ pub(crate) struct TuneArgs {
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu")]
     bind: Binding,
+    /// Skip mask for a program's pinned threads, likwid-pin's -s (hex: bit i = the i-th
+    /// pthread_create makes a helper left unpinned; default: its OpenMP runtime's).
+    #[arg(long, value_name = "MASK")]
+    skip: Option<SkipMask>,
     /// Measured runs per configuration.
     #[arg(long, default_value_t = 3, value_name = "N")]
     runs: usize,
@@ -76,13 +88,25 @@ pub(crate) struct TuneArgs {
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command"])]
+    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR); for
+    /// a fleet folder (--slurm), resubmit only the nodes whose sweeps are incomplete.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command", "partition", "nodelist", "constraint", "dry_run"])]
     resume: Option<PathBuf>,
+    /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
+    /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
+    /// scripts and submit nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
+    #[arg(long, value_name = "SECS", requires = "dry_run")]
+    estimate_one: Option<f64>,
+    #[command(flatten)]
+    input: TopologyArgs,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Print summary.json instead of the table.
+    /// Print summary.json instead of the table (for --slurm fleet-summary.json; for --dry-run
+    /// the plan).
     #[arg(long)]
     json: bool,
     /// Run the command through `sh -c` (its words joined with spaces).
@@ -97,13 +121,46 @@ pub(crate) struct TuneArgs {
     /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     monitor: Option<u64>,
+    #[command(flatten)]
+    slurm: SlurmArgs,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
-    let topo = crate::input::TopologyArgs::default().load()?;
+    if let Some(dir) = args.resume.as_deref().filter(|d| SlurmFleet::is_fleet(d)) {
+        return slurm::resume(dir, &args.slurm, shown(args));
+    }
+    if args.slurm.slurm {
+        if args.input.input.is_some() {
+            bail!(
+                "--input plans one machine (with --dry-run, without --slurm); with --slurm each \
+                 node sweeps its own topology"
+            );
+        }
+        // Checked here, before any job is submitted: a typo is one line, not a failed fleet.
+        check_settings(args)?;
+        let machine = MachineCounts { cores: 1, pus: 1 };
+        target(args)?;
+        axes(args, Grid::default_for(machine), machine)?;
+        return slurm::start(
+            &args.slurm,
+            sweep_args(args),
+            args.out.as_deref(),
+            args.dry_run,
+            shown(args),
+        );
+    }
+    if args.dry_run {
+        return plan_only(args);
+    }
+    if args.input.input.is_some() {
+        bail!(
+            "--input: tune measures this machine; plan for another with --input TOPOLOGY --dry-run"
+        );
+    }
+    let topo = TopologyArgs::default().load()?;
     let machine = MachineCounts::live(&topo);
     let (mut folder, runner) = match &args.resume {
         Some(dir) => {
@@ -186,6 +243,14 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How a fleet shows its progress and report.
+fn shown(args: &TuneArgs) -> slurm::Shown {
+    slurm::Shown {
+        quiet: args.quiet || args.json,
+        json: args.json,
+    }
+}
+
 /// Builds the sweep the arguments describe, checks it against this machine (the workload builds,
 /// the program exists, every CPU set resolves), and only then creates its folder.
 fn new_sweep<'t>(
@@ -193,6 +258,21 @@ fn new_sweep<'t>(
     topo: &'t Topology,
     machine: MachineCounts,
 ) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
+    check_settings(args)?;
+    let settings = settings(args);
+    let runner = Runner::new(topo, target(args)?, settings.clone(), machine)?;
+    let grid = axes(args, runner.default_grid(), machine)?;
+    check_grid(&runner, &grid)?;
+    let dir = match &args.out {
+        Some(d) => d.clone(),
+        None => timestamped_dir(Path::new("coretune-results"), ""),
+    };
+    let spec = SweepSpec::new(plan(args, grid), runner.target().clone(), settings);
+    Ok((SweepFolder::create(&dir, spec)?, runner))
+}
+
+/// The numbers that are not grid values.
+fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -205,32 +285,49 @@ fn new_sweep<'t>(
     if args.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
         bail!("--timeout must be a positive number of seconds");
     }
-    let target = if args.command.is_empty() {
+    Ok(())
+}
+
+/// What the sweep measures: the built-in workload named (raymesh by default), or the program.
+fn target(args: &TuneArgs) -> anyhow::Result<Target> {
+    if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
-        Target::Workload {
+        if !WORKLOAD_NAMES.contains(&name.as_str()) {
+            bail!(
+                "unknown workload '{name}' (known: {})",
+                WORKLOAD_NAMES.join(", ")
+            );
+        }
+        Ok(Target::Workload {
             spec: args
                 .workload_args
                 .spec(&name)
                 .for_sweep(args.workload_args.size.is_some()),
             description: String::new(),
-        }
+        })
     } else {
         if args.workload.is_some() {
             bail!("give a built-in workload or a command after --, not both");
         }
-        Target::Command {
+        Ok(Target::Command {
             argv: args.command.clone(),
             shell: args.shell,
-        }
-    };
-    let settings = RunSettings {
+        })
+    }
+}
+
+fn settings(args: &TuneArgs) -> RunSettings {
+    RunSettings {
         binding: args.bind,
         timeout: args.timeout.map(Duration::from_secs_f64),
         prepare: args.prepare.clone(),
         monitor: args.monitor.map(Duration::from_millis),
-    };
-    let runner = Runner::new(topo, target, settings.clone(), machine)?;
-    let mut grid = runner.default_grid();
+        skip: args.skip,
+    }
+}
+
+/// `grid` with the axes the arguments name replaced.
+fn axes(args: &TuneArgs, mut grid: Grid, machine: MachineCounts) -> anyhow::Result<Grid> {
     if let Some(spec) = &args.threads {
         grid.threads =
             parse_threads(spec, machine).map_err(|e| anyhow::anyhow!("--threads: {e}"))?;
@@ -249,8 +346,11 @@ fn new_sweep<'t>(
         grid.throttles =
             ThrottleSpec::parse_list(spec).map_err(|e| anyhow::anyhow!("--throttle: {e}"))?;
     }
-    check_grid(&runner, &grid)?;
-    let plan = Plan {
+    Ok(grid)
+}
+
+fn plan(args: &TuneArgs, grid: Grid) -> Plan {
+    Plan {
         grid,
         strategy: if args.exhaustive {
             Strategy::Exhaustive
@@ -261,19 +361,115 @@ fn new_sweep<'t>(
         warmup: args.warmup,
         min_time: Duration::from_secs_f64(args.min_time),
         tolerance: args.tolerance / 100.0,
-    };
-    let dir = match &args.out {
-        Some(d) => d.clone(),
-        None => timestamped_dir(Path::new("coretune-results"), ""),
-    };
-    let spec = SweepSpec::new(plan, runner.target().clone(), settings);
-    Ok((SweepFolder::create(&dir, spec)?, runner))
+    }
 }
 
-/// Every CPU set of the grid resolves here; their warnings go to stderr.
+/// `--dry-run` without `--slurm`: the grid this machine (or `--input`'s) would sweep, how many
+/// runs, and with `--estimate-one` how long.
+fn plan_only(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    check_settings(args)?;
+    let one = args
+        .estimate_one
+        .map(|s| {
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .context("--estimate-one must be a positive number of seconds")
+        })
+        .transpose()?;
+    let topo = args.input.load()?;
+    let machine = if args.input.input.is_some() {
+        MachineCounts::of(&topo)
+    } else {
+        MachineCounts::live(&topo)
+    };
+    let target = target(args)?;
+    let default = match &target {
+        Target::Workload { spec, .. } => {
+            let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
+            build_workload(spec, llc)?.default_grid(machine)
+        }
+        Target::Command { .. } => Grid::default_for(machine),
+    };
+    let grid = axes(args, default, machine)?;
+    let plan = plan(args, grid);
+    let estimate = plan.estimate(&topo, args.bind, machine, one)?;
+    let text = if args.json {
+        report::plan::json(&topology_summary(&topo), &target, &plan, &estimate)?
+    } else {
+        report::plan::text(&topology_summary(&topo), &target, &plan, &estimate, one)
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The arguments that repeat this sweep on another machine (a Slurm node): every sweep option
+/// as given, without where the results go or how progress is shown. Written `--name=value`, so
+/// that a value starting with `-` stays a value.
+fn sweep_args(args: &TuneArgs) -> Vec<String> {
+    let mut v: Vec<String> = args.workload.iter().cloned().collect();
+    let mut opt = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            v.push(format!("--{name}={value}"));
+        }
+    };
+    let w = &args.workload_args;
+    opt("threads", args.threads.clone());
+    opt(
+        "place",
+        args.place.as_ref().map(|p| {
+            p.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    );
+    for cpus in &args.cpus {
+        opt("cpus", Some(cpus.clone()));
+    }
+    opt("throttle", args.throttle.clone());
+    opt("bind", Some(args.bind.to_string()));
+    opt("runs", Some(args.runs.to_string()));
+    opt("warmup", Some(args.warmup.to_string()));
+    opt("min-time", Some(args.min_time.to_string()));
+    opt("timeout", args.timeout.map(|t| t.to_string()));
+    opt("tolerance", Some(args.tolerance.to_string()));
+    opt("prepare", args.prepare.clone());
+    opt("monitor", args.monitor.map(|m| m.to_string()));
+    opt("size", w.size.map(|s| s.to_string()));
+    opt("rays", w.rays.map(|x| x.to_string()));
+    opt("mib", w.mib.map(|x| x.to_string()));
+    opt("tasks", w.tasks.map(|x| x.to_string()));
+    opt("compute-us", w.compute_us.map(|x| x.to_string()));
+    opt("block-us", w.block_us.map(|x| x.to_string()));
+    opt("count", w.count.map(|x| x.to_string()));
+    opt("repeat", w.repeat.map(|x| x.to_string()));
+    opt("items", w.items.map(|x| x.to_string()));
+    opt("pool", w.pool.clone());
+    for (flag, on) in [
+        ("--exhaustive", args.exhaustive),
+        ("--shell", args.shell),
+        ("--batch", w.batch),
+    ] {
+        if on {
+            v.push(flag.into());
+        }
+    }
+    if !args.command.is_empty() {
+        v.push("--".into());
+        v.extend(args.command.iter().cloned());
+    }
+    v
+}
+
+/// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
+/// reason when pinned placements cannot reach the program's threads one by one.
 fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     for (cpus, warning) in runner.check(grid)? {
         eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+    if let Some(warning) = runner.pinning_warning(grid) {
+        eprintln!("coretune: warning: {warning}");
     }
     Ok(())
 }
@@ -344,4 +540,122 @@ fn write_report(
     let view = results.run_view(&report, places);
     report::write_all(results.dir, &report, &view)?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod test {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tune: TuneArgs,
+    }
+
+    fn parse(args: &[&str]) -> TuneArgs {
+        Cli::try_parse_from(std::iter::once("tune").chain(args.iter().copied()))
+            .unwrap()
+            .tune
+    }
+
+    /// The arguments without where results go, how progress shows, and the Slurm options.
+    fn sweep_only(mut a: TuneArgs) -> String {
+        a.out = None;
+        a.quiet = false;
+        a.json = false;
+        a.dry_run = false;
+        a.slurm = SlurmArgs::default();
+        format!("{a:?}")
+    }
+
+    #[test]
+    fn sweep_args_repeat_the_sweep_on_a_node() {
+        let cases: [&[&str]; 3] = [
+            &[
+                "sum",
+                "--size",
+                "small",
+                "--threads",
+                "1,2",
+                "--place",
+                "os,compact",
+                "--cpus",
+                "all ~pu:0",
+                "--cpus",
+                "all",
+                "--throttle",
+                "none,2",
+                "--bind",
+                "core",
+                "--runs",
+                "5",
+                "--warmup",
+                "0",
+                "--min-time",
+                "0.5",
+                "--timeout",
+                "9.5",
+                "--tolerance",
+                "2.5",
+                "--exhaustive",
+                "--count",
+                "99",
+                "--repeat",
+                "3",
+                "--slurm",
+                "--partition",
+                "a",
+                "--out",
+                "/x",
+                "-q",
+                "--monitor",
+            ],
+            &[
+                "spawn",
+                "--items",
+                "1000",
+                "--pool",
+                "rayon",
+                "--batch",
+                "--monitor",
+                "10",
+                "--rays",
+                "5",
+                "--mib",
+                "2",
+                "--tasks",
+                "3",
+                "--compute-us",
+                "4",
+                "--block-us",
+                "5",
+            ],
+            &[
+                "--shell",
+                "--prepare",
+                "echo hi",
+                "--threads",
+                "2*pus",
+                "--",
+                "./app",
+                "-t",
+                "{threads}",
+                "--out",
+                "x",
+            ],
+        ];
+        for args in cases {
+            let a = parse(args);
+            let node = sweep_args(&a);
+            assert!(
+                !node.iter().any(|w| w == "--slurm" || w == "-q"),
+                "{node:?}"
+            );
+            let words: Vec<&str> = node.iter().map(String::as_str).collect();
+            let again = parse(&words);
+            assert_eq!(sweep_only(a), sweep_only(again), "{node:?}");
+        }
+    }
 }

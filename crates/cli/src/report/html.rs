@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use coretune_core::{SweepReport, Target};
+use coretune_core::{FleetReport, SweepReport, Target};
 
 use super::secs;
 
@@ -193,7 +193,7 @@ pub(crate) fn render(report: &SweepReport, figures: &[Figure]) -> String {
         report.runs.measured,
         report.machine.hostname
     );
-    let fill: [(&str, String); 9] = [
+    fill(&[
         ("{{version}}", escape(&report.tool_version)),
         ("{{title}}", escape(&report.target.label())),
         ("{{subtitle}}", escape(&subtitle)),
@@ -203,9 +203,137 @@ pub(crate) fn render(report: &SweepReport, figures: &[Figure]) -> String {
         ("{{table}}", table(report)),
         ("{{plots}}", plots(figures)),
         ("{{created}}", String::new()),
-    ];
-    // One pass over the template, so text inserted for one placeholder is never scanned for
-    // another.
+    ])
+}
+
+/// The fleet's page, in the same template: the node types where a sweep has its machine, the
+/// first type's grid, the fleet-wide setting and each type's recommendation, the configuration
+/// × node type table, and the plots.
+pub(crate) fn render_fleet(report: &FleetReport, figures: &[Figure]) -> String {
+    let nodes: usize = report.types.iter().map(|t| t.nodes.len()).sum();
+    let subtitle = format!(
+        "{} node types, {nodes} nodes, {} configurations",
+        report.types.len(),
+        report.configs.len()
+    );
+    let mut types = String::new();
+    for t in &report.types {
+        let nodes: Vec<String> = t
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut s = format!("{} ({} runs", n.name, n.runs);
+                if !n.complete {
+                    s.push_str(", incomplete");
+                }
+                if let Some(j) = &n.job {
+                    let _ = write!(s, "; {j}");
+                }
+                s.push(')');
+                s
+            })
+            .collect();
+        let _ = writeln!(
+            types,
+            "<h3>{}</h3>\n{}<p>Nodes: {}</p>",
+            escape(&t.name),
+            machine(&t.report),
+            escape(&nodes.join(", "))
+        );
+    }
+    let mut rec = String::new();
+    match &report.fleet {
+        Some(f) => {
+            let _ = writeln!(
+                rec,
+                "<div class=\"rec\">\n<p class=\"choice\">Fleet-wide: {}</p>\n<p>{}</p>",
+                escape(&f.config.to_string()),
+                escape(&f.reason)
+            );
+            for l in &f.losses {
+                let _ = writeln!(
+                    rec,
+                    "<p>{}: {:+.1}% against its fastest.</p>",
+                    escape(&l.name),
+                    (l.ratio - 1.0) * 100.0
+                );
+                if !l.apply.is_empty() {
+                    rec.push_str("<pre>");
+                    for line in &l.apply {
+                        let _ = writeln!(rec, "{}", escape(line));
+                    }
+                    rec.push_str("</pre>\n");
+                }
+            }
+            rec.push_str("</div>\n");
+        }
+        None => rec.push_str("<p>No configuration was measured on every node type.</p>\n"),
+    }
+    for w in &report.warnings {
+        let _ = writeln!(rec, "<p class=\"warn\">⚠ {}</p>", escape(w));
+    }
+    for t in &report.types {
+        let _ = writeln!(rec, "<h3>{}</h3>", escape(&t.name));
+        rec.push_str(&recommendation(&t.report));
+    }
+    let mut table = String::from("<table>\n<thead><tr><th class=\"l\">Configuration</th>");
+    for t in &report.types {
+        let _ = write!(table, "<th>{} median [s] (× fastest)</th>", escape(&t.name));
+    }
+    table.push_str("<th>Geometric mean</th></tr></thead>\n<tbody>\n");
+    let chosen = report.fleet.as_ref().map(|f| &f.config);
+    for r in &report.configs {
+        let class = if Some(&r.config) == chosen {
+            " class=\"chosen\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            table,
+            "<tr{class}><td class=\"l\">{}</td>",
+            escape(&r.config.to_string())
+        );
+        for c in &r.cells {
+            let _ = write!(
+                table,
+                "<td>{}</td>",
+                c.map_or("–".into(), |c| format!(
+                    "{} ({:.2}×)",
+                    secs(c.median_s),
+                    c.ratio
+                ))
+            );
+        }
+        let _ = writeln!(
+            table,
+            "<td>{}</td></tr>",
+            opt(r.geomean, |g| format!("{g:.3}×"))
+        );
+    }
+    table.push_str("</tbody>\n</table>\n");
+    let grid = report
+        .types
+        .first()
+        .map_or_else(String::new, |t| grid(&t.report));
+    fill(&[
+        ("{{version}}", escape(&report.tool_version)),
+        (
+            "{{title}}",
+            escape(&format!("{} (fleet)", report.target.label())),
+        ),
+        ("{{subtitle}}", escape(&subtitle)),
+        ("{{machine}}", types),
+        ("{{grid}}", grid),
+        ("{{recommendation}}", rec),
+        ("{{table}}", table),
+        ("{{plots}}", plots(figures)),
+        ("{{created}}", String::new()),
+    ])
+}
+
+/// The template with its placeholders filled, in one pass, so text inserted for one
+/// placeholder is never scanned for another.
+fn fill(fill: &[(&str, String)]) -> String {
     let mut out = String::with_capacity(TEMPLATE.len() * 4);
     let mut rest = TEMPLATE;
     while let Some(i) = rest.find("{{") {

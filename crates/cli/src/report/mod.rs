@@ -6,10 +6,12 @@
 //! terminal table is separate because it is printed, not saved.
 
 pub(crate) mod csv;
+pub(crate) mod fleet;
 pub(crate) mod html;
 pub(crate) mod hyperfine;
 pub(crate) mod json;
 pub(crate) mod md;
+pub(crate) mod plan;
 pub(crate) mod svg;
 pub(crate) mod table;
 

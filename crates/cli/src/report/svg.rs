@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use coretune_core::{ConfigRow, RunView, SweepReport};
+use coretune_core::{ConfigRow, FleetReport, RunView, SweepReport};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -241,6 +241,28 @@ pub(crate) fn efficiency_plot(report: &SweepReport) -> anyhow::Result<String> {
         series,
         ideal: Some(("ideal (100%)", &|_| 100.0)),
         x_max: thread_counts(report).last().copied().unwrap_or(1),
+    })
+}
+
+/// Every node type's speedup curve on one plot (the families [`FleetReport::speedup_curves`]
+/// chooses), with the ideal line.
+pub(crate) fn fleet_speedup_plot(report: &FleetReport) -> anyhow::Result<String> {
+    let series: Vec<(String, Vec<Point>)> = report
+        .speedup_curves()
+        .into_iter()
+        .map(|(label, pts)| (label, pts.into_iter().map(|(t, s)| (t, s, None)).collect()))
+        .collect();
+    let x_max = series
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(1);
+    line_plot(&LinePlot {
+        title: "Speedup over 1 thread, per node type",
+        y_desc: "speedup (×)",
+        series,
+        ideal: Some(("ideal (linear)", &|x| x)),
+        x_max,
     })
 }
 

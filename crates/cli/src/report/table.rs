@@ -52,9 +52,14 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             _ => "",
         };
         let flags = format!(
-            "{}{}",
+            "{}{}{}",
             if c.bimodal { " bimodal" } else { "" },
-            if c.busy_runs > 0 { " busy" } else { "" }
+            if c.busy_runs > 0 { " busy" } else { "" },
+            if c.off_place_runs > 0 {
+                " off-place"
+            } else {
+                ""
+            }
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(

@@ -36,6 +36,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         verify_error: (status != Status::Ok).then(|| "raymesh: ray 7 was never traced".into()),
         checksum: Some(0xfeed),
         throttle_trace: Vec::new(),
+        pinning: None,
     };
     RunLine {
         seq,
@@ -222,6 +223,7 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::Sample 
             name: "worker".into(),
             cpu: worker_cpu,
             migrations: Some(0),
+            started: None,
         }],
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),

@@ -10,6 +10,11 @@ pub fn coretune() -> Command {
     Command::cargo_bin("coretune").unwrap()
 }
 
+/// The `coretune` binary under test as a plain `std` command (to `spawn` it).
+pub fn coretune_std() -> std::process::Command {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("coretune"))
+}
+
 // The corpus helpers (`topologies_dir`, `expected`, `corpus_files`, `as_usize`) are the core
 // crate's, so both crates find and read `tests/data/topologies/` the same way.
 #[path = "../../../core/tests/util/mod.rs"]
@@ -119,4 +124,40 @@ pub fn resume(dir: &std::path::Path) {
         .output()
         .unwrap();
     assert_ok(&out);
+}
+
+/// Whether the tests run as root (`id -u` is 0).
+pub fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The pinning library next to the `coretune` binary under test, built now (with the same
+/// profile) so that it is the fresh one: `cargo test` builds the binaries it tests but not a
+/// `cdylib` of another package. Cargo does not hold its build lock while tests run, so the
+/// nested `cargo build` is safe; it runs once per test binary.
+pub fn pin_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = assert_cmd::cargo::cargo_bin("coretune");
+            let dir = exe.parent().unwrap();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = std::process::Command::new(cargo);
+            build.args(["build", "--quiet", "-p", "coretune-pin"]);
+            if dir.ends_with("release") {
+                build.arg("--release");
+            }
+            let out = build
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert_ok(&out);
+            let lib = dir.join("libcoretune_pin.so");
+            assert!(lib.is_file(), "{} was not built", lib.display());
+            lib
+        })
+        .clone()
 }

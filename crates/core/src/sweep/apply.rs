@@ -1,12 +1,34 @@
-//! Ready-to-paste lines that apply a configuration: the coretune command that repeats it, and
-//! what other tools read (`taskset`, OpenMP's variables, rayon's and tokio's, systemd's
-//! `CPUAffinity=`).
+//! Ready-to-paste lines that apply a configuration: the coretune command that repeats it, what
+//! other tools read (`taskset`, OpenMP's variables, rayon's and tokio's, systemd's
+//! `CPUAffinity=`), and what schedulers and containers take (Slurm's `#SBATCH` and `srun`,
+//! Kubernetes' CPU resources, `docker run`).
+//!
+//! # Schedulers and containers
+//!
+//! A configuration needs *C* CPUs: the CPUs its threads are pinned to or limited to, or — left
+//! to the OS on the whole machine — as many CPUs as it has threads (at most the machine's PUs).
+//!
+//! - **Slurm** allocates `--cpus-per-task=C` to one task; `--hint=nomultithread` when the
+//!   configuration keeps to one PU per core on a machine with SMT, `--hint=multithread` when it
+//!   uses siblings (no hint without SMT). A configuration left to the OS is bound with
+//!   `srun --cpu-bind=cores` (the task may use the cores it was given, the kernel places its
+//!   threads). One that names CPUs is bound with `mask_cpu:` (one process, its threads on those
+//!   CPUs, OpenMP's places inside) or `map_cpu:` (one single-threaded process per thread, as
+//!   MPI ranks are). Slurm refuses a bind outside the CPUs the *step* owns ("CPU binding outside
+//!   of job step allocation"), so those lines ask for the whole node (`--exclusive`) and give
+//!   the step every CPU of the job (`srun --whole`).
+//! - **Kubernetes** with the kubelet's *static* CPU manager policy gives a container of a
+//!   Guaranteed pod (requests equal to limits, for memory too) that asks for a whole number of
+//!   CPUs that many CPUs of its own, which no other container uses; the kubelet chooses which,
+//!   so CPU numbers do not carry over, the count and the threads do.
+//! - **Docker** pins a container with `--cpuset-cpus` (the CPU numbers of the host), or limits
+//!   its CPU time with `--cpus` for a configuration left to the OS.
 
 use super::config::Config;
 use super::run::substitute_all;
 use super::target::Target;
-use crate::cpuset::format_list;
-use crate::placement::Binding;
+use crate::cpuset::{Format, ObjKind, format_list};
+use crate::placement::{Binding, Placement};
 use crate::topology::{Topology, set_to_vec};
 use crate::workload::Size;
 
@@ -35,7 +57,7 @@ pub fn apply_lines(
     let list = format_list(&set_to_vec(&placement.union()));
     let restricted = config.is_restricted();
     let mut lines = Vec::new();
-    match target {
+    let cmd = match target {
         Target::Workload { spec, .. } => {
             let mut extra = String::new();
             if spec.size != Size::Default {
@@ -44,10 +66,12 @@ pub fn apply_lines(
             if let Some(r) = spec.rays {
                 extra.push_str(&format!(" --rays {r}"));
             }
-            lines.push(format!(
+            let cmd = format!(
                 "coretune bench {} --threads {n} --place {}{cpus_flag}{throttle_flag}{extra}",
                 spec.name, config.place
-            ));
+            );
+            lines.push(cmd.clone());
+            cmd
         }
         Target::Command { argv, shell } => {
             let words = substitute_all(argv, config, &list);
@@ -63,8 +87,9 @@ pub fn apply_lines(
             if restricted {
                 lines.push(format!("taskset -c {list} {cmd}"));
             }
+            cmd
         }
-    }
+    };
     let mut omp = format!("OMP_NUM_THREADS={n}");
     if let Some(places) = placement.omp_places() {
         omp.push_str(&format!(" OMP_PLACES='{places}'"));
@@ -78,5 +103,243 @@ pub fn apply_lines(
             list.replace(',', " ")
         ));
     }
+    lines.extend(scheduler_lines(topology, config, &placement, &cmd));
     lines
+}
+
+/// The Slurm, Kubernetes and Docker lines for `config` placed as `placement`, running `cmd`
+/// (see the module documentation for what each does and why).
+fn scheduler_lines(
+    topology: &Topology,
+    config: &Config,
+    placement: &Placement,
+    cmd: &str,
+) -> Vec<String> {
+    let union = placement.union();
+    let pus = union.weight().unwrap_or(0);
+    let restricted = config.is_restricted();
+    // CPUs the configuration needs: those it names, or one per thread when left to the OS.
+    let cpus = if restricted {
+        pus
+    } else {
+        config.threads.min(pus)
+    }
+    .max(1);
+    let cores = topology
+        .indexes_intersecting(ObjKind::Core, &union, false)
+        .len();
+    let uses_siblings = if restricted {
+        pus > cores
+    } else {
+        config.threads > cores
+    };
+    let hint = if topology.smt().max > 1 {
+        if uses_siblings {
+            " --hint=multithread"
+        } else {
+            " --hint=nomultithread"
+        }
+    } else {
+        ""
+    };
+    let n = config.threads;
+    let mut lines = Vec::new();
+    if restricted {
+        let mask = Format::Slurm.render(&union).unwrap_or_default();
+        lines.push(format!(
+            "#SBATCH --nodes=1 --ntasks=1 --cpus-per-task={cpus} --exclusive{hint}"
+        ));
+        lines.push(format!(
+            "srun --whole --cpu-bind={mask} {cmd}   # one process; its threads on CPUs {}",
+            format_list(&set_to_vec(&union))
+        ));
+        if n > 1 && placement.is_pinned() && placement.binding != Binding::Shared {
+            lines.push(format!(
+                "srun --whole --ntasks={n} --cpus-per-task=1 --cpu-bind={} PROGRAM   # {n} \
+                 single-threaded processes (MPI ranks), one per thread's CPUs",
+                per_task_bind(placement)
+            ));
+        }
+    } else {
+        lines.push(format!(
+            "#SBATCH --nodes=1 --ntasks=1 --cpus-per-task={cpus}{hint}"
+        ));
+        lines.push(format!("srun --cpu-bind=cores {cmd}"));
+    }
+    lines.push(format!(
+        "kubernetes: resources: {{requests: {{cpu: \"{cpus}\"}}, limits: {{cpu: \"{cpus}\"}}}}   \
+         # whole CPUs, memory requests = limits too: with the static CPU manager policy the \
+         container gets {cpus} CPU{} of its own (the kubelet picks which)",
+        if cpus == 1 { "" } else { "s" }
+    ));
+    if restricted {
+        lines.push(format!(
+            "docker run --cpuset-cpus={} -e OMP_NUM_THREADS={n} IMAGE {cmd}",
+            format_list(&set_to_vec(&union))
+        ));
+    } else {
+        lines.push(format!(
+            "docker run --cpus={cpus} -e OMP_NUM_THREADS={n} IMAGE {cmd}"
+        ));
+    }
+    lines
+}
+
+/// `map_cpu:a,b,…` when every thread has one CPU, else `mask_cpu:m1,m2,…`: task `i` on thread
+/// `i`'s CPUs.
+fn per_task_bind(placement: &Placement) -> String {
+    let threads = placement.thread_cpus();
+    if threads.iter().all(|t| t.len() == 1) {
+        let cpus: Vec<String> = threads.iter().map(|t| t[0].to_string()).collect();
+        format!("map_cpu:{}", cpus.join(","))
+    } else {
+        let masks: Vec<String> = placement
+            .cpusets()
+            .iter()
+            .map(|s| {
+                Format::Taskset
+                    .render(s)
+                    .unwrap_or_else(|_| "0x0".to_owned())
+            })
+            .collect();
+        format!("mask_cpu:{}", masks.join(","))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::placement::Policy;
+    use crate::sweep::{Cpus, ThrottleSpec};
+    use crate::topology::TopologySource;
+    use crate::workload::WorkloadSpec;
+
+    fn topo(synthetic: &str) -> Topology {
+        Topology::load(&TopologySource::Synthetic(synthetic.into())).unwrap()
+    }
+
+    fn config(threads: usize, place: Policy, cpus: &str) -> Config {
+        Config {
+            threads,
+            place,
+            cpus: cpus.parse().unwrap_or(Cpus::All),
+            throttle: ThrottleSpec::None,
+        }
+    }
+
+    fn lines(t: &Topology, c: &Config, binding: Binding) -> Vec<String> {
+        let target = Target::Command {
+            argv: vec!["./app".into(), "-t".into(), "{threads}".into()],
+            shell: false,
+        };
+        apply_lines(t, &target, c, binding)
+    }
+
+    fn find<'a>(lines: &'a [String], prefix: &str) -> Vec<&'a str> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::as_str)
+            .collect()
+    }
+
+    #[test]
+    fn left_to_the_os_asks_for_one_cpu_per_thread_and_binds_to_cores() {
+        // 2 cores × 2 PUs: 2 threads fit one per core, 3 need a sibling.
+        let t = topo("core:2 pu:2");
+        let l = lines(&t, &config(2, Policy::Os, "all"), Binding::Pu);
+        assert_eq!(
+            find(&l, "#SBATCH"),
+            ["#SBATCH --nodes=1 --ntasks=1 --cpus-per-task=2 --hint=nomultithread"]
+        );
+        assert_eq!(find(&l, "srun"), ["srun --cpu-bind=cores ./app -t 2"]);
+        assert_eq!(
+            find(&l, "docker"),
+            ["docker run --cpus=2 -e OMP_NUM_THREADS=2 IMAGE ./app -t 2"]
+        );
+        assert!(
+            find(&l, "kubernetes")[0]
+                .contains(r#"resources: {requests: {cpu: "2"}, limits: {cpu: "2"}}"#)
+        );
+        let l = lines(&t, &config(3, Policy::Os, "all"), Binding::Pu);
+        assert!(find(&l, "#SBATCH")[0].ends_with("--cpus-per-task=3 --hint=multithread"));
+        // More threads than PUs: the whole machine, no more.
+        let l = lines(&t, &config(16, Policy::Os, "all"), Binding::Pu);
+        assert!(find(&l, "#SBATCH")[0].contains("--cpus-per-task=4 "));
+        // No SMT: no hint.
+        let l = lines(
+            &topo("core:4 pu:1"),
+            &config(2, Policy::Os, "all"),
+            Binding::Pu,
+        );
+        assert_eq!(
+            find(&l, "#SBATCH"),
+            ["#SBATCH --nodes=1 --ntasks=1 --cpus-per-task=2"]
+        );
+    }
+
+    #[test]
+    fn pinned_configurations_bind_to_their_cpus_on_a_whole_node() {
+        let t = topo("core:4 pu:2");
+        // `cores`: one thread per core, PUs 0, 2, 4.
+        let l = lines(&t, &config(3, Policy::Cores, "all"), Binding::Pu);
+        assert_eq!(
+            find(&l, "#SBATCH"),
+            ["#SBATCH --nodes=1 --ntasks=1 --cpus-per-task=3 --exclusive --hint=nomultithread"]
+        );
+        let srun = find(&l, "srun");
+        assert!(
+            srun[0].starts_with("srun --whole --cpu-bind=mask_cpu:0x15 ./app -t 3"),
+            "{srun:?}"
+        );
+        assert!(
+            srun[1].starts_with(
+                "srun --whole --ntasks=3 --cpus-per-task=1 --cpu-bind=map_cpu:0,2,4 PROGRAM"
+            ),
+            "{srun:?}"
+        );
+        assert_eq!(
+            find(&l, "docker"),
+            ["docker run --cpuset-cpus=0,2,4 -e OMP_NUM_THREADS=3 IMAGE ./app -t 3"]
+        );
+        // `compact` uses siblings; per-core binding gives each task its core's mask.
+        let l = lines(&t, &config(2, Policy::Compact, "all"), Binding::Core);
+        assert!(
+            find(&l, "#SBATCH")[0].ends_with("--hint=multithread"),
+            "{l:?}"
+        );
+        let srun = find(&l, "srun");
+        assert!(srun[0].contains("--cpu-bind=mask_cpu:0x3 "), "{srun:?}");
+        assert!(srun[1].contains("--cpu-bind=mask_cpu:0x3,0x3 "), "{srun:?}");
+        // A CPU set without pinning: one mask, no per-task line.
+        let l = lines(&t, &config(2, Policy::Os, "all ~core:0"), Binding::Pu);
+        let srun = find(&l, "srun");
+        assert_eq!(srun.len(), 1);
+        assert!(srun[0].contains("--cpu-bind=mask_cpu:0xfc "), "{srun:?}");
+        assert!(find(&l, "#SBATCH")[0].contains("--cpus-per-task=6 --exclusive"));
+    }
+
+    #[test]
+    fn workloads_run_their_coretune_bench_line_under_srun() {
+        let t = topo("core:2 pu:1");
+        let target = Target::Workload {
+            spec: WorkloadSpec {
+                name: "sum".into(),
+                size: Size::Small,
+                ..WorkloadSpec::default()
+            },
+            description: String::new(),
+        };
+        let l = apply_lines(
+            &t,
+            &target,
+            &config(1, Policy::Compact, "pu:1"),
+            Binding::Pu,
+        );
+        assert_eq!(
+            find(&l, "srun")[0],
+            "srun --whole --cpu-bind=mask_cpu:0x2 coretune bench sum --threads 1 --place compact \
+             --cpus 'pu:1' --size small   # one process; its threads on CPUs 1"
+        );
+    }
 }

@@ -474,6 +474,16 @@ impl MachineCounts {
             pus: budget.usable.len().max(1),
         }
     }
+
+    /// The cores and PUs of `topology` as described (for planning on a machine this is not:
+    /// an XML or synthetic topology), at least 1 each.
+    pub fn of(topology: &Topology) -> Self {
+        let counts = topology.counts();
+        Self {
+            cores: counts.cores.max(1),
+            pus: counts.pus.max(1),
+        }
+    }
 }
 
 /// Parses a thread-count list: numbers, ranges `a-b` or `a..b` (inclusive), ranges with a step

@@ -46,9 +46,9 @@ impl SweepFolder {
                 dir: dir.to_path_buf(),
             });
         }
-        std::fs::create_dir_all(dir).map_err(|source| SweepError::Write {
+        std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         write_json(&dir.join(SWEEP_FILE), &spec)?;
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
@@ -114,6 +114,11 @@ impl SweepFolder {
         self.log.lines()
     }
 
+    /// Whether the sweep is complete: continuing it (`tune --resume`) would make no run.
+    pub fn is_complete(&self) -> bool {
+        super::is_complete(&self.spec.plan, self.lines())
+    }
+
     /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
     /// be exported.
     ///
@@ -128,7 +133,7 @@ impl SweepFolder {
         write_json(&self.dir.join(MACHINE_FILE), machine)?;
         if let Ok(xml) = topology.to_xml() {
             let path = self.dir.join(TOPOLOGY_FILE);
-            std::fs::write(&path, xml).map_err(|source| SweepError::Write { path, source })?;
+            std::fs::write(&path, xml).map_err(|error| SweepError::Write { path, error })?;
         }
         Ok(())
     }
@@ -281,7 +286,7 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
     let path = dir.join(monitor_file(seq));
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| SweepError::Write { path, source }
+        move |error| SweepError::Write { path, error }
     };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(write_error(parent))?;
@@ -290,7 +295,7 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
     for s in samples {
         text.push_str(&serde_json::to_string(s).map_err(|e| SweepError::Write {
             path: path.clone(),
-            source: std::io::Error::other(e),
+            error: std::io::Error::other(e),
         })?);
         text.push('\n');
     }
@@ -299,9 +304,9 @@ fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepE
 
 /// Writes `value` as pretty JSON with a final newline.
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
-    let error = |source| SweepError::Write {
+    let error = |error| SweepError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut bytes =
         serde_json::to_vec_pretty(value).map_err(|e| error(std::io::Error::other(e)))?;
@@ -310,9 +315,9 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepErr
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     serde_json::from_str(&text).map_err(|e| SweepError::Malformed {
         path: path.to_path_buf(),
@@ -330,10 +335,21 @@ pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
     base.join(format!("{prefix}{}", timestamp(now)))
 }
 
-/// Civil date and time (UTC) of a Unix time, for folder names (Hinnant's `civil_from_days`).
+/// Civil date and time (UTC) of a Unix time, for folder names.
 fn timestamp(unix: u64) -> String {
-    let days = i64::try_from(unix / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_date(unix);
     let secs = unix % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// The UTC date (year, month, day) of a Unix time (Hinnant's `civil_from_days`).
+pub(crate) fn civil_date(unix: u64) -> (i64, i64, i64) {
+    let days = i64::try_from(unix / 86_400).unwrap_or(0);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -343,12 +359,7 @@ fn timestamp(unix: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    (y, m, d)
 }
 
 #[cfg(test)]

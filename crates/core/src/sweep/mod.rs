@@ -35,10 +35,14 @@
 //! | the recommendation | [`recommend`] |
 //! | its apply lines | [`apply`] |
 //! | the report model (`summary.json`, plot data) | [`report`] |
+//! | what a plan costs before it runs | [`plan`] |
+//! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
 
 mod apply;
 mod config;
+mod fleet;
 mod folder;
+mod plan;
 mod recommend;
 mod report;
 mod run;
@@ -58,7 +62,13 @@ pub use config::{
     Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
     parse_threads,
 };
+pub use fleet::{
+    FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
+    NodeTypeReport, TypeLoss,
+};
+pub(crate) use folder::civil_date;
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
+pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};
 pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
 pub use run::{RunResult, Runner, substitute};
@@ -126,6 +136,10 @@ pub enum Outcome {
     Failed(String),
     /// It exceeded the timeout.
     Timeout,
+    /// The program was ended by SIGINT or SIGTERM: someone is stopping the sweep (Ctrl-C,
+    /// `scancel`), and the run is the run in flight, not a measurement; it is not logged and the
+    /// sweep stops with [`SweepError::Interrupted`] (the message says what ended).
+    Stopped(String),
     /// It exceeded the timeout inside this process and cannot be stopped: logged as timed out,
     /// then the sweep stops with [`SweepError::Abandoned`] (the message says what ran).
     Abandoned(String),
@@ -161,9 +175,9 @@ impl RunLog {
         } else {
             (Vec::new(), 0)
         };
-        let write_error = |source| SweepError::Write {
+        let write_error = |error| SweepError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let file = OpenOptions::new()
             .create(true)
@@ -212,9 +226,9 @@ impl RunLog {
     fn read_lines<T: serde::de::DeserializeOwned>(
         path: &Path,
     ) -> Result<(Vec<T>, u64), SweepError> {
-        let read_error = |source| SweepError::Read {
+        let read_error = |error| SweepError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let reader = BufReader::new(File::open(path).map_err(read_error)?);
         let raw: Vec<String> = reader
@@ -260,9 +274,9 @@ impl RunLog {
     pub fn append(&mut self, mut line: RunLine) -> Result<(), SweepError> {
         line.seq = self.lines.len();
         if let Some((path, file)) = &mut self.file {
-            let write_error = |source| SweepError::Write {
+            let write_error = |error| SweepError::Write {
                 path: path.clone(),
-                source,
+                error,
             };
             let mut text =
                 serde_json::to_string(&line).map_err(|e| write_error(std::io::Error::other(e)))?;
@@ -316,20 +330,20 @@ pub struct Progress<'a> {
 #[non_exhaustive]
 pub enum SweepError {
     /// A results file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A results file could not be written.
-    #[error("writing {}: {source}", path.display())]
+    #[error("writing {}: {error}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A results file is not what it should be.
     #[error("{}{}: {message}", path.display(), if *line > 0 { format!(":{line}") } else { String::new() })]
@@ -350,6 +364,12 @@ pub enum SweepError {
         found: String,
         /// The schema this coretune reads.
         expected: &'static str,
+    },
+    /// A folder with no sweep folder one or two levels below it.
+    #[error("{}: no sweep folders in it (a fleet folder holds TYPE/NODE/sweep.json)", dir.display())]
+    NotAFleet {
+        /// The folder.
+        dir: PathBuf,
     },
     /// Not a folder.
     #[error("{}: not a folder", dir.display())]
@@ -385,6 +405,27 @@ pub enum SweepError {
     /// A run exceeded the timeout and could not be stopped; it is logged as timed out.
     #[error("{0}")]
     Abandoned(String),
+}
+
+/// Whether a sweep with `plan` and the runs `lines` is complete: continuing it would make no
+/// run. The plan is executed on a copy of the log until it asks for its first run.
+pub(crate) fn is_complete(plan: &Plan, lines: &[RunLine]) -> bool {
+    let mut log = RunLog {
+        file: None,
+        lines: lines.to_vec(),
+    };
+    let wanted = std::cell::Cell::new(false);
+    let result = execute(
+        plan,
+        &mut log,
+        &mut |_| {
+            wanted.set(true);
+            Outcome::Failed(String::new())
+        },
+        &mut |_| {},
+        &|| wanted.get(),
+    );
+    result.is_ok() && !wanted.get()
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
@@ -520,14 +561,17 @@ pub fn execute(
                 let outcome = run(&config);
                 let noise = noise.finish();
                 // A run cut short by Ctrl-C is the run in flight: dropped, not logged as failed.
-                if stop() && !matches!(outcome, Outcome::Done(_)) {
+                // The program may see the signal before this process's handler has said so.
+                if matches!(outcome, Outcome::Stopped(_))
+                    || (stop() && !matches!(outcome, Outcome::Done(_)))
+                {
                     return Err(SweepError::Interrupted);
                 }
                 let mut abandoned = None;
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
-                    Outcome::Failed(e) => (Status::Failed, Some(e), None),
+                    Outcome::Failed(e) | Outcome::Stopped(e) => (Status::Failed, Some(e), None),
                     Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
                     Outcome::Abandoned(why) => {
                         abandoned = Some(why.clone());

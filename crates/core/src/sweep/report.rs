@@ -12,6 +12,7 @@ use super::recommend::{Recommendation, recommend};
 use super::target::Target;
 use super::{ConfigSummary, Plan, RunLine, Status, summarize};
 use crate::machine::MachineRecord;
+use crate::pin::{Mechanism, PinRecord};
 use crate::stats::{UslFit, usl_fit};
 use crate::watch::{CpuPlace, Sample};
 use crate::workload::{RunRecord, Throughput};
@@ -65,8 +66,20 @@ pub struct ConfigRow {
     pub outliers: usize,
     /// Run times fall in two separated clusters.
     pub bimodal: bool,
+    /// How the placement reached an external program's threads (absent for built-in
+    /// workloads and unpinned configurations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<Mechanism>,
+    /// Measured runs in which a thread was seen outside its planned place.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub off_place_runs: usize,
     /// Wall times of the successful runs, seconds, in the order they ran.
     pub times_s: Vec<f64>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ConfigRow {
@@ -103,6 +116,19 @@ impl ConfigRow {
             busy_runs: s.busy_runs,
             outliers: w.map_or(0, |w| w.outliers.len()),
             bimodal: w.is_some_and(|w| w.bimodal),
+            pinning: ok
+                .iter()
+                .find_map(|l| l.record.as_ref()?.pinning.as_deref())
+                .map(|p| p.mechanism),
+            off_place_runs: ok
+                .iter()
+                .filter(|l| {
+                    l.record
+                        .as_ref()
+                        .and_then(|r| r.pinning.as_deref())
+                        .is_some_and(PinRecord::is_flagged)
+                })
+                .count(),
             times_s,
         }
     }

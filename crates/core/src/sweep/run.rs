@@ -11,7 +11,14 @@
 //! - An **external program** is a child process: `{threads}`, `{cpus}` and `{place}` substituted
 //!   into its arguments, the thread-count variables of [`crate::launch::thread_env`] set, the
 //!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
-//!   closed, killed at the timeout. A non-zero exit is a failed run.
+//!   closed, killed at the timeout. A non-zero exit is a failed run; one ended by SIGINT or
+//!   SIGTERM is a sweep being stopped ([`Outcome::Stopped`]), not a measurement. A pinned
+//!   placement reaches its threads one by one through the preloaded pinning library where it
+//!   can (see [`crate::pin`]; the program is inspected once, when the runner is made, and
+//!   [`Runner::pinning_warning`] says before the sweep when it falls back to OpenMP's places or
+//!   the process CPU set). Every such run samples where the program's threads run (every
+//!   50 ms, or at `--monitor`'s interval) and records the mechanism and any thread seen outside
+//!   its place in [`RunRecord::pinning`].
 //!
 //! With [`RunSettings::monitor`] a background sampler records per-CPU utilisation and every
 //! thread's CPU during the run.
@@ -28,7 +35,8 @@ use crate::cpuset::Warning;
 use crate::cpuset::format_list;
 use crate::launch;
 use crate::measure::ChildProbe;
-use crate::placement::Placement;
+use crate::pin::{self, PerThread, ProgramInfo};
+use crate::placement::{Binding, Placement};
 use crate::topology::{Topology, set_to_vec};
 use crate::watch::{Monitor, Sample};
 use crate::workload::{RunConfig, RunRecord, Unit, Work, Workload, run_measured};
@@ -49,6 +57,11 @@ enum Prepared {
         argv: Vec<String>,
         shell: bool,
         prepare: Option<String>,
+        /// The program's file as inspected for the pinning library (`None` when its name has
+        /// a placeholder: inspected per run).
+        program: Option<ProgramInfo>,
+        /// The pinning library, or why it is not there.
+        library: Result<PathBuf, String>,
     },
 }
 
@@ -106,9 +119,15 @@ impl<'t> Runner<'t> {
                 };
                 // A placeholder in the program's own name is resolved per run; `sh` runs a
                 // shell command.
-                if !shell && !program.contains('{') {
-                    launch::find_program(program)?;
-                }
+                let inspected = if shell {
+                    launch::find_program("sh")
+                        .ok()
+                        .map(|p| pin::inspect_program(&p))
+                } else if program.contains('{') {
+                    None
+                } else {
+                    Some(pin::inspect_program(&launch::find_program(program)?))
+                };
                 (
                     Target::Command {
                         argv: argv.clone(),
@@ -118,6 +137,8 @@ impl<'t> Runner<'t> {
                         argv,
                         shell,
                         prepare: settings.prepare.clone(),
+                        program: inspected,
+                        library: pin::find_library(),
                     },
                 )
             }
@@ -192,6 +213,25 @@ impl<'t> Runner<'t> {
         Ok(warnings)
     }
 
+    /// The warning to show before a sweep of `grid` whose pinned placements cannot reach the
+    /// program's threads one by one (a static, set-ID or Go program, or no pinning library):
+    /// they then fall back to OpenMP's places or the process CPU set, and every run records so.
+    pub fn pinning_warning(&self, grid: &Grid) -> Option<String> {
+        let Prepared::Command {
+            program: Some(program),
+            library,
+            ..
+        } = &self.prepared
+        else {
+            return None;
+        };
+        let pinned = grid.places.iter().any(|p| p.is_pinned());
+        if !pinned || self.settings.binding == Binding::Shared {
+            return None;
+        }
+        pin::fallback(program, library.as_deref().map_err(String::as_str)).map(|(_, w)| w)
+    }
+
     /// Makes one run of `config`.
     pub fn run(&self, config: &Config) -> RunResult {
         let placement = match config.placement(self.topology, self.settings.binding) {
@@ -203,21 +243,76 @@ impl<'t> Runner<'t> {
                 };
             }
         };
-        let monitor = self
-            .settings
-            .monitor
-            .and_then(|every| Monitor::start_self(every.max(Duration::from_millis(1))).ok());
-        let outcome = match &self.prepared {
+        // How a pinned placement reaches a program, decided before it starts.
+        let per_thread = match &self.prepared {
+            Prepared::Command {
+                argv,
+                shell,
+                program,
+                library,
+                ..
+            } if placement.is_pinned() => {
+                let inspected;
+                let program = match program {
+                    Some(p) => p,
+                    None => {
+                        let cpus = format_list(&set_to_vec(&placement.union()));
+                        let name = substitute(&argv[0], config, &cpus);
+                        let path = if *shell { "sh".into() } else { name };
+                        inspected = launch::find_program(&path)
+                            .map(|p| pin::inspect_program(&p))
+                            .unwrap_or(ProgramInfo {
+                                path: path.into(),
+                                obstacle: None,
+                                openmp: None,
+                            });
+                        &inspected
+                    }
+                };
+                Some(pin::per_thread(
+                    program,
+                    library.as_deref().map_err(String::as_str),
+                    &placement,
+                    self.settings.skip,
+                ))
+            }
+            _ => None,
+        };
+        let monitor = match (self.settings.monitor, &per_thread) {
+            (Some(every), _) => Monitor::start_self(every.max(Duration::from_millis(1))).ok(),
+            (None, Some(_)) => Monitor::start_self_threads(CHECK_EVERY).ok(),
+            (None, None) => None,
+        };
+        let mut outcome = match &self.prepared {
             Prepared::Builtin(w) => self.run_builtin(w, config, &placement),
             Prepared::Command {
                 argv,
                 shell,
                 prepare,
-            } => self.run_command(argv, *shell, prepare.as_deref(), config, &placement),
+                ..
+            } => self.run_command(
+                argv,
+                *shell,
+                prepare.as_deref(),
+                config,
+                &placement,
+                per_thread.as_ref(),
+            ),
         };
+        let samples = monitor.map(Monitor::finish).unwrap_or_default();
+        if let (Outcome::Done(record), Some(per_thread)) = (&mut outcome, &per_thread) {
+            let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+            record.pinning = Some(Box::new(pin::check_samples(
+                &samples, own, per_thread, &placement,
+            )));
+        }
         RunResult {
             outcome,
-            monitor: monitor.map(Monitor::finish).unwrap_or_default(),
+            monitor: if self.settings.monitor.is_some() {
+                samples
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -269,6 +364,7 @@ impl<'t> Runner<'t> {
         prepare: Option<&str>,
         c: &Config,
         placement: &Placement,
+        per_thread: Option<&PerThread>,
     ) -> Outcome {
         let cpus = format_list(&set_to_vec(&placement.union()));
         if let Some(prep) = prepare {
@@ -291,7 +387,18 @@ impl<'t> Runner<'t> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        cmd.envs(launch::thread_env(c.threads, Some(placement)));
+        match per_thread {
+            Some(per_thread) => {
+                let preload = std::env::var("LD_PRELOAD").ok();
+                cmd.envs(per_thread.env(c.threads, placement, preload.as_deref()));
+                for name in per_thread.cleared_env() {
+                    cmd.env_remove(name);
+                }
+            }
+            None => {
+                cmd.envs(launch::thread_env(c.threads, Some(placement)));
+            }
+        }
         let restrict = c.is_restricted().then(|| placement.union());
         let probe = ChildProbe::start();
         let mut child = match launch::spawn(cmd, restrict.as_ref()) {
@@ -312,6 +419,13 @@ impl<'t> Runner<'t> {
             std::thread::sleep(Duration::from_micros(200));
         };
         let measurement = probe.finish();
+        if crate::sys::stopped_by_request(status) {
+            return Outcome::Stopped(format!(
+                "{} was ended by signal {}",
+                words[0],
+                launch::exit_code(status) - 128
+            ));
+        }
         if !status.success() {
             return Outcome::Failed(format!(
                 "{} exited with status {}",
@@ -331,9 +445,15 @@ impl<'t> Runner<'t> {
             checksum: None,
             measurement,
             throttle_trace: Vec::new(),
+            pinning: None,
         })
     }
 }
+
+/// How often a pinned run of a program is sampled when `--monitor` does not say: often enough
+/// to see every thread of a run of a second several times, rarely enough to cost nothing
+/// measurable (one `/proc/PID/task/*/stat` pass per sample).
+const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// Substitutes `{threads}`, `{cpus}` (the CPU list) and `{place}` in one argument.
 pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {

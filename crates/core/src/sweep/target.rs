@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Plan, SweepError};
+use crate::pin::SkipMask;
 use crate::placement::Binding;
 use crate::workload::WorkloadSpec;
 
@@ -60,6 +61,9 @@ pub struct RunSettings {
         skip_serializing_if = "Option::is_none"
     )]
     pub monitor: Option<Duration>,
+    /// The skip mask for the pinning library (`--skip`; absent: the OpenMP runtime's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<SkipMask>,
 }
 
 /// `sweep.json`: everything needed to continue or re-report a sweep.
@@ -97,9 +101,9 @@ impl SweepSpec {
     /// [`SweepError::Read`] when the file cannot be read, [`SweepError::Malformed`] when it is not
     /// a sweep file, [`SweepError::Schema`] when it is one of another version.
     pub fn read(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| SweepError::Malformed {

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum SysError {
     /// A file (under `/proc`, `/sys` or a cgroup file system) could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The reason.
-        source: io::Error,
+        error: io::Error,
     },
     /// A file did not have the expected layout.
     #[error("{path}: unexpected format: {what}")]
@@ -31,12 +31,12 @@ pub enum SysError {
         pid: i32,
     },
     /// A system call failed.
-    #[error("{call}: {source}")]
+    #[error("{call}: {error}")]
     Call {
         /// The call (`getrusage`, `perf_event_open`, ...).
         call: &'static str,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
     },
     /// What was asked is not implemented for this operating system.
     #[error("{what} is not implemented for this operating system")]

@@ -8,16 +8,23 @@
 //! | `mod.rs` | the interface: the OS-independent types below and the one list of functions every OS module provides |
 //! | `error.rs` | [`SysError`], which keeps the file, pid or call it failed on |
 //! | `linux/affinity.rs` | `sched_setaffinity`/`sched_getaffinity`, binding a child before `exec` |
-//! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one |
+//! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one, a daemon's SIGHUP/SIGINT/SIGTERM through a `signalfd` |
 //! | `linux/counters.rs` | `getrusage`, the perf `cpu-migrations` counter, `sched_getcpu`, `gettid` |
-//! | `linux/proc.rs` | through procfs: processes and parents, threads (`stat`: name, CPU last run on), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
+//! | `linux/proc.rs` | through procfs: processes and parents, what a rule matches on (`exe`, `cmdline`, `cgroup`, uids), threads (`stat`: name, CPU last run on, start time), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
 //! | `linux/sched.rs` | `/proc/PID/task/TID/sched` (`se.nr_migrations`), hand-parsed |
 //! | `linux/cpu_stat.rs` | `/proc/stat` per CPU by number, hand-parsed |
 //! | `linux/interrupts.rs` | `/proc/interrupts`, `/proc/softirqs`, hand-parsed |
 //! | `linux/cgroup.rs` | `/proc/self/cgroup` (procfs), cgroup v2/v1 cpuset and quota files |
 //! | `linux/sysfs.rs` | online and isolated CPU lists, cpufreq governor |
+//! | `linux/proc_events.rs` | the kernel's process-event connector (netlink, `CN_IDX_PROC`): exec, fork, exit as they happen |
+//! | `linux/priority.rs` | nice values of threads (`getpriority`/`setpriority`) |
+//! | `linux/cgroup_write.rs` | where the cpuset controller is mounted, cgroups under a folder, their files read and written as bytes |
+//! | `linux/systemd.rs` | whether systemd runs the machine, `systemctl` |
+//! | `linux/users.rs` | the effective uid, user names to uids |
+//! | `linux/clock.rs` | the monotonic and boot-time clocks, clock ticks per second |
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
-//! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program |
+//! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits; owner and mode, reading without following a link, durable writes of saved state |
+//! | `state.rs` | saved state written durably (standard library only, every OS) |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
 //!
 //! Functions that read files take the directory they read under — `proc_dir` (`/proc`, see
@@ -28,6 +35,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod error;
+mod state;
 // The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
@@ -46,7 +54,7 @@ pub use error::SysError;
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
     bind_before_exec, exit_signal, forward_signals_to, is_executable_file, is_no_such_task,
-    set_task_affinity, task_affinity,
+    open_program, set_task_affinity, stopped_by_request, task_affinity,
 };
 
 // Counters of this process and of the calling thread.
@@ -70,6 +78,129 @@ pub(crate) use os::{allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
 
 // The host, for the reproducibility record.
 pub(crate) use os::{cpu_governor, cpu_model, host_name, kernel_release};
+
+// Rules: what a process is, its nice value, the events of process starts, a daemon's signals.
+pub(crate) use os::{
+    DaemonSignals, ProcEvents, boot_time_ns, effective_uid, monotonic_ns, pids, process_cgroups,
+    process_cmdline, process_exe, process_facts, set_task_nice, task_nice, ticks_per_second,
+    user_id,
+};
+
+// Files: rules files checked before they are trusted; saved state written durably (the same
+// on every OS).
+pub(crate) use os::{canonical_path, link_meta, read_no_follow};
+pub(crate) use state::{read_if_exists, remove_durably, write_durably};
+
+// Reserving CPUs: cgroup cpusets and systemd.
+pub(crate) use os::{
+    cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, systemctl, systemd_booted,
+    write_cgroup_file,
+};
+
+/// What the rules match a process on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProcessFacts {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// Its parent's.
+    pub(crate) ppid: i32,
+    /// Its name (`comm`, at most 15 bytes).
+    pub(crate) comm: String,
+    /// The executable file; `None` for kernel threads and where it cannot be read.
+    pub(crate) exe: Option<PathBuf>,
+    /// Whether it is a kernel thread.
+    pub(crate) kernel_thread: bool,
+    /// Its effective uid.
+    pub(crate) uid: u32,
+    /// Its real uid.
+    pub(crate) ruid: u32,
+    /// When it started, in clock ticks since boot (tells a reused pid from the first process).
+    pub(crate) start_ticks: u64,
+}
+
+/// One event of the kernel's process-event connector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcEvent {
+    /// Process `pid` called `exec`; `timestamp_ns` on the monotonic clock.
+    Exec {
+        /// The process.
+        pid: i32,
+        /// When, on `CLOCK_MONOTONIC`.
+        timestamp_ns: u64,
+    },
+    /// A new task: a process (`tid == tgid`) or a thread of process `tgid`.
+    Fork {
+        /// The process that created it.
+        parent: i32,
+        /// The new task's id.
+        tid: i32,
+        /// The process it belongs to.
+        tgid: i32,
+        /// When, on `CLOCK_MONOTONIC`.
+        timestamp_ns: u64,
+    },
+    /// A task ended (the process ended when `tid == tgid`).
+    Exit {
+        /// The task.
+        tid: i32,
+        /// Its process.
+        tgid: i32,
+    },
+    /// The kernel dropped events: the queue was full.
+    Lost,
+}
+
+/// A signal a daemon acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DaemonSignal {
+    /// SIGHUP: read the configuration again.
+    Reload,
+    /// SIGINT or SIGTERM (the number): stop.
+    Stop(i32),
+}
+
+/// Why [`DaemonSignals::wait`] returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Woken {
+    /// The events descriptor is readable.
+    pub(crate) events: bool,
+    /// A signal arrived.
+    pub(crate) signal: Option<DaemonSignal>,
+}
+
+/// Owner, group and mode of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileMeta {
+    /// The owner's uid.
+    pub(crate) uid: u32,
+    /// The group's gid.
+    pub(crate) gid: u32,
+    /// Permission bits, with setuid, setgid and sticky (`0o7777`).
+    pub(crate) mode: u32,
+    /// A folder.
+    pub(crate) is_dir: bool,
+    /// A symbolic link (described, not followed).
+    pub(crate) is_symlink: bool,
+}
+
+/// cgroup v1 or v2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CgroupVersion {
+    /// The legacy hierarchies, one per controller.
+    V1,
+    /// The unified hierarchy.
+    V2,
+}
+
+/// A mounted hierarchy with the cpuset controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CpusetHierarchy {
+    /// v1 or v2.
+    pub(crate) version: CgroupVersion,
+    /// Where it is mounted.
+    pub(crate) mount: PathBuf,
+}
 
 /// Cumulative time one CPU (or all of them together) spent in each state since boot, in clock
 /// ticks (`USER_HZ`, 100 a second on every Linux ABI).
@@ -122,6 +253,18 @@ pub(crate) struct ThreadInfo {
     pub(crate) cpu: Option<usize>,
     /// Its moves between CPUs since it started, where the kernel shows them.
     pub(crate) migrations: Option<u64>,
+    /// When it started, in clock ticks since boot (`stat` field 22).
+    pub(crate) started: Option<u64>,
+}
+
+/// A program file opened for reading its headers.
+#[derive(Debug)]
+pub(crate) struct ProgramFile {
+    /// The open file.
+    pub(crate) file: std::fs::File,
+    /// Whether it runs set-user-ID or set-group-ID to someone else for this user, so that the
+    /// dynamic loader ignores `LD_PRELOAD` in it.
+    pub(crate) secure: bool,
 }
 
 /// Whose resource use [`resource_usage`] reads.
@@ -181,7 +324,8 @@ pub(crate) struct CgroupLimits {
 mod test {
     use std::collections::BTreeMap;
     use std::io;
-    use std::path::Path;
+    use std::os::fd::BorrowedFd;
+    use std::path::{Path, PathBuf};
     use std::process::{Command, ExitStatus};
     use std::time::Duration;
 
@@ -204,8 +348,10 @@ mod test {
             bind_before_exec: fn(&mut Command, &CpuSet) -> io::Result<()>,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
+            stopped_by_request: fn(ExitStatus) -> bool,
             is_no_such_task: fn(&io::Error) -> bool,
             is_executable_file: fn(&Path) -> bool,
+            open_program: fn(&Path) -> Result<ProgramFile, SysError>,
             set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,
             task_affinity: fn(i32) -> io::Result<CpuSet>,
             current_cpu: fn() -> Result<usize, SysError>,
@@ -235,6 +381,28 @@ mod test {
             host_name: fn() -> Text,
             kernel_release: fn() -> Text,
             thread_cpu_time: fn() -> Result<Duration, SysError>,
+            pids: fn(&Path) -> Result<Vec<i32>, SysError>,
+            process_facts: fn(&Path, i32) -> Result<ProcessFacts, SysError>,
+            process_cmdline: fn(&Path, i32) -> Text,
+            process_exe: fn(&Path, i32) -> Option<PathBuf>,
+            process_cgroups: fn(&Path, i32) -> Result<Vec<String>, SysError>,
+            task_nice: fn(i32) -> io::Result<i32>,
+            set_task_nice: fn(i32, i32) -> io::Result<()>,
+            effective_uid: fn() -> u32,
+            user_id: fn(&str) -> Result<Option<u32>, SysError>,
+            monotonic_ns: fn() -> u64,
+            boot_time_ns: fn() -> u64,
+            ticks_per_second: fn() -> u64,
+            link_meta: fn(&Path) -> Result<FileMeta, SysError>,
+            canonical_path: fn(&Path) -> Result<PathBuf, SysError>,
+            read_no_follow: fn(&Path) -> Result<(String, FileMeta), SysError>,
+            cpuset_hierarchies: fn(&Path) -> Result<Vec<CpusetHierarchy>, SysError>,
+            child_cgroups: fn(&Path) -> Result<Vec<PathBuf>, SysError>,
+            cgroup_pids: fn(&Path) -> Result<Vec<i32>, SysError>,
+            read_cgroup_file: fn(&Path) -> Result<Vec<u8>, SysError>,
+            write_cgroup_file: fn(&Path, &[u8]) -> Result<(), SysError>,
+            systemd_booted: fn(&Path) -> bool,
+            systemctl: fn(&[&str]) -> Text,
         );
         let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
         macro_rules! counter {
@@ -247,5 +415,21 @@ mod test {
         }
         counter!(linux);
         counter!(unsupported);
+        macro_rules! daemon {
+            ($os:ident) => {
+                let _: fn() -> Result<$os::ProcEvents, SysError> = $os::ProcEvents::open;
+                let _: fn(&mut $os::ProcEvents, &mut Vec<ProcEvent>) -> Result<(), SysError> =
+                    $os::ProcEvents::read;
+                let _: fn() -> Result<$os::DaemonSignals, SysError> = $os::DaemonSignals::install;
+                let _: for<'a> fn(&'a $os::ProcEvents) -> BorrowedFd<'a> = $os::ProcEvents::fd;
+                let _: for<'a> fn(
+                    &mut $os::DaemonSignals,
+                    Option<BorrowedFd<'a>>,
+                    Option<Duration>,
+                ) -> Result<Woken, SysError> = $os::DaemonSignals::wait;
+            };
+        }
+        daemon!(linux);
+        daemon!(unsupported);
     }
 }

@@ -4,13 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
+use std::os::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
-    CgroupLimits, CpuStat, ProcessInfo, ResourceUsage, SysError, ThreadInfo, UsageOf,
+    CgroupLimits, CpuStat, CpusetHierarchy, FileMeta, ProcEvent, ProcessFacts, ProcessInfo,
+    ProgramFile, ResourceUsage, SysError, ThreadInfo, UsageOf, Woken,
 };
 
 /// Where Linux keeps `/proc`; nothing reads it here.
@@ -52,6 +55,10 @@ pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {
 
 pub(crate) fn exit_signal(_status: ExitStatus) -> Option<i32> {
     None
+}
+
+pub(crate) fn stopped_by_request(_status: ExitStatus) -> bool {
+    false
 }
 
 /// No counter: [`MigrationCounter::open`] always fails.
@@ -178,6 +185,10 @@ pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
 }
 
 /// Without execute permissions to check, any regular file may be a program.
+pub(crate) fn open_program(_path: &Path) -> Result<ProgramFile, SysError> {
+    unsupported("inspecting programs")
+}
+
 pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
@@ -201,5 +212,136 @@ mod test {
             task_affinity(0).unwrap_err().kind(),
             io::ErrorKind::Unsupported
         );
+    }
+}
+
+pub(crate) fn pids(_proc_dir: &Path) -> Result<Vec<i32>, SysError> {
+    unsupported("listing processes")
+}
+
+pub(crate) fn process_facts(_proc_dir: &Path, _pid: i32) -> Result<ProcessFacts, SysError> {
+    unsupported("reading a process's executable and owner")
+}
+
+pub(crate) fn process_exe(_proc_dir: &Path, _pid: i32) -> Option<PathBuf> {
+    None
+}
+
+pub(crate) fn process_cmdline(_proc_dir: &Path, _pid: i32) -> Result<String, SysError> {
+    unsupported("reading a process's command line")
+}
+
+pub(crate) fn process_cgroups(_proc_dir: &Path, _pid: i32) -> Result<Vec<String>, SysError> {
+    unsupported("cgroups")
+}
+
+pub(crate) fn task_nice(_tid: i32) -> io::Result<i32> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "nice values are only implemented for Linux so far",
+    ))
+}
+
+pub(crate) fn set_task_nice(_tid: i32, _nice: i32) -> io::Result<()> {
+    task_nice(0).map(|_| ())
+}
+
+/// No user ids here: nobody is root.
+pub(crate) fn effective_uid() -> u32 {
+    u32::MAX
+}
+
+pub(crate) fn user_id(_name: &str) -> Result<Option<u32>, SysError> {
+    unsupported("user names")
+}
+
+pub(crate) fn monotonic_ns() -> u64 {
+    0
+}
+
+pub(crate) fn boot_time_ns() -> u64 {
+    0
+}
+
+pub(crate) fn ticks_per_second() -> u64 {
+    100
+}
+
+pub(crate) fn link_meta(_path: &Path) -> Result<FileMeta, SysError> {
+    unsupported("file owners and modes")
+}
+
+pub(crate) fn canonical_path(path: &Path) -> Result<PathBuf, SysError> {
+    std::fs::canonicalize(path).map_err(|error| SysError::Read {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+pub(crate) fn read_no_follow(_path: &Path) -> Result<(String, FileMeta), SysError> {
+    unsupported("reading a file without following links")
+}
+
+pub(crate) fn cpuset_hierarchies(_root: &Path) -> Result<Vec<CpusetHierarchy>, SysError> {
+    Ok(Vec::new())
+}
+
+pub(crate) fn child_cgroups(_dir: &Path) -> Result<Vec<PathBuf>, SysError> {
+    unsupported("cgroups")
+}
+
+pub(crate) fn cgroup_pids(_dir: &Path) -> Result<Vec<i32>, SysError> {
+    unsupported("cgroups")
+}
+
+pub(crate) fn read_cgroup_file(_path: &Path) -> Result<Vec<u8>, SysError> {
+    unsupported("cgroups")
+}
+
+pub(crate) fn write_cgroup_file(_path: &Path, _bytes: &[u8]) -> Result<(), SysError> {
+    unsupported("cgroups")
+}
+
+pub(crate) fn systemd_booted(_root: &Path) -> bool {
+    false
+}
+
+pub(crate) fn systemctl(_args: &[&str]) -> Result<String, SysError> {
+    unsupported("systemd")
+}
+
+/// No process events: [`ProcEvents::open`] always fails, and the caller polls.
+#[derive(Debug)]
+pub(crate) struct ProcEvents;
+
+impl ProcEvents {
+    pub(crate) fn open() -> Result<Self, SysError> {
+        unsupported("the process-event connector")
+    }
+
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        unreachable!("ProcEvents cannot be opened here")
+    }
+
+    pub(crate) fn read(&mut self, _out: &mut Vec<ProcEvent>) -> Result<(), SysError> {
+        Ok(())
+    }
+}
+
+/// No signal descriptor: [`DaemonSignals::install`] always fails.
+#[derive(Debug)]
+pub(crate) struct DaemonSignals;
+
+impl DaemonSignals {
+    pub(crate) fn install() -> Result<Self, SysError> {
+        unsupported("waiting for signals")
+    }
+
+    pub(crate) fn wait(
+        &mut self,
+        _events: Option<BorrowedFd<'_>>,
+        _timeout: Option<Duration>,
+    ) -> Result<Woken, SysError> {
+        Ok(Woken::default())
     }
 }

@@ -289,6 +289,10 @@ pub struct RunRecord {
     /// An adaptive throttle's samples during the run (empty for no or a fixed throttle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle_trace: Vec<ThrottleSample>,
+    /// How a pinned placement reached an external program's threads, and whether any was seen
+    /// outside its place (absent for built-in workloads, unpinned runs and older folders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<Box<crate::pin::PinRecord>>,
 }
 
 /// One sample of an adaptive throttle: the limit in force and the throughput measured under it.
@@ -338,6 +342,7 @@ pub fn run_measured(
             .throttle
             .map(|t| t.trace().into_iter().map(ThrottleSample::from).collect())
             .unwrap_or_default(),
+        pinning: None,
     })
 }
 

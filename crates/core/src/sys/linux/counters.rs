@@ -18,7 +18,7 @@ pub(crate) fn resource_usage(of: UsageOf) -> Result<ResourceUsage, SysError> {
     };
     let usage = getrusage(who).map_err(|e| SysError::Call {
         call: "getrusage",
-        source: e.into(),
+        error: e.into(),
     })?;
     // The counts are `long`s that are never negative; `ru_maxrss` is in KiB.
     let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
@@ -56,17 +56,17 @@ impl MigrationCounter {
             .enabled(true)
             .build()
             .map(Self)
-            .map_err(|source| SysError::Call {
+            .map_err(|error| SysError::Call {
                 call: "perf_event_open",
-                source,
+                error,
             })
     }
 
     /// The migrations counted so far.
     pub(crate) fn read(&mut self) -> Result<u64, SysError> {
-        self.0.read().map_err(|source| SysError::Call {
+        self.0.read().map_err(|error| SysError::Call {
             call: "read of a perf counter",
-            source,
+            error,
         })
     }
 }
@@ -75,7 +75,7 @@ impl MigrationCounter {
 pub(crate) fn current_cpu() -> Result<usize, SysError> {
     nix::sched::sched_getcpu().map_err(|e| SysError::Call {
         call: "sched_getcpu",
-        source: e.into(),
+        error: e.into(),
     })
 }
 
@@ -92,7 +92,7 @@ pub(crate) fn thread_cpu_time() -> Result<Duration, SysError> {
         .map(Duration::from)
         .map_err(|e| SysError::Call {
             call: "clock_gettime",
-            source: e.into(),
+            error: e.into(),
         })
 }
 

@@ -3,29 +3,46 @@
 
 mod affinity;
 mod cgroup;
+mod cgroup_write;
+mod clock;
 mod counters;
 mod cpu_stat;
 mod files;
 mod host;
 mod interrupts;
+mod priority;
 mod proc;
+mod proc_events;
 mod sched;
 mod signals;
 mod sysfs;
+mod systemd;
+mod users;
 
 pub(crate) use affinity::{bind_before_exec, is_no_such_task, set_task_affinity, task_affinity};
 pub(crate) use cgroup::cgroup_limits;
+pub(crate) use cgroup_write::{
+    cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, write_cgroup_file,
+};
+pub(crate) use clock::{boot_time_ns, monotonic_ns, ticks_per_second};
 #[cfg(test)]
 pub(crate) use counters::thread_cpu_time;
 pub(crate) use counters::{MigrationCounter, current_cpu, current_tid, resource_usage};
 pub(crate) use cpu_stat::cpu_stat;
-pub(crate) use files::is_executable_file;
+pub(crate) use files::{
+    canonical_path, is_executable_file, link_meta, open_program, read_no_follow,
+};
 pub(crate) use host::{cpu_model, host_name, kernel_release};
 pub(crate) use interrupts::{interrupts, softirqs};
+pub(crate) use priority::{set_task_nice, task_nice};
 pub(crate) use proc::{
     PROC_DIR, allowed_cpus, load_average, own_cpu_ticks, own_threads, own_uid, peak_rss_bytes,
-    process_state, process_uid, processes, reset_peak_rss, thread_ids, threads,
+    pids, process_cgroups, process_cmdline, process_exe, process_facts, process_state, process_uid,
+    processes, reset_peak_rss, thread_ids, threads,
 };
+pub(crate) use proc_events::ProcEvents;
 pub(crate) use sched::thread_migrations;
-pub(crate) use signals::{exit_signal, forward_signals_to};
+pub(crate) use signals::{DaemonSignals, exit_signal, forward_signals_to, stopped_by_request};
 pub(crate) use sysfs::{cpu_governor, isolated_cpus, online_cpus};
+pub(crate) use systemd::{systemctl, systemd_booted};
+pub(crate) use users::{effective_uid, user_id};

@@ -13,7 +13,7 @@ use procfs::{LoadAverage, ProcError, ProcResult};
 
 use super::files::{proc_error, read_procfs};
 use super::sched;
-use crate::sys::{ProcessInfo, SysError, ThreadInfo};
+use crate::sys::{ProcessFacts, ProcessInfo, SysError, ThreadInfo};
 
 /// `/proc` of the live machine.
 pub(crate) const PROC_DIR: &str = "/proc";
@@ -70,6 +70,96 @@ pub(crate) fn processes(proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
         .collect())
 }
 
+/// The ids of every process under `proc_dir`, in increasing order: one directory listing, nothing
+/// read inside (cheap enough to repeat every poll interval).
+pub(crate) fn pids(proc_dir: &Path) -> Result<Vec<i32>, SysError> {
+    let entries = std::fs::read_dir(proc_dir).map_err(|error| SysError::Read {
+        path: proc_dir.to_path_buf(),
+        error,
+    })?;
+    let mut pids: Vec<i32> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+/// `PF_KTHREAD` in `/proc/PID/stat`'s flags (include/linux/sched.h).
+const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// What the rules match a process on, from `stat`, `status` and the `exe` link of process `pid`
+/// under `proc_dir`. The executable is `None` for kernel threads and where the link cannot be
+/// read (another user's process, unprivileged); a zombie is reported as gone.
+///
+/// [`SysError::NoProcess`] when the process is gone (or a zombie).
+pub(crate) fn process_facts(proc_dir: &Path, pid: i32) -> Result<ProcessFacts, SysError> {
+    let gone = |e: SysError| match e {
+        SysError::Read { ref error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+            SysError::NoProcess { pid }
+        }
+        e => e,
+    };
+    let process = Opened::pid(proc_dir, pid)?;
+    let stat = process.read("stat", Process::stat).map_err(gone)?;
+    if stat.state == 'Z' || stat.state == 'X' {
+        return Err(SysError::NoProcess { pid });
+    }
+    let status = process.read("status", Process::status).map_err(gone)?;
+    let kernel_thread = stat.flags & PF_KTHREAD != 0;
+    let exe = if kernel_thread {
+        None
+    } else {
+        process.process.exe().ok().map(|p| {
+            // A binary replaced or deleted since it started.
+            let text = p.to_string_lossy();
+            match text.strip_suffix(" (deleted)") {
+                Some(kept) => PathBuf::from(kept),
+                None => p,
+            }
+        })
+    };
+    Ok(ProcessFacts {
+        pid,
+        ppid: stat.ppid,
+        comm: stat.comm,
+        exe,
+        kernel_thread,
+        uid: status.euid,
+        ruid: status.ruid,
+        start_ticks: stat.starttime,
+    })
+}
+
+/// The executable of process `pid` under `proc_dir` (one `readlink`), `None` where it cannot
+/// be read.
+pub(crate) fn process_exe(proc_dir: &Path, pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(proc_dir.join(pid.to_string()).join("exe")).ok()
+}
+
+/// The command line of process `pid` under `proc_dir`, its arguments joined by spaces (empty for
+/// kernel threads).
+pub(crate) fn process_cmdline(proc_dir: &Path, pid: i32) -> Result<String, SysError> {
+    Ok(Opened::pid(proc_dir, pid)?
+        .read("cmdline", Process::cmdline)?
+        .join(" "))
+}
+
+/// The cgroup paths of process `pid` under `proc_dir`: the v2 path first, then each v1
+/// hierarchy's.
+pub(crate) fn process_cgroups(proc_dir: &Path, pid: i32) -> Result<Vec<String>, SysError> {
+    let procfs::ProcessCGroups(lines) =
+        Opened::pid(proc_dir, pid)?.read("cgroup", Process::cgroups)?;
+    let mut paths: Vec<(bool, String)> = lines
+        .into_iter()
+        .map(|l| (!l.controllers.is_empty(), l.pathname))
+        .collect();
+    paths.sort_by_key(|(v1, _)| *v1);
+    let mut out: Vec<String> = paths.into_iter().map(|(_, p)| p).collect();
+    out.dedup();
+    Ok(out)
+}
+
 /// The thread ids of process `pid` under `proc_dir`, in increasing order.
 ///
 /// [`SysError::NoProcess`] when the process (or its `task` directory) is not there.
@@ -107,6 +197,7 @@ fn threads_of(process: &Opened) -> Result<Vec<ThreadInfo>, SysError> {
                     .as_ref()
                     .and_then(|s| s.processor)
                     .and_then(|c| usize::try_from(c).ok()),
+                started: stat.as_ref().map(|s| s.starttime),
                 name: stat.map(|s| s.comm),
                 migrations: sched::migrations(&sched).ok(),
             }
@@ -180,7 +271,10 @@ pub(crate) fn peak_rss_bytes() -> Result<u64, SysError> {
 /// `/proc/self/stat`, in clock ticks.
 pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
     let stat = Opened::myself()?.read("stat", Process::stat)?;
-    Ok(stat.utime + stat.stime)
+    // cutime and cstime: the children this process has waited for (a program it ran and
+    // reaped), which are as much "this run" as its own threads.
+    let children = u64::try_from(stat.cutime.max(0) + stat.cstime.max(0)).unwrap_or(0);
+    Ok(stat.utime + stat.stime + children)
 }
 
 /// The 1-minute load average (`/proc/loadavg`).

@@ -1,0 +1,631 @@
+//! Thread-by-thread placement of programs coretune did not write: the preloaded pinning library
+//! under `coretune run --place`, `run --pid --place` and `tune -- prog`, checked against what
+//! each thread of real programs (C on pthreads, OpenMP on libgomp and LLVM's libomp, Rust on
+//! `std::thread`) reports about itself, and side by side with likwid-pin.
+//!
+//! The test programs are built here from `tests/data/pin/` (gcc, rustc, go). What they print,
+//! one line per thread in creation order (main first; OpenMP: by thread number):
+//! `thread <i> tid <tid> affinity <cpu list> seen <cpu list>`.
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Output, Stdio};
+
+use util::{assert_ok, pin_library, read_jsonl};
+
+/// `coretune`, with the pinning library built beside it.
+fn coretune() -> assert_cmd::Command {
+    pin_library();
+    util::coretune()
+}
+
+/// The test programs' sources.
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/pin")
+        .join(name)
+}
+
+/// Runs a build command, panicking with its output when it fails.
+fn build(cmd: &mut StdCommand) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `gcc -O2 ARGS SRC -o DIR/NAME`.
+fn gcc(dir: &Path, src: &str, name: &str, args: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    build(
+        StdCommand::new("gcc")
+            .args(["-O2", "-pthread"])
+            .args(args)
+            .arg(data(src))
+            .arg("-o")
+            .arg(&exe),
+    );
+    exe
+}
+
+/// The OpenMP program linked against LLVM's libomp (Debian `libomp-dev`), which implements
+/// libgomp's `GOMP_*` entry points; `None` when libomp is not installed.
+fn omp_llvm(dir: &Path) -> Option<PathBuf> {
+    if !Path::new("/usr/lib/x86_64-linux-gnu/libomp.so.5").exists()
+        && !std::fs::read_dir("/usr/lib")
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().join("lib/libomp.so.5").exists())
+    {
+        eprintln!("SKIPPED: LLVM's libomp is not installed (apt-get install libomp-dev)");
+        return None;
+    }
+    let obj = dir.join("omp.o");
+    build(
+        StdCommand::new("gcc")
+            .args(["-O2", "-fopenmp", "-c"])
+            .arg(data("omp.c"))
+            .arg("-o")
+            .arg(&obj),
+    );
+    let exe = dir.join("omp-llvm");
+    let mut link = StdCommand::new("gcc");
+    link.arg(&obj).arg("-o").arg(&exe);
+    // Debian puts libomp.so.5 in /usr/lib/llvm-N/lib with a link in the multiarch folder.
+    for entry in std::fs::read_dir("/usr/lib").unwrap().flatten() {
+        let lib = entry.path().join("lib");
+        if lib.join("libomp.so.5").exists() {
+            link.arg(format!("-L{}", lib.display()))
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+    }
+    build(link.args(["-l:libomp.so.5", "-pthread"]));
+    Some(exe)
+}
+
+/// A CPU list (`0-2,5`).
+fn cpus(list: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+/// One reported thread: its affinity and the CPUs it was seen on.
+#[derive(Debug, PartialEq, Eq)]
+struct Report {
+    affinity: Vec<usize>,
+    seen: Vec<usize>,
+}
+
+/// The program's per-thread lines, in thread order.
+fn reports(out: &Output) -> Vec<Report> {
+    assert_ok(out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let reports: Vec<Report> = text
+        .lines()
+        .filter(|l| l.starts_with("thread "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words.len(), 8, "{l}");
+            Report {
+                affinity: cpus(words[5]),
+                seen: cpus(words[7]),
+            }
+        })
+        .collect();
+    assert!(!reports.is_empty(), "no thread reported: {text}");
+    reports
+}
+
+/// What `coretune place` plans: each thread's CPUs.
+fn planned(threads: usize, policy: &str) -> Vec<Vec<usize>> {
+    planned_bound(threads, policy, "pu")
+}
+
+/// [`planned`] with each thread's set widened as `--bind` says.
+fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
+    let plan = util::json(&[
+        "place",
+        "--threads",
+        &threads.to_string(),
+        "--policy",
+        policy,
+        "--bind",
+        bind,
+        "--json",
+    ]);
+    plan["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["pus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| usize::try_from(c.as_u64().unwrap()).unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// likwid-pin's assignment, written out independently of coretune's code: the main thread on
+/// place 0, then for each `pthread_create` call i, skipped when bit i of `skip` is set
+/// (getting `all`), else the next place round robin.
+fn expected(threads: usize, places: &[Vec<usize>], skip: u64, all: &[usize]) -> Vec<Vec<usize>> {
+    let mut out = vec![places[0].clone()];
+    let mut next = 1;
+    for call in 1..threads {
+        if call - 1 < 64 && skip >> (call - 1) & 1 == 1 {
+            out.push(all.to_vec());
+        } else {
+            out.push(places[next % places.len()].clone());
+            next += 1;
+        }
+    }
+    out
+}
+
+/// The PUs this machine has.
+fn pus() -> usize {
+    let out = coretune()
+        .args(["cpus", "all", "--to", "count"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// `coretune run --threads N --place POLICY [EXTRA] -- PROG ARGS`, with OpenMP's binding
+/// variables unset as a user's shell would have them.
+fn run_placed(threads: usize, policy: &str, extra: &[&str], prog: &Path, args: &[&str]) -> Output {
+    coretune()
+        .args(["run", "--threads", &threads.to_string(), "--place", policy])
+        .args(extra)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .env_remove("OMP_PROC_BIND")
+        .env_remove("OMP_PLACES")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap()
+}
+
+/// Every reported thread has exactly its expected affinity and was seen only there.
+fn assert_placed(what: &str, got: &[Report], want: &[Vec<usize>]) {
+    let affinities: Vec<&Vec<usize>> = got.iter().map(|r| &r.affinity).collect();
+    let want: Vec<&Vec<usize>> = want.iter().collect();
+    assert_eq!(affinities, want, "{what}: affinity per thread");
+    for (i, r) in got.iter().enumerate() {
+        assert!(
+            r.seen.iter().all(|c| r.affinity.contains(c)),
+            "{what}: thread {i} seen on {:?} outside {:?}",
+            r.seen,
+            r.affinity
+        );
+    }
+}
+
+#[test]
+fn c_threads_get_their_places_below_at_and_above_the_pus() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = gcc(dir.path(), "threads.c", "threads", &[]);
+    let p = pus();
+    for policy in ["compact", "spread", "cores"] {
+        for n in [1, p, p + 1, 2 * p + 1] {
+            let out = run_placed(n, policy, &[], &exe, &[&n.to_string(), "100"]);
+            assert_placed(
+                &format!("{policy} {n}"),
+                &reports(&out),
+                &planned(n, policy),
+            );
+            assert!(
+                out.stderr.is_empty(),
+                "silent: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // The program makes more threads than planned: they wrap around the places.
+    let out = run_placed(2, "compact", &[], &exe, &["5", "50"]);
+    let places = planned(2, "compact");
+    let want: Vec<Vec<usize>> = (0..5).map(|i| places[i % 2].clone()).collect();
+    assert_placed("5 threads on 2 places", &reports(&out), &want);
+    // --bind core: each thread gets its PU's whole core.
+    let out = coretune()
+        .args([
+            "run",
+            "--threads",
+            "2",
+            "--place",
+            "cores",
+            "--bind",
+            "core",
+            "--",
+        ])
+        .arg(&exe)
+        .args(["2", "50"])
+        .output()
+        .unwrap();
+    let want = planned_bound(2, "cores", "core");
+    assert_placed("--bind core", &reports(&out), &want);
+}
+
+#[test]
+fn openmp_runtimes_with_and_without_a_skip_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut programs = vec![(
+        "libgomp",
+        gcc(dir.path(), "omp.c", "omp-gnu", &["-fopenmp"]),
+    )];
+    if let Some(llvm) = omp_llvm(dir.path()) {
+        programs.push(("libomp", llvm));
+    }
+    let p = pus();
+    for (runtime, exe) in &programs {
+        for n in [1, p, p + 1] {
+            for policy in ["compact", "spread"] {
+                let places = planned(n, policy);
+                let all: Vec<usize> = (0..p).collect();
+                let out = run_placed(n, policy, &[], exe, &["100"]);
+                assert_placed(
+                    &format!("{runtime} {policy} {n}"),
+                    &reports(&out),
+                    &expected(n, &places, 0, &all),
+                );
+                assert!(
+                    out.stderr.is_empty(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                // Skipping the first created thread: it keeps the process's CPUs (the union
+                // of the places), the next ones move up a place.
+                let out = run_placed(n, policy, &["--skip", "0x1"], exe, &["100"]);
+                let union: Vec<usize> = {
+                    let mut u: Vec<usize> = places.iter().flatten().copied().collect();
+                    u.sort_unstable();
+                    u.dedup();
+                    u
+                };
+                assert_placed(
+                    &format!("{runtime} {policy} {n} --skip 0x1"),
+                    &reports(&out),
+                    &expected(n, &places, 1, &union),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rust_std_threads_get_their_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("rthreads");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    build(
+        StdCommand::new(rustc)
+            .args(["-O", "--edition", "2024", "-o"])
+            .arg(&exe)
+            .arg(data("threads.rs")),
+    );
+    let p = pus();
+    for n in [1, p, p + 1] {
+        let out = run_placed(n, "cores", &[], &exe, &[&n.to_string(), "100"]);
+        assert_placed(
+            &format!("std::thread cores {n}"),
+            &reports(&out),
+            &planned(n, "cores"),
+        );
+    }
+}
+
+#[test]
+fn the_library_places_threads_as_likwid_pin_does() {
+    if StdCommand::new("likwid-pin").arg("-v").output().is_err() {
+        eprintln!("SKIPPED: likwid-pin is not installed (apt-get install likwid)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let threads = gcc(dir.path(), "threads.c", "threads", &[]);
+    let omp = gcc(dir.path(), "omp.c", "omp-gnu", &["-fopenmp"]);
+    let lib = pin_library();
+    let p = pus();
+    let ascending: Vec<String> = (0..p).map(|c| c.to_string()).collect();
+    let descending: Vec<String> = (0..p).rev().map(|c| c.to_string()).collect();
+    for list in [ascending.clone(), descending.clone()] {
+        for skip in ["0x0", "0x1", "0x2", "0x5"] {
+            for (prog, args, omp_threads) in [
+                (&threads, vec!["4", "50"], None),
+                (&threads, vec!["2", "50"], None),
+                (&omp, vec!["50"], Some("3")),
+            ] {
+                let what = format!(
+                    "{} -c {} -s {skip} {args:?}",
+                    prog.display(),
+                    list.join(",")
+                );
+                let mut likwid = StdCommand::new("likwid-pin");
+                likwid
+                    .args(["-q", "-c", &list.join(","), "-s", skip])
+                    .arg(prog)
+                    .args(&args);
+                let mut ours = StdCommand::new(prog);
+                ours.args(&args).env("LD_PRELOAD", &lib).env(
+                    "CORETUNE_PIN",
+                    format!("places={} skip={skip}", list.join("/")),
+                );
+                for cmd in [&mut likwid, &mut ours] {
+                    cmd.env_remove("OMP_PROC_BIND").env_remove("OMP_PLACES");
+                    if let Some(n) = omp_threads {
+                        cmd.env("OMP_NUM_THREADS", n);
+                    }
+                }
+                let theirs: Vec<Vec<usize>> = reports(&likwid.output().unwrap())
+                    .into_iter()
+                    .map(|r| r.affinity)
+                    .collect();
+                let mine: Vec<Vec<usize>> = reports(&ours.output().unwrap())
+                    .into_iter()
+                    .map(|r| r.affinity)
+                    .collect();
+                assert_eq!(mine, theirs, "{what}");
+            }
+        }
+    }
+    // The one difference: a program that never creates a thread. The library pins the main
+    // thread as the program starts, likwid's only at the first pthread_create.
+    let single =
+        |cmd: &mut StdCommand| reports(&cmd.arg(&threads).args(["1", "50"]).output().unwrap());
+    let mine = single(
+        StdCommand::new("env")
+            .arg(format!("LD_PRELOAD={}", lib.display()))
+            .arg(format!("CORETUNE_PIN=places={}", descending.join("/"))),
+    );
+    assert_eq!(mine[0].affinity, [p - 1]);
+    let theirs = single(StdCommand::new("likwid-pin").args(["-q", "-c", &descending.join(",")]));
+    assert_eq!(theirs[0].affinity, (0..p).collect::<Vec<_>>());
+    // The same through coretune: round-robin over every PU is likwid-pin -c 0,1,...
+    for skip in ["0x0", "0x2"] {
+        let mine = reports(&run_placed(
+            p,
+            "round-robin",
+            &["--skip", skip],
+            &threads,
+            &["4", "50"],
+        ));
+        let theirs = reports(
+            &StdCommand::new("likwid-pin")
+                .args(["-q", "-c", &ascending.join(","), "-s", skip])
+                .arg(&threads)
+                .args(["4", "50"])
+                .output()
+                .unwrap(),
+        );
+        let affinity = |r: &[Report]| r.iter().map(|r| r.affinity.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            affinity(&mine),
+            affinity(&theirs),
+            "coretune run vs likwid-pin, -s {skip}"
+        );
+    }
+}
+
+#[test]
+fn pid_repins_a_running_program_thread_by_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = gcc(dir.path(), "threads.c", "threads", &[]);
+    let p = pus();
+    let n = p + 1;
+    // Spins long enough to be re-pinned; reports its affinity as it ends.
+    let child = StdCommand::new(&exe)
+        .args([&n.to_string(), "3000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let task = PathBuf::from(format!("/proc/{pid}/task"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_dir(&task).map_or(0, Iterator::count) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the threads never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = coretune()
+        .args(["run", "--pid", &pid.to_string(), "--place", "compact"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{n} threads pinned one by one")),
+        "{stderr}"
+    );
+    let got = reports(&child.wait_with_output().unwrap());
+    let affinities: Vec<Vec<usize>> = got.into_iter().map(|r| r.affinity).collect();
+    assert_eq!(affinities, planned(n, "compact"), "{stderr}");
+}
+
+/// `go build` of a tiny program, with or without cgo; `None` when Go is not installed.
+fn go_build(dir: &Path, cgo: bool) -> Option<PathBuf> {
+    let src = dir.join(if cgo { "cgo" } else { "nocgo" });
+    std::fs::create_dir_all(&src).unwrap();
+    let import_c = if cgo { "import \"C\"\n" } else { "" };
+    std::fs::write(
+        src.join("main.go"),
+        format!(
+            "package main\n\n{import_c}import \"sync\"\n\nfunc main() {{\n\tvar wg sync.WaitGroup\n\
+             \tfor i := 0; i < 4; i++ {{\n\t\twg.Add(1)\n\t\tgo func() {{ defer wg.Done(); s := 0; \
+             for j := 0; j < 1000000; j++ {{ s += j }}; _ = s }}()\n\t}}\n\twg.Wait()\n}}\n"
+        ),
+    )
+    .unwrap();
+    let exe = dir.join(if cgo { "go-cgo" } else { "go-nocgo" });
+    let out = StdCommand::new("go")
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg("main.go")
+        .current_dir(&src)
+        .env("CGO_ENABLED", if cgo { "1" } else { "0" })
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOPATH", dir.join("gopath"))
+        .env("HOME", dir)
+        .env("GOFLAGS", "-mod=mod")
+        .env("GO111MODULE", "off")
+        .output();
+    match out {
+        Err(_) => {
+            eprintln!("SKIPPED: Go is not installed (apt-get install golang-go)");
+            None
+        }
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "go build: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(exe)
+        }
+    }
+}
+
+#[test]
+fn programs_out_of_the_librarys_reach_are_named_and_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pus();
+    let all: Vec<Vec<usize>> = vec![(0..p).collect(); p + 1];
+    // Static: one warning line, the process CPU set, the run completes.
+    let exe = gcc(dir.path(), "threads.c", "threads-static", &["-static"]);
+    let out = run_placed(p + 1, "compact", &[], &exe, &[&(p + 1).to_string(), "50"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("threads-static: it is statically linked")
+            && stderr.contains("the process CPU set"),
+        "{stderr}"
+    );
+    assert_placed("static", &reports(&out), &all);
+    // Static OpenMP: its runtime's own places pin the threads.
+    let exe = gcc(dir.path(), "omp.c", "omp-static", &["-static", "-fopenmp"]);
+    let out = run_placed(p, "compact", &[], &exe, &["50"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("OpenMP's places pin its OpenMP threads"),
+        "{stderr}"
+    );
+    assert_placed("static OpenMP", &reports(&out), &planned(p, "compact"));
+    // Set-user-ID to another user: the loader would ignore LD_PRELOAD.
+    if util::is_root() {
+        let exe = gcc(dir.path(), "threads.c", "threads-setuid", &[]);
+        build(StdCommand::new("chown").arg("nobody").arg(&exe));
+        build(StdCommand::new("chmod").arg("u+s").arg(&exe));
+        let out = run_placed(p, "compact", &[], &exe, &[&p.to_string(), "50"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("threads-setuid: it is set-user-ID"),
+            "{stderr}"
+        );
+        assert_placed("setuid", &reports(&out), &all[..p]);
+    } else {
+        eprintln!("SKIPPED: the set-user-ID check needs root (chown nobody)");
+    }
+    // Go without cgo: warned; with cgo: its threads come from pthread_create, so preloaded.
+    if let Some(exe) = go_build(dir.path(), false) {
+        let out = run_placed(2, "compact", &[], &exe, &[]);
+        assert_ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("go-nocgo: it is a Go program built without cgo"),
+            "{stderr}"
+        );
+        let cgo = go_build(dir.path(), true).unwrap();
+        let out = coretune()
+            .args(["run", "--threads", "2", "--place", "compact", "--"])
+            .arg(&cgo)
+            .env("CORETUNE_PIN_DEBUG", "1")
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("warning"), "{stderr}");
+        assert!(stderr.contains("pthread_create #0 -> place 1"), "{stderr}");
+    }
+}
+
+#[test]
+fn tune_records_the_mechanism_and_flags_nothing_when_threads_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = gcc(dir.path(), "threads.c", "threads", &[]);
+    let out_dir = dir.path().join("sweep");
+    let out = coretune()
+        .args([
+            "tune",
+            "-q",
+            "--threads",
+            "1,2,3",
+            "--place",
+            "os,compact,spread,cores",
+        ])
+        .args(["--runs", "1", "--warmup", "0", "--exhaustive", "--out"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .args(["{threads}", "200"])
+        .env_remove("OMP_PROC_BIND")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let runs = read_jsonl(&out_dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 12);
+    for run in &runs {
+        let pinning = &run["record"]["pinning"];
+        if run["place"] == "os" {
+            assert!(pinning.is_null(), "{run}");
+            continue;
+        }
+        assert_eq!(pinning["mechanism"], "preload", "{run}");
+        assert_eq!(pinning["skip"], "0x0", "{run}");
+        assert!(pinning["threads_seen"].as_u64().unwrap() >= 1, "{run}");
+        assert!(pinning.get("off_place").is_none(), "flagged: {run}");
+    }
+    let summary = util::summary(&out_dir);
+    for c in summary["configs"].as_array().unwrap() {
+        assert!(c.get("off_place_runs").is_none(), "{c}");
+        if c["place"] != "os" {
+            assert_eq!(c["pinning"], "preload", "{c}");
+        }
+    }
+    // A static program: said before the sweep, recorded as the process CPU set.
+    let exe = gcc(dir.path(), "threads.c", "threads-static", &["-static"]);
+    let out_dir = dir.path().join("static");
+    let out = coretune()
+        .args(["tune", "-q", "--threads", "2", "--place", "compact"])
+        .args(["--runs", "1", "--warmup", "0", "--out"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .args(["{threads}", "100"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("it is statically linked"), "{stderr}");
+    let runs = read_jsonl(&out_dir.join("runs.jsonl"));
+    assert!(
+        runs.iter()
+            .all(|r| r["record"]["pinning"]["mechanism"] == "process-set"),
+        "{runs:?}"
+    );
+}

@@ -1,0 +1,813 @@
+//! Sweeps across a Slurm cluster: one sweep per node, submitted as exclusive batch jobs, each
+//! writing its own results folder under one fleet folder on a shared file system. Slurm
+//! schedules; coretune measures, and merges the folders into one report
+//! ([`crate::FleetFolder`]).
+//!
+//! # The fleet folder
+//!
+//! ```text
+//! DIR/fleet.json              what was asked (targets, sweep arguments, site options) and every
+//!                             job submitted, with its last known Slurm state, node and log
+//! DIR/TARGET/                 one folder per target (a partition, a constraint, a node list):
+//!        submit-N.sh          the batch scripts submitted
+//!        slurm-ID.log         the jobs' output
+//!        NODE/                one sweep folder per node measured (sweep.json, runs.jsonl, ...)
+//! ```
+//!
+//! Two targets over the same node (two partitions sharing it) get two folders, so they never
+//! collide.
+//!
+//! # Lifecycle
+//!
+//! 1. [`SlurmFleet::create`] writes `fleet.json`; [`SlurmFleet::submissions`] says what to
+//!    submit: per partition or constraint target, an array of `nodes` exclusive one-node jobs
+//!    (one job for one node); per node-list target, one job per node (`--nodelist`).
+//! 2. [`SlurmFleet::submit`] writes each batch script and hands it to `sbatch`.
+//! 3. [`SlurmFleet::refresh`] asks `squeue` (then `sacct`, where accounting is on) what became
+//!    of the jobs and records it; a job that fails, is cancelled or times out keeps its state
+//!    and log.
+//! 4. Resuming ([`SlurmFleet::open`], then [`SlurmFleet::submissions`] again) resubmits only
+//!    what is missing: a node whose sweep is incomplete gets a job on that node, which
+//!    continues the sweep where it stopped (the batch script resumes a folder that has one);
+//!    nodes never measured get new jobs that exclude the nodes already measured. A target
+//!    with a job still pending or running is left to it.
+//!
+//! Slurm may run two tasks of one array on the same node one after the other (`--exclusive`
+//! keeps them apart in time, not in place); the second then finds the node's sweep complete
+//! and adds nothing, and a resume measures another node instead.
+
+mod script;
+mod slurm;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use script::Where;
+pub use slurm::{QueueEntry, Slurm};
+
+use crate::sweep::{FleetReport, SweepFolder};
+
+/// Version of `fleet.json`.
+pub const SLURM_FLEET_SCHEMA: &str = "coretune-slurm-fleet/1";
+
+const FLEET_FILE: &str = "fleet.json";
+
+/// What went wrong with Slurm or with a fleet folder. Every variant keeps the command, path
+/// or value it is about, and its message is one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// A Slurm client command is not on `PATH`.
+    #[error(
+        "{program} is not on PATH: --slurm needs Slurm's client commands (sbatch, squeue, \
+         scontrol; Debian package slurm-client) on a machine that can submit jobs"
+    )]
+    NoSlurm {
+        /// The command.
+        program: &'static str,
+    },
+    /// A Slurm command could not be started.
+    #[error("{command}: {error}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A Slurm command failed.
+    #[error("{command} failed (exit status {status}): {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: i32,
+        /// What it said on stderr.
+        stderr: String,
+    },
+    /// A Slurm command printed something unexpected.
+    #[error("{command} printed '{}', not what coretune expects", output.trim())]
+    Parse {
+        /// The command line.
+        command: String,
+        /// What it printed.
+        output: String,
+    },
+    /// A target is not usable.
+    #[error("{0}")]
+    BadTarget(String),
+    /// A fleet file could not be read or written, or is not one.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A new fleet was pointed at a folder that already holds one.
+    #[error(
+        "{} already holds a fleet; continue it with --resume {}, or choose another --out",
+        dir.display(),
+        dir.display()
+    )]
+    AlreadyAFleet {
+        /// The folder.
+        dir: PathBuf,
+    },
+}
+
+/// How a target names its nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// Any node of a partition (`--partition`).
+    Partition,
+    /// Any node with a feature (`--constraint`).
+    Constraint,
+    /// Each node of a host list (`--nodelist`).
+    Nodelist,
+}
+
+/// One node type to measure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmTarget {
+    /// How it names its nodes.
+    pub kind: TargetKind,
+    /// The partition, constraint or host list.
+    pub value: String,
+}
+
+impl SlurmTarget {
+    /// Its folder's name: the partition's name, `constraint-C`, `nodes-LIST` (characters other
+    /// than letters, digits, `.`, `_` and `-` become `_`).
+    pub fn name(&self) -> String {
+        let clean: String = self
+            .value
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        match self.kind {
+            TargetKind::Partition => clean,
+            TargetKind::Constraint => format!("constraint-{clean}"),
+            TargetKind::Nodelist => format!("nodes-{clean}"),
+        }
+    }
+
+    /// `partition debug`, `constraint skylake`, `nodes n[01-04]`.
+    pub fn describe(&self) -> String {
+        let kind = match self.kind {
+            TargetKind::Partition => "partition",
+            TargetKind::Constraint => "constraint",
+            TargetKind::Nodelist => "nodes",
+        };
+        format!("{kind} {}", self.value)
+    }
+}
+
+/// What a fleet measures and how its jobs are submitted (`fleet.json`'s `spec`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetSpec {
+    /// The node types.
+    pub targets: Vec<SlurmTarget>,
+    /// Nodes to measure per partition or constraint target.
+    pub nodes: usize,
+    /// Extra `#SBATCH` lines, verbatim (`--qos=debug`).
+    pub sbatch_args: Vec<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--time` (Slurm's time format).
+    pub time: Option<String>,
+    /// The coretune binary the jobs run (on the shared file system).
+    pub coretune: PathBuf,
+    /// The `coretune tune` arguments of every node's sweep (without `--out`).
+    pub sweep_args: Vec<String>,
+}
+
+impl FleetSpec {
+    /// Checks the spec: at least one target, no two with the same folder, at least one node
+    /// each, site options that are one `#SBATCH` line each.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::BadTarget`] saying what is wrong.
+    pub fn check(&self) -> Result<(), FleetError> {
+        if self.targets.is_empty() {
+            return Err(FleetError::BadTarget(
+                "--slurm needs a target: --partition, --constraint or --nodelist".into(),
+            ));
+        }
+        if self.nodes == 0 {
+            return Err(FleetError::BadTarget("--nodes must be at least 1".into()));
+        }
+        for (i, t) in self.targets.iter().enumerate() {
+            if t.value.trim().is_empty() {
+                return Err(FleetError::BadTarget(format!(
+                    "an empty {} target",
+                    t.describe().trim()
+                )));
+            }
+            if let Some(other) = self.targets[..i].iter().find(|o| o.name() == t.name()) {
+                return Err(FleetError::BadTarget(format!(
+                    "{} and {} would share the folder '{}'",
+                    other.describe(),
+                    t.describe(),
+                    t.name()
+                )));
+            }
+        }
+        let one_line = |what: &str, v: &str| {
+            if v.contains('\n') || v.trim().is_empty() {
+                Err(FleetError::BadTarget(format!(
+                    "{what} '{v}' is not one #SBATCH option"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        for arg in &self.sbatch_args {
+            one_line("--sbatch-arg", arg)?;
+            if !arg.starts_with('-') {
+                return Err(FleetError::BadTarget(format!(
+                    "--sbatch-arg '{arg}' is not an sbatch option (they start with -)"
+                )));
+            }
+        }
+        if let Some(a) = &self.account {
+            one_line("--account", a)?;
+        }
+        if let Some(t) = &self.time {
+            one_line("--time", t)?;
+        }
+        Ok(())
+    }
+}
+
+/// One job (or array task) submitted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Slurm's id (`12`, or `12_3` for task 3 of array job 12).
+    pub id: String,
+    /// Its target's folder name.
+    pub target: String,
+    /// The node it runs or ran on (or was sent to), once known.
+    pub node: Option<String>,
+    /// Slurm's last reported state (`PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`,
+    /// `TIMEOUT`, `NODE_FAIL`, ...; `UNKNOWN` once Slurm no longer knows it).
+    pub state: String,
+    /// Slurm's reason for the state, when it gives one.
+    pub reason: Option<String>,
+    /// Its output file.
+    pub log: PathBuf,
+    /// Its batch script.
+    pub script: PathBuf,
+}
+
+impl JobRecord {
+    /// Whether the job is still pending or running (any state Slurm has not finished).
+    pub fn is_live(&self) -> bool {
+        matches!(
+            self.state.as_str(),
+            "PENDING"
+                | "RUNNING"
+                | "CONFIGURING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "REQUEUE_FED"
+                | "REQUEUE_HOLD"
+                | "RESIZING"
+                | "SIGNALING"
+                | "STAGE_OUT"
+                | "STOPPED"
+        )
+    }
+
+    /// Whether the job ended some other way than completing (failed, cancelled, timed out, ...).
+    pub fn has_failed(&self) -> bool {
+        !self.is_live() && self.state != "COMPLETED" && self.state != "UNKNOWN"
+    }
+
+    /// `job 12_3 on n07: CANCELLED (log: DIR/gpu/slurm-12_3.log)`.
+    pub fn describe(&self) -> String {
+        let on = self
+            .node
+            .as_ref()
+            .map_or(String::new(), |n| format!(" on {n}"));
+        let reason = self
+            .reason
+            .as_ref()
+            .map_or(String::new(), |r| format!(", {r}"));
+        format!(
+            "job {}{on}: {}{reason} (log: {})",
+            self.id,
+            self.state,
+            self.log.display()
+        )
+    }
+}
+
+/// One submission: a batch script for a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// The target's folder name.
+    pub target: String,
+    /// Where its jobs may run.
+    pub place: Where,
+    /// The batch script.
+    pub script: String,
+}
+
+impl Submission {
+    /// How many jobs (array tasks) it makes.
+    pub fn tasks(&self) -> usize {
+        match &self.place {
+            Where::Any { tasks, .. } => *tasks,
+            Where::Node(_) => 1,
+        }
+    }
+}
+
+/// One node's sweep folder in the fleet, and how far it got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeProgress {
+    /// Its target's folder name.
+    pub target: String,
+    /// The node.
+    pub node: String,
+    /// Runs logged (warm-ups included).
+    pub runs: usize,
+    /// Whether its sweep is complete.
+    pub complete: bool,
+}
+
+/// The fleet's jobs at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Waiting for a node.
+    pub pending: usize,
+    /// Running (or in another live state).
+    pub running: usize,
+    /// Completed.
+    pub completed: usize,
+    /// Ended otherwise (failed, cancelled, timed out, node failure, ...).
+    pub failed: usize,
+    /// No longer known to Slurm, state unknown.
+    pub unknown: usize,
+}
+
+impl JobCounts {
+    /// Whether no job is pending or running.
+    pub fn is_settled(&self) -> bool {
+        self.pending == 0 && self.running == 0
+    }
+}
+
+/// `fleet.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct FleetFile {
+    schema: String,
+    spec: FleetSpec,
+    jobs: Vec<JobRecord>,
+}
+
+/// A fleet folder and its jobs (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct SlurmFleet {
+    dir: PathBuf,
+    spec: FleetSpec,
+    jobs: Vec<JobRecord>,
+}
+
+impl SlurmFleet {
+    /// A fleet for `spec` in `dir`, in memory only (for `--dry-run`: nothing is written). `dir`
+    /// is made absolute, since the jobs write there from other machines.
+    ///
+    /// # Errors
+    ///
+    /// The spec's [`FleetSpec::check`], and a `dir` that cannot be made absolute.
+    pub fn new(dir: &Path, spec: FleetSpec) -> Result<Self, FleetError> {
+        spec.check()?;
+        let dir = std::path::absolute(dir).map_err(|e| FleetError::File {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            dir,
+            spec,
+            jobs: Vec::new(),
+        })
+    }
+
+    /// Creates the fleet folder for `spec` and writes its `fleet.json`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlurmFleet::new`]; [`FleetError::AlreadyAFleet`] when `dir` holds a fleet already;
+    /// creating the folder or the file.
+    pub fn create(dir: &Path, spec: FleetSpec) -> Result<Self, FleetError> {
+        let fleet = Self::new(dir, spec)?;
+        if fleet.dir.join(FLEET_FILE).exists() {
+            return Err(FleetError::AlreadyAFleet { dir: fleet.dir });
+        }
+        std::fs::create_dir_all(&fleet.dir).map_err(|e| FleetError::File {
+            path: fleet.dir.clone(),
+            message: e.to_string(),
+        })?;
+        fleet.save()?;
+        Ok(fleet)
+    }
+
+    /// Whether `dir` holds a fleet's `fleet.json`.
+    pub fn is_fleet(dir: &Path) -> bool {
+        dir.join(FLEET_FILE).is_file()
+    }
+
+    /// Opens the fleet in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// `fleet.json` is missing, unreadable or not a fleet file of this version.
+    pub fn open(dir: &Path) -> Result<Self, FleetError> {
+        let path = dir.join(FLEET_FILE);
+        let file_error = |message: String| FleetError::File {
+            path: path.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
+        let file: FleetFile = serde_json::from_str(&text).map_err(|e| file_error(e.to_string()))?;
+        if file.schema != SLURM_FLEET_SCHEMA {
+            return Err(file_error(format!(
+                "a '{}' file, not {SLURM_FLEET_SCHEMA}",
+                file.schema
+            )));
+        }
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Ok(Self {
+            dir,
+            spec: file.spec,
+            jobs: file.jobs,
+        })
+    }
+
+    /// The fleet folder (absolute).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What the fleet measures.
+    pub fn spec(&self) -> &FleetSpec {
+        &self.spec
+    }
+
+    /// Every job submitted, in order.
+    pub fn jobs(&self) -> &[JobRecord] {
+        &self.jobs
+    }
+
+    fn save(&self) -> Result<(), FleetError> {
+        let path = self.dir.join(FLEET_FILE);
+        let file = FleetFile {
+            schema: SLURM_FLEET_SCHEMA.into(),
+            spec: self.spec.clone(),
+            jobs: self.jobs.clone(),
+        };
+        let mut text = serde_json::to_string_pretty(&file).map_err(|e| FleetError::File {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        text.push('\n');
+        // Written whole and renamed into place, so a reader never sees half a file.
+        let tmp = self.dir.join(format!("{FLEET_FILE}.tmp"));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| FleetError::File {
+                path,
+                message: e.to_string(),
+            })
+    }
+
+    /// Every node sweep folder of the fleet so far, with its progress.
+    pub fn nodes(&self) -> Vec<NodeProgress> {
+        let mut out = Vec::new();
+        for target in &self.spec.targets {
+            let name = target.name();
+            for (node, dir) in node_dirs(&self.dir.join(&name)) {
+                let (runs, complete) = match SweepFolder::read(&dir) {
+                    Ok(f) => (f.lines().len(), f.is_complete()),
+                    Err(_) => (0, false),
+                };
+                out.push(NodeProgress {
+                    target: name.clone(),
+                    node,
+                    runs,
+                    complete,
+                });
+            }
+        }
+        out
+    }
+
+    /// What to submit now: for a new fleet, every target's jobs; for one being resumed, only
+    /// the nodes whose sweeps are incomplete and the nodes still to measure (see the module
+    /// documentation). Targets with a live job are left alone. Node lists are expanded with
+    /// `scontrol show hostnames`.
+    ///
+    /// # Errors
+    ///
+    /// A node list `scontrol` refuses.
+    pub fn submissions(&self, slurm: &Slurm) -> Result<Vec<Submission>, FleetError> {
+        let nodes = self.nodes();
+        let mut out = Vec::new();
+        for target in &self.spec.targets {
+            let name = target.name();
+            if self.jobs.iter().any(|j| j.target == name && j.is_live()) {
+                continue;
+            }
+            let mine: Vec<&NodeProgress> = nodes.iter().filter(|n| n.target == name).collect();
+            let complete = |node: &str| mine.iter().any(|n| n.node == node && n.complete);
+            let mut places = Vec::new();
+            match target.kind {
+                TargetKind::Nodelist => {
+                    for node in slurm.hostnames(&target.value)? {
+                        if !complete(&node) {
+                            places.push(Where::Node(node));
+                        }
+                    }
+                }
+                TargetKind::Partition | TargetKind::Constraint => {
+                    for n in mine.iter().filter(|n| !n.complete) {
+                        places.push(Where::Node(n.node.clone()));
+                    }
+                    let missing = self.spec.nodes.saturating_sub(mine.len());
+                    if missing > 0 {
+                        places.push(Where::Any {
+                            tasks: missing,
+                            exclude: mine.iter().map(|n| n.node.clone()).collect(),
+                        });
+                    }
+                }
+            }
+            for place in places {
+                out.push(Submission {
+                    target: name.clone(),
+                    script: script::batch_script(&self.spec, &self.dir, target, &place),
+                    place,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes each submission's batch script into its target's folder, submits it with
+    /// `sbatch` and records its jobs (`fleet.json` is saved after each, so a failure part-way
+    /// loses no job id). Returns the jobs submitted.
+    ///
+    /// # Errors
+    ///
+    /// Writing a script or `fleet.json`, and `sbatch` refusing a script (the jobs submitted
+    /// before it are recorded).
+    pub fn submit(
+        &mut self,
+        slurm: &Slurm,
+        submissions: &[Submission],
+    ) -> Result<Vec<JobRecord>, FleetError> {
+        let mut submitted = Vec::new();
+        for sub in submissions {
+            let target_dir = self.dir.join(&sub.target);
+            let io = |path: &Path, e: std::io::Error| FleetError::File {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            };
+            std::fs::create_dir_all(&target_dir).map_err(|e| io(&target_dir, e))?;
+            let n = (1..)
+                .find(|n| !target_dir.join(format!("submit-{n}.sh")).exists())
+                .unwrap_or(1);
+            let script = target_dir.join(format!("submit-{n}.sh"));
+            std::fs::write(&script, &sub.script).map_err(|e| io(&script, e))?;
+            let id = slurm.submit(&script)?;
+            let record = |id: String, node: Option<String>| JobRecord {
+                log: target_dir.join(format!("slurm-{id}.log")),
+                id,
+                target: sub.target.clone(),
+                node,
+                state: "PENDING".into(),
+                reason: None,
+                script: script.clone(),
+            };
+            let jobs: Vec<JobRecord> = match &sub.place {
+                Where::Node(node) => vec![record(id, Some(node.clone()))],
+                Where::Any { tasks: 1, .. } => vec![record(id, None)],
+                Where::Any { tasks, .. } => (0..*tasks)
+                    .map(|t| record(format!("{id}_{t}"), None))
+                    .collect(),
+            };
+            self.jobs.extend(jobs.iter().cloned());
+            submitted.extend(jobs);
+            self.save()?;
+        }
+        Ok(submitted)
+    }
+
+    /// Asks Slurm what became of the live jobs, records it in `fleet.json` and returns the
+    /// jobs that ended since the last refresh. A job `squeue` no longer lists is looked up in
+    /// accounting (`sacct`), and failing that recorded as `UNKNOWN`: its node's folder then
+    /// says whether its sweep completed.
+    ///
+    /// # Errors
+    ///
+    /// `squeue` failing, and writing `fleet.json`.
+    pub fn refresh(&mut self, slurm: &Slurm) -> Result<Vec<JobRecord>, FleetError> {
+        let live: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|j| j.is_live())
+            .map(|j| j.id.clone())
+            .collect();
+        if live.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut known = slurm.queue(&live)?;
+        let missing: Vec<String> = live
+            .iter()
+            .filter(|id| !known.iter().any(|k| &k.id == *id))
+            .cloned()
+            .collect();
+        known.extend(slurm.accounting(&missing));
+        let mut ended = Vec::new();
+        for job in self.jobs.iter_mut().filter(|j| j.is_live()) {
+            match known.iter().find(|k| k.id == job.id) {
+                Some(k) => {
+                    job.state.clone_from(&k.state);
+                    job.reason.clone_from(&k.reason);
+                    if k.node.is_some() {
+                        job.node.clone_from(&k.node);
+                    }
+                }
+                None => {
+                    job.state = "UNKNOWN".into();
+                    job.reason = Some("no longer known to Slurm".into());
+                }
+            }
+            if !job.is_live() {
+                ended.push(job.clone());
+            }
+        }
+        self.save()?;
+        Ok(ended)
+    }
+
+    /// How many jobs are in each state, by their last recorded state.
+    pub fn counts(&self) -> JobCounts {
+        let mut c = JobCounts::default();
+        for j in &self.jobs {
+            match j.state.as_str() {
+                "PENDING" => c.pending += 1,
+                "COMPLETED" => c.completed += 1,
+                "UNKNOWN" => c.unknown += 1,
+                _ if j.is_live() => c.running += 1,
+                _ => c.failed += 1,
+            }
+        }
+        c
+    }
+
+    /// The jobs still pending or running.
+    pub fn live_jobs(&self) -> Vec<&JobRecord> {
+        self.jobs.iter().filter(|j| j.is_live()).collect()
+    }
+
+    /// Adds each node's last job (its id, Slurm state and log) to a report of this fleet.
+    pub fn annotate(&self, report: &mut FleetReport) {
+        for t in &mut report.types {
+            for node in &mut t.nodes {
+                let job = self
+                    .jobs
+                    .iter()
+                    .rev()
+                    .find(|j| j.target == t.name && j.node.as_deref() == Some(&node.name));
+                node.job = job.map(JobRecord::describe);
+            }
+        }
+    }
+}
+
+/// The node folders (holding a `sweep.json`) of a target folder, by name.
+fn node_dirs(target_dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(target_dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join("sweep.json").is_file())
+                .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn target(kind: TargetKind, value: &str) -> SlurmTarget {
+        SlurmTarget {
+            kind,
+            value: value.into(),
+        }
+    }
+
+    fn spec(targets: Vec<SlurmTarget>) -> FleetSpec {
+        FleetSpec {
+            targets,
+            nodes: 1,
+            sbatch_args: Vec::new(),
+            account: None,
+            time: None,
+            coretune: PathBuf::from("/bin/coretune"),
+            sweep_args: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn target_folders_and_checks() {
+        assert_eq!(target(TargetKind::Partition, "debug").name(), "debug");
+        assert_eq!(
+            target(TargetKind::Constraint, "skylake&ib").name(),
+            "constraint-skylake_ib"
+        );
+        assert_eq!(
+            target(TargetKind::Nodelist, "n[01-04]").name(),
+            "nodes-n_01-04_"
+        );
+        assert!(spec(vec![]).check().is_err());
+        let twice = spec(vec![
+            target(TargetKind::Partition, "a"),
+            target(TargetKind::Partition, "a"),
+        ]);
+        assert!(
+            twice
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("share the folder")
+        );
+        let mut s = spec(vec![target(TargetKind::Partition, "a")]);
+        s.sbatch_args = vec!["qos=x".into()];
+        assert!(s.check().unwrap_err().to_string().contains("start with -"));
+        s.sbatch_args = vec!["--qos=x".into()];
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn job_states() {
+        let job = |state: &str| JobRecord {
+            id: "12_1".into(),
+            target: "a".into(),
+            node: Some("n1".into()),
+            state: state.into(),
+            reason: None,
+            log: PathBuf::from("/o/a/slurm-12_1.log"),
+            script: PathBuf::from("/o/a/submit-1.sh"),
+        };
+        assert!(job("PENDING").is_live() && job("COMPLETING").is_live());
+        assert!(!job("COMPLETED").is_live() && !job("COMPLETED").has_failed());
+        for failed in [
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+        ] {
+            assert!(job(failed).has_failed(), "{failed}");
+        }
+        assert!(!job("UNKNOWN").has_failed() && !job("UNKNOWN").is_live());
+        assert_eq!(
+            job("CANCELLED").describe(),
+            "job 12_1 on n1: CANCELLED (log: /o/a/slurm-12_1.log)"
+        );
+    }
+
+    #[test]
+    fn fleet_json_round_trips_and_refuses_a_second_fleet() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fleet");
+        let s = spec(vec![target(TargetKind::Partition, "a")]);
+        let f = SlurmFleet::create(&dir, s.clone()).unwrap();
+        assert!(SlurmFleet::is_fleet(&dir));
+        let again = SlurmFleet::open(&dir).unwrap();
+        assert_eq!(again.spec(), &s);
+        assert_eq!(again.dir(), f.dir());
+        assert!(matches!(
+            SlurmFleet::create(&dir, s),
+            Err(FleetError::AlreadyAFleet { .. })
+        ));
+    }
+}

@@ -1,0 +1,219 @@
+//! The batch script of one submission: `#SBATCH` lines for the target, the node choice and the
+//! site's options, then the sweep — the same coretune binary with the same sweep arguments,
+//! writing its own results folder under the fleet folder, named after the node it runs on. A
+//! folder that already holds a sweep (a job resubmitted, or a second array task on the same
+//! node) is continued with `--resume` instead, so nothing measured is repeated.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{FleetSpec, SlurmTarget, TargetKind};
+
+/// Where the job of a submission may run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Where {
+    /// Any node of the target, `tasks` of them as a job array (a single job for 1).
+    Any {
+        /// How many nodes to measure.
+        tasks: usize,
+        /// Nodes not to use (measured already).
+        exclude: Vec<String>,
+    },
+    /// This node.
+    Node(String),
+}
+
+/// The batch script of one submission of `target` (see the module documentation).
+pub(super) fn batch_script(
+    spec: &FleetSpec,
+    dir: &Path,
+    target: &SlurmTarget,
+    place: &Where,
+) -> String {
+    let target_dir = dir.join(target.name());
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/bash");
+    let _ = writeln!(
+        s,
+        "# coretune tune --slurm: the sweep of target '{}' ({}) on one node, into {}/NODE/",
+        target.name(),
+        target.describe(),
+        target_dir.display()
+    );
+    let mut sbatch = |line: String| {
+        let _ = writeln!(s, "#SBATCH {line}");
+    };
+    sbatch(format!("--job-name=coretune-{}", target.name()));
+    match target.kind {
+        TargetKind::Partition => sbatch(format!("--partition={}", target.value)),
+        TargetKind::Constraint => sbatch(format!("--constraint={}", target.value)),
+        TargetKind::Nodelist => {}
+    }
+    sbatch("--nodes=1".into());
+    sbatch("--ntasks=1".into());
+    sbatch("--exclusive".into());
+    let log = match place {
+        Where::Any { tasks, exclude } => {
+            if !exclude.is_empty() {
+                sbatch(format!("--exclude={}", exclude.join(",")));
+            }
+            if *tasks > 1 {
+                sbatch(format!("--array=0-{}", tasks - 1));
+                "slurm-%A_%a.log"
+            } else {
+                "slurm-%j.log"
+            }
+        }
+        Where::Node(node) => {
+            sbatch(format!("--nodelist={node}"));
+            "slurm-%j.log"
+        }
+    };
+    sbatch(format!("--output={}", target_dir.join(log).display()));
+    if let Some(time) = &spec.time {
+        sbatch(format!("--time={time}"));
+    }
+    if let Some(account) = &spec.account {
+        sbatch(format!("--account={account}"));
+    }
+    for arg in &spec.sbatch_args {
+        sbatch(arg.clone());
+    }
+    let coretune = quote(&spec.coretune.display().to_string());
+    let args: Vec<String> = spec.sweep_args.iter().map(|a| quote(a)).collect();
+    let _ = writeln!(s, "set -eu");
+    let _ = writeln!(
+        s,
+        "dir={}/\"${{SLURMD_NODENAME:?not running under Slurm}}\"",
+        quote(&target_dir.display().to_string())
+    );
+    let _ = writeln!(s, "if [ -e \"$dir/sweep.json\" ]; then");
+    let _ = writeln!(s, "  exec {coretune} tune --quiet --resume \"$dir\"");
+    let _ = writeln!(s, "fi");
+    // `--out` before the arguments: after a `--` everything is the program's.
+    let _ = writeln!(
+        s,
+        "exec {coretune} tune --quiet --out \"$dir\"{}{}",
+        if args.is_empty() { "" } else { " " },
+        args.join(" ")
+    );
+    s
+}
+
+/// `word` quoted for a POSIX shell: as it is when it is plain, else in single quotes.
+pub(super) fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn spec() -> FleetSpec {
+        FleetSpec {
+            targets: Vec::new(),
+            nodes: 2,
+            sbatch_args: vec!["--qos=debug".into()],
+            account: Some("proj".into()),
+            time: Some("00:30:00".into()),
+            coretune: PathBuf::from("/shared/bin/coretune"),
+            sweep_args: vec![
+                "sum".into(),
+                "--threads".into(),
+                "1,2".into(),
+                "--cpus".into(),
+                "all ~pu:0".into(),
+                "--".into(),
+                "it's".into(),
+            ],
+        }
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("1,2"), "1,2");
+        assert_eq!(quote("all ~pu:0"), "'all ~pu:0'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn an_array_over_a_partition() {
+        let target = SlurmTarget {
+            kind: TargetKind::Partition,
+            value: "gpu".into(),
+        };
+        let s = batch_script(
+            &spec(),
+            Path::new("/shared/out"),
+            &target,
+            &Where::Any {
+                tasks: 2,
+                exclude: Vec::new(),
+            },
+        );
+        let directives: Vec<&str> = s.lines().filter(|l| l.starts_with("#SBATCH")).collect();
+        assert_eq!(
+            directives,
+            [
+                "#SBATCH --job-name=coretune-gpu",
+                "#SBATCH --partition=gpu",
+                "#SBATCH --nodes=1",
+                "#SBATCH --ntasks=1",
+                "#SBATCH --exclusive",
+                "#SBATCH --array=0-1",
+                "#SBATCH --output=/shared/out/gpu/slurm-%A_%a.log",
+                "#SBATCH --time=00:30:00",
+                "#SBATCH --account=proj",
+                "#SBATCH --qos=debug",
+            ]
+        );
+        assert!(s.starts_with("#!/bin/bash\n"));
+        assert!(s.contains("dir=/shared/out/gpu/\"${SLURMD_NODENAME:?not running under Slurm}\""));
+        assert!(s.contains("exec /shared/bin/coretune tune --quiet --resume \"$dir\""));
+        assert!(s.ends_with(
+            "exec /shared/bin/coretune tune --quiet --out \"$dir\" sum --threads 1,2 --cpus \
+             'all ~pu:0' -- 'it'\\''s'\n"
+        ));
+    }
+
+    #[test]
+    fn one_node_or_anywhere_but_some() {
+        let target = SlurmTarget {
+            kind: TargetKind::Constraint,
+            value: "skylake".into(),
+        };
+        let s = batch_script(
+            &spec(),
+            Path::new("/o"),
+            &target,
+            &Where::Node("n07".into()),
+        );
+        assert!(s.contains("#SBATCH --constraint=skylake\n"));
+        assert!(s.contains("#SBATCH --nodelist=n07\n"));
+        assert!(s.contains("#SBATCH --output=/o/constraint-skylake/slurm-%j.log\n"));
+        assert!(!s.contains("--array"));
+        let s = batch_script(
+            &spec(),
+            Path::new("/o"),
+            &target,
+            &Where::Any {
+                tasks: 1,
+                exclude: vec!["n01".into(), "n02".into()],
+            },
+        );
+        assert!(s.contains("#SBATCH --exclude=n01,n02\n"));
+        assert!(!s.contains("--array"));
+    }
+}

@@ -1,0 +1,180 @@
+//! What a plan costs before anything runs: how many configurations and runs, and — given the
+//! time of one single-threaded run — how long, so that a sweep can be sized before allocation
+//! hours are spent on it (`coretune tune --input TOPOLOGY --dry-run --estimate-one SECS`).
+//!
+//! The time of a run of a configuration lies between two bounds:
+//!
+//! - **perfect scaling**: the single-threaded time divided by the configuration's parallelism,
+//!   the fewest of its threads, the CPUs it may use and its throttle's limit;
+//! - **no speedup**: the single-threaded time.
+//!
+//! Real workloads land in between (a sweep exists to find where). `--min-time` adds runs to
+//! configurations faster than it (up to 10 × `--runs`), which each bound counts with its own
+//! run time. The coarse-to-fine search's later stages depend on the measurements, so for a
+//! search the estimate gives its first stage and the whole grid as the most it can measure.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::config::{ConfigError, MachineCounts};
+use super::search::{Strategy, next_configs};
+use super::{Config, Plan};
+use crate::placement::Binding;
+use crate::topology::Topology;
+
+/// The cost of measuring some configurations of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PlanCost {
+    /// Configurations.
+    pub configs: usize,
+    /// Runs, warm-ups included (at `--runs`; `--min-time` can add runs, see `seconds`).
+    pub runs: usize,
+    /// Wall time in seconds at perfect scaling and with no speedup, given a single-threaded
+    /// run time (warm-ups and `--min-time` runs included).
+    pub seconds: Option<(f64, f64)>,
+}
+
+/// What a plan costs on one machine.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PlanEstimate {
+    /// Every configuration of the grid (what an exhaustive sweep measures, and the most a
+    /// search can).
+    pub grid: PlanCost,
+    /// The search's first stage (`None` for an exhaustive sweep).
+    pub first_stage: Option<PlanCost>,
+}
+
+impl Plan {
+    /// What this plan costs on `topology` (which need not be this machine: an XML or synthetic
+    /// description plans for another), each thread's set as wide as `binding`; `machine` gives
+    /// `cores`/`pus` throttles their meaning, `one_thread` is the time of one single-threaded
+    /// run.
+    ///
+    /// # Errors
+    ///
+    /// A configuration that cannot be placed on `topology` (a CPU set it does not have).
+    pub fn estimate(
+        &self,
+        topology: &Topology,
+        binding: Binding,
+        machine: MachineCounts,
+        one_thread: Option<Duration>,
+    ) -> Result<PlanEstimate, ConfigError> {
+        let grid = self.cost(&self.grid.configs(), topology, binding, machine, one_thread)?;
+        let first_stage = match self.strategy {
+            Strategy::Exhaustive => None,
+            Strategy::Search => {
+                let first = next_configs(
+                    &self.grid,
+                    self.strategy,
+                    &Default::default(),
+                    &Default::default(),
+                    self.tolerance,
+                );
+                Some(self.cost(&first, topology, binding, machine, one_thread)?)
+            }
+        };
+        Ok(PlanEstimate { grid, first_stage })
+    }
+
+    fn cost(
+        &self,
+        configs: &[Config],
+        topology: &Topology,
+        binding: Binding,
+        machine: MachineCounts,
+        one_thread: Option<Duration>,
+    ) -> Result<PlanCost, ConfigError> {
+        let per_config = self.warmup + self.runs;
+        let mut seconds = one_thread.map(|_| (0.0, 0.0));
+        for c in configs {
+            let placement = c.placement(topology, binding)?;
+            let cpus = placement.union().weight().unwrap_or(1).max(1);
+            let limit = c.throttle.fixed_limit(machine).unwrap_or(usize::MAX);
+            let parallel = c.threads.min(cpus).min(limit).max(1);
+            if let (Some(one), Some((fast, slow))) = (one_thread, seconds.as_mut()) {
+                let t1 = one.as_secs_f64();
+                #[allow(clippy::cast_precision_loss)]
+                let (t_fast, t_slow) = (t1 / parallel as f64, t1);
+                *fast += self.runs_lasting(t_fast) * t_fast;
+                *slow += self.runs_lasting(t_slow) * t_slow;
+            }
+        }
+        Ok(PlanCost {
+            configs: configs.len(),
+            runs: configs.len() * per_config,
+            seconds,
+        })
+    }
+
+    /// Runs of one configuration (warm-ups included) when each takes `t` seconds.
+    #[allow(clippy::cast_precision_loss)]
+    fn runs_lasting(&self, t: f64) -> f64 {
+        let min_time = self.min_time.as_secs_f64();
+        let mut measured = self.runs as f64;
+        if min_time > 0.0 && t > 0.0 {
+            measured = measured.max((min_time / t).ceil().min(10.0 * self.runs as f64));
+        }
+        self.warmup as f64 + measured
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::placement::Policy;
+    use crate::sweep::{Cpus, Grid, ThrottleSpec};
+    use crate::topology::TopologySource;
+
+    fn plan(strategy: Strategy) -> Plan {
+        Plan {
+            grid: Grid {
+                threads: vec![1, 2, 4, 8],
+                places: vec![Policy::Os, Policy::Cores],
+                cpus: vec![Cpus::All],
+                throttles: vec![ThrottleSpec::None],
+            },
+            strategy,
+            runs: 3,
+            warmup: 1,
+            min_time: Duration::ZERO,
+            tolerance: 0.03,
+        }
+    }
+
+    #[test]
+    fn runs_and_time_bounds_on_a_machine_this_is_not() {
+        // 4 cores × 2 PUs = 8 PUs: up to 8 threads each has a CPU of its own.
+        let topo = Topology::load(&TopologySource::Synthetic("core:4 pu:2".into())).unwrap();
+        let machine = MachineCounts { cores: 4, pus: 8 };
+        let one = Some(Duration::from_secs(8));
+        let e = plan(Strategy::Exhaustive)
+            .estimate(&topo, Binding::Pu, machine, one)
+            .unwrap();
+        assert_eq!(e.first_stage, None);
+        assert_eq!((e.grid.configs, e.grid.runs), (8, 32));
+        let (fast, slow) = e.grid.seconds.unwrap();
+        // No speedup: 32 runs of 8 s.
+        assert!((slow - 256.0).abs() < 1e-9, "{slow}");
+        // Perfect scaling, 4 runs each of 8/1 + 8/2 + 8/4 + 8/8 s, for both placements.
+        let want = 2.0 * 4.0 * (8.0 + 4.0 + 2.0 + 1.0);
+        assert!((fast - want).abs() < 1e-9, "{fast} vs {want}");
+        // The search's first stage is the ×2 ladder (here the whole ladder) of each family.
+        let s = plan(Strategy::Search)
+            .estimate(&topo, Binding::Pu, machine, None)
+            .unwrap();
+        assert_eq!(s.first_stage.unwrap().configs, 8);
+        assert_eq!(s.grid.seconds, None);
+    }
+
+    #[test]
+    fn min_time_adds_runs_to_fast_configurations_up_to_ten_times() {
+        let mut p = plan(Strategy::Exhaustive);
+        p.min_time = Duration::from_secs(10);
+        // A 1 s run needs 10 runs for 10 s; a 0.01 s run is capped at 10 × 3.
+        assert!((p.runs_lasting(1.0) - 11.0).abs() < 1e-9);
+        assert!((p.runs_lasting(0.01) - 31.0).abs() < 1e-9);
+        assert!((p.runs_lasting(100.0) - 4.0).abs() < 1e-9);
+    }
+}

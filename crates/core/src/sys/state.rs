@@ -1,0 +1,86 @@
+//! Saved state (`coretune reserve`): written durably, so a crash leaves the old file or the
+//! whole new one, never half of one. Only the standard library: the same on every OS.
+
+use std::io;
+use std::path::Path;
+
+use crate::sys::SysError;
+
+fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
+    move |error| SysError::Read {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
+/// a temporary file beside it, synced, renamed over it, and the folder synced. Folders on the
+/// way are created.
+pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(read_error(dir))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        SysError::Read {
+            path: path.to_path_buf(),
+            error: source,
+        }
+    })
+}
+
+/// The bytes of `path`, `None` when there is no such file.
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SysError::Read {
+            path: path.to_path_buf(),
+            error: source,
+        }),
+    }
+}
+
+/// Removes the file at `path` (and syncs its folder, so the removal survives a crash).
+pub(crate) fn remove_durably(path: &Path) -> Result<(), SysError> {
+    std::fs::remove_file(path).map_err(read_error(path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn durable_writes_replace_and_leave_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state/reserve.json");
+        write_durably(&file, b"one").unwrap();
+        write_durably(&file, b"two").unwrap();
+        assert_eq!(read_if_exists(&file).unwrap().unwrap(), b"two");
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+            .unwrap()
+            .collect();
+        assert_eq!(left.len(), 1);
+        remove_durably(&file).unwrap();
+        assert_eq!(read_if_exists(&file).unwrap(), None);
+        assert!(remove_durably(&file).is_err());
+    }
+}

@@ -1,0 +1,526 @@
+//! coretune-pin: placing every thread of a program coretune did not write.
+//!
+//! `libcoretune_pin.so` is loaded into a program with `LD_PRELOAD` (`coretune run --place`,
+//! `coretune tune -- prog` do that) and wraps `pthread_create`, as likwid-pin's
+//! `liblikwidpin.so` does:
+//!
+//! - the **main thread** goes to the plan's first place, in the library's constructor, before
+//!   the program's `main` runs;
+//! - the **k-th thread created** (k = 0, 1, …, counting the calls that are not skipped) goes to
+//!   place `(k + 1) mod P` — wrapping around past the last place — and it gets that place in
+//!   the **attributes it is created with** (`pthread_attr_setaffinity_np` on a copy of the
+//!   caller's attributes), so it never runs anywhere else;
+//! - the **skip mask** has likwid-pin's `-s` meaning: bit `i` set means the `i`-th call to
+//!   `pthread_create` (0-based, every call counted, only the first 64 can be skipped) makes a
+//!   helper thread that is not pinned and does not use up a place. A skipped thread may run on
+//!   every CPU the process had when it started (likwid-pin gives it every online CPU; under
+//!   coretune the process starts on the union of the places, which then is the same set unless
+//!   the plan leaves CPUs out on purpose). Without a mask in the plan (`skip=auto`) the default
+//!   of the OpenMP runtime found loaded applies: GNU libgomp `0x0` and LLVM libomp `0x0` (both
+//!   create exactly the workers, measured), Intel's libiomp5 `0x1` (its monitor thread comes
+//!   first: likwid-pin(1)'s notice for Intel's runtime), otherwise `0x0`.
+//!
+//! The plan comes in one environment variable, `CORETUNE_PIN`:
+//!
+//! ```text
+//! CORETUNE_PIN = item { " " item }
+//! item         = "places=" place { "/" place }        (required)
+//!              | "skip=" ( "0x" HEX | "auto" )          (optional; default auto)
+//! place        = CPU list, as the kernel writes them: "0-3,8"
+//! ```
+//!
+//! e.g. `CORETUNE_PIN='places=0/2/1,3 skip=0x1'`: the main thread on CPU 0, the first
+//! `pthread_create` call skipped (a runtime's helper), the next threads on CPU 2, on CPUs 1 and
+//! 3, on CPU 0, on CPU 2, and so on around the list. Without it, or with a plan that does not parse,
+//! the library does nothing. It writes nothing to the program's stdout or stderr unless
+//! `CORETUNE_PIN_DEBUG=1`, which reports the plan, the main thread's place and every creation
+//! on stderr.
+//!
+//! # Safety of the wrapper
+//!
+//! The plan is parsed once, in the constructor (which runs single-threaded, before `main`),
+//! into masks that are never freed or changed; `pthread_create` then only reads them and takes
+//! its numbers from two atomic counters. It takes no lock and allocates nothing of its own
+//! (glibc's `pthread_attr_setaffinity_np` copies the mask into the attributes, and
+//! `pthread_create` itself allocates the stack: POSIX does not make `pthread_create`
+//! async-signal-safe, and the wrapper adds nothing that is less safe). After `fork` the child
+//! keeps the counters where they were, with no lock that could be held. If the kernel refuses
+//! a place (`EINVAL`/`EPERM`: none of its CPUs is allowed any more), the thread is created
+//! with the caller's own attributes rather than not at all.
+//!
+//! `pthread_create` is found with `dlsym(RTLD_NEXT)` in the constructor, or at the first call
+//! when another library's constructor creates a thread before this one's has run.
+
+mod plan;
+mod runtime;
+
+use std::ffi::{CStr, c_int, c_void};
+use std::fmt::Write as _;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use plan::WORD_BITS;
+
+/// A thread's start routine.
+type StartRoutine = Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>;
+
+/// glibc's `pthread_create`.
+type CreateFn = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+
+/// `pthread_attr_getsigmask_np` / `pthread_attr_setsigmask_np` (glibc ≥ 2.32), looked up at
+/// run time so that the library still loads under an older glibc.
+type GetSigmaskFn = unsafe extern "C" fn(*const libc::pthread_attr_t, *mut libc::sigset_t) -> c_int;
+type SetSigmaskFn = unsafe extern "C" fn(*mut libc::pthread_attr_t, *const libc::sigset_t) -> c_int;
+
+/// What `pthread_attr_getsigmask_np` returns when the attributes carry no signal mask
+/// (`pthread.h`).
+const PTHREAD_ATTR_NO_SIGMASK_NP: c_int = -1;
+
+unsafe extern "C" {
+    // POSIX; the libc crate declares only the setter for Linux.
+    fn pthread_attr_getdetachstate(attr: *const libc::pthread_attr_t, state: *mut c_int) -> c_int;
+    // In glibc since 2.1, deprecated but kept: the raw stack address, null unless the caller
+    // gave one (`pthread_attr_getstack` computes an address even when none was set).
+    fn pthread_attr_getstackaddr(
+        attr: *const libc::pthread_attr_t,
+        addr: *mut *mut c_void,
+    ) -> c_int;
+}
+
+/// The plan in force, parsed in the constructor.
+#[derive(Debug)]
+struct Active {
+    /// Words per mask.
+    words: usize,
+    /// Number of places.
+    count: usize,
+    /// Every place's mask, `words` words each.
+    places: &'static [libc::c_ulong],
+    /// The CPUs the process had when it started: what skipped threads get.
+    initial: &'static [libc::c_ulong],
+    /// Bit `i`: skip the `i`-th call.
+    skip: u64,
+    get_sigmask: Option<GetSigmaskFn>,
+    set_sigmask: Option<SetSigmaskFn>,
+}
+
+impl Active {
+    fn place(&self, i: usize) -> &[libc::c_ulong] {
+        &self.places[i * self.words..(i + 1) * self.words]
+    }
+}
+
+/// The real `pthread_create` (a `CreateFn`), null until found.
+static REAL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// The plan (a leaked `Active`), null when there is none.
+static PLAN: AtomicPtr<Active> = AtomicPtr::new(std::ptr::null_mut());
+/// Calls to `pthread_create` so far (the skip mask's index).
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+/// Threads pinned so far (the place index, less one).
+static PINNED: AtomicUsize = AtomicUsize::new(0);
+/// `CORETUNE_PIN_DEBUG=1`.
+static DEBUG: AtomicBool = AtomicBool::new(false);
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONSTRUCTOR: extern "C" fn() = init;
+
+/// The constructor: reads the environment, finds `pthread_create`, parses the plan and pins
+/// the main thread to the first place.
+extern "C" fn init() {
+    DEBUG.store(env(c"CORETUNE_PIN_DEBUG") == Some(b"1"), Ordering::Relaxed);
+    let _ = real_create();
+    let Some(text) = env(c"CORETUNE_PIN") else {
+        debug(format_args!(
+            "no CORETUNE_PIN in the environment: not pinning"
+        ));
+        return;
+    };
+    let plan = match std::str::from_utf8(text)
+        .map_err(|_| "not UTF-8".to_owned())
+        .and_then(plan::parse)
+    {
+        Ok(plan) => plan,
+        Err(why) => {
+            debug(format_args!("CORETUNE_PIN: {why}: not pinning"));
+            return;
+        }
+    };
+    let words = plan.words();
+    let mut initial = vec![0 as libc::c_ulong; words];
+    // SAFETY: `initial` is a live, writable buffer of `words` words; the kernel writes at most
+    // that many bytes, and `cpu_set_t` is an array of `unsigned long`.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            0,
+            std::mem::size_of_val(initial.as_slice()),
+            initial.as_mut_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    if rc != 0 {
+        // A kernel with more CPUs than the mask holds: skipped threads then get every CPU the
+        // mask can name.
+        initial.iter_mut().for_each(|w| *w = !0);
+    }
+    let (skip, source) = match plan.skip {
+        Some(mask) => (mask, "the plan"),
+        None => runtime::default_skip(),
+    };
+    let active = Active {
+        words,
+        count: plan.places.len(),
+        places: plan.masks(words).leak(),
+        initial: initial.leak(),
+        skip,
+        // SAFETY: the names are NUL-terminated; the symbols, where glibc has them, have these
+        // signatures (glibc ≥ 2.32, pthread.h).
+        get_sigmask: unsafe { lookup::<GetSigmaskFn>(c"pthread_attr_getsigmask_np") },
+        // SAFETY: as above.
+        set_sigmask: unsafe { lookup::<SetSigmaskFn>(c"pthread_attr_setsigmask_np") },
+    };
+    let main = active.place(0);
+    // SAFETY: `main` is a live mask of `words` words that the kernel only reads.
+    let rc = unsafe {
+        libc::sched_setaffinity(
+            0,
+            std::mem::size_of_val(main),
+            main.as_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    debug(format_args!(
+        "plan of {} place{}, skip mask {skip:#x} ({source}); main thread -> place 0 (CPUs {}){}",
+        active.count,
+        if active.count == 1 { "" } else { "s" },
+        MaskList(main),
+        if rc == 0 {
+            ""
+        } else {
+            ": refused by the kernel"
+        }
+    ));
+    PLAN.store(Box::into_raw(Box::new(active)), Ordering::Release);
+}
+
+/// The value of environment variable `name`, read before `main` (no other thread yet).
+fn env(name: &CStr) -> Option<&'static [u8]> {
+    // SAFETY: `name` is NUL-terminated; `getenv` returns null or a pointer into the
+    // environment, which stays valid as long as nobody calls `setenv` on that variable — the
+    // bytes are used right away in the constructor.
+    let value = unsafe { libc::getenv(name.as_ptr()) };
+    if value.is_null() {
+        None
+    } else {
+        // SAFETY: non-null `getenv` results are NUL-terminated strings.
+        Some(unsafe { CStr::from_ptr(value) }.to_bytes())
+    }
+}
+
+/// A symbol of the libraries loaded after this one, as a function pointer of type `F`.
+///
+/// # Safety
+///
+/// `F` must be the symbol's real function pointer type.
+unsafe fn lookup<F: Copy>(name: &CStr) -> Option<F> {
+    // SAFETY: `name` is NUL-terminated; `dlsym` only reads it.
+    let sym = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    if sym.is_null() {
+        None
+    } else {
+        // SAFETY: `F` is a function pointer type (the caller's promise), the same size as
+        // `*mut c_void` on every Linux target.
+        Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&sym) })
+    }
+}
+
+/// The real `pthread_create`, looked up on first use.
+fn real_create() -> Option<CreateFn> {
+    let mut ptr = REAL.load(Ordering::Acquire);
+    if ptr.is_null() {
+        // SAFETY: the name is NUL-terminated.
+        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
+        if ptr.is_null() {
+            return None;
+        }
+        REAL.store(ptr, Ordering::Release);
+    }
+    // SAFETY: `ptr` is glibc's `pthread_create`, whose signature `CreateFn` is.
+    Some(unsafe { std::mem::transmute::<*mut c_void, CreateFn>(ptr) })
+}
+
+/// The wrapper: `pthread_create` with the new thread's place in its attributes.
+///
+/// # Safety
+///
+/// As `pthread_create(3)`: `thread` must be writable, `attr` null or initialised attributes,
+/// `start` a thread start routine.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartRoutine,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(real) = real_create() else {
+        return libc::EAGAIN;
+    };
+    let plan = PLAN.load(Ordering::Acquire);
+    if plan.is_null() {
+        // SAFETY: the caller's arguments, unchanged, to the function it meant to call.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    // SAFETY: a non-null `PLAN` points to an `Active` leaked in the constructor, never freed.
+    let plan = unsafe { &*plan };
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let (mask, place) = if call < 64 && plan.skip & (1 << call) != 0 {
+        (plan.initial, None)
+    } else {
+        let k = PINNED.fetch_add(1, Ordering::Relaxed);
+        let i = (k % plan.count + 1) % plan.count;
+        (plan.place(i), Some(i))
+    };
+    let mut copy = MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: `copy` is writable storage for attributes; `attr` is the caller's (null or
+    // initialised, as pthread_create requires).
+    let rc = unsafe { copy_attributes(attr, copy.as_mut_ptr(), plan) };
+    if rc != 0 {
+        debug(format_args!(
+            "pthread_create #{call}: cannot copy the attributes (error {rc}): created unpinned"
+        ));
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    // SAFETY: `copy` is initialised (copy_attributes returned 0); `mask` is a live mask of
+    // `size_of_val(mask)` bytes that glibc copies.
+    let mut rc = unsafe {
+        libc::pthread_attr_setaffinity_np(
+            copy.as_mut_ptr(),
+            std::mem::size_of_val(mask),
+            mask.as_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    if rc == 0 {
+        // SAFETY: the caller's thread, routine and argument with initialised attributes.
+        rc = unsafe { real(thread, copy.as_ptr(), start, arg) };
+    }
+    // SAFETY: `copy` was initialised by pthread_attr_init in copy_attributes.
+    unsafe { libc::pthread_attr_destroy(copy.as_mut_ptr()) };
+    let refused = rc == libc::EINVAL || rc == libc::EPERM;
+    if refused {
+        // SAFETY: the caller's arguments, unchanged.
+        rc = unsafe { real(thread, attr, start, arg) };
+    }
+    if DEBUG.load(Ordering::Relaxed) {
+        match place {
+            Some(i) => debug(format_args!(
+                "pthread_create #{call} -> place {i} (CPUs {}){}",
+                MaskList(mask),
+                if refused {
+                    ": refused, created unpinned"
+                } else {
+                    ""
+                }
+            )),
+            None => debug(format_args!(
+                "pthread_create #{call} -> skipped (CPUs {})",
+                MaskList(mask)
+            )),
+        }
+    }
+    rc
+}
+
+/// Initialises `copy` with every attribute of `attr` (or the defaults when `attr` is null)
+/// except the CPU set, which the caller sets next. Returns 0, or the error of the first call
+/// that failed (then `copy` is destroyed again).
+///
+/// # Safety
+///
+/// `attr` is null or initialised attributes; `copy` points to writable storage for attributes.
+unsafe fn copy_attributes(
+    attr: *const libc::pthread_attr_t,
+    copy: *mut libc::pthread_attr_t,
+    plan: &Active,
+) -> c_int {
+    // SAFETY: `copy` is writable storage for attributes.
+    let rc = unsafe { libc::pthread_attr_init(copy) };
+    if rc != 0 || attr.is_null() {
+        return rc;
+    }
+    // SAFETY: `attr` is initialised attributes and `copy` was just initialised; each getter
+    // writes one value of the type its setter takes.
+    let rc = unsafe { copy_each(attr, copy, plan) };
+    if rc != 0 {
+        // SAFETY: `copy` is initialised.
+        unsafe { libc::pthread_attr_destroy(copy) };
+    }
+    rc
+}
+
+/// The attribute-by-attribute copy of [`copy_attributes`].
+///
+/// # Safety
+///
+/// `attr` and `copy` are initialised attributes.
+unsafe fn copy_each(
+    attr: *const libc::pthread_attr_t,
+    copy: *mut libc::pthread_attr_t,
+    plan: &Active,
+) -> c_int {
+    macro_rules! try_rc {
+        ($e:expr) => {
+            match $e {
+                0 => {}
+                rc => return rc,
+            }
+        };
+    }
+    let mut int: c_int = 0;
+    let mut size: libc::size_t = 0;
+    let mut addr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: both attribute objects are initialised (the caller's promise); every
+    // out-pointer is a live local of the type the getter writes; zeroed `sched_param` and
+    // `sigset_t` are valid values of those plain C structs.
+    unsafe {
+        try_rc!(pthread_attr_getdetachstate(attr, &mut int));
+        try_rc!(libc::pthread_attr_setdetachstate(copy, int));
+        try_rc!(libc::pthread_attr_getinheritsched(attr, &mut int));
+        try_rc!(libc::pthread_attr_setinheritsched(copy, int));
+        // The policy before the parameters: glibc checks the priority against the policy.
+        try_rc!(libc::pthread_attr_getschedpolicy(attr, &mut int));
+        try_rc!(libc::pthread_attr_setschedpolicy(copy, int));
+        let mut param = MaybeUninit::<libc::sched_param>::zeroed().assume_init();
+        try_rc!(libc::pthread_attr_getschedparam(attr, &mut param));
+        try_rc!(libc::pthread_attr_setschedparam(copy, &param));
+        // The contention scope is left out: Linux has only PTHREAD_SCOPE_SYSTEM.
+        try_rc!(libc::pthread_attr_getguardsize(attr, &mut size));
+        try_rc!(libc::pthread_attr_setguardsize(copy, size));
+        try_rc!(pthread_attr_getstackaddr(attr, &mut addr));
+        if addr.is_null() {
+            // glibc reports its default size when none was set, which is what a size of 0
+            // would have meant.
+            try_rc!(libc::pthread_attr_getstacksize(attr, &mut size));
+            try_rc!(libc::pthread_attr_setstacksize(copy, size));
+        } else {
+            try_rc!(libc::pthread_attr_getstack(attr, &mut addr, &mut size));
+            try_rc!(libc::pthread_attr_setstack(copy, addr, size));
+        }
+        if let (Some(get), Some(set)) = (plan.get_sigmask, plan.set_sigmask) {
+            let mut mask = MaybeUninit::<libc::sigset_t>::zeroed().assume_init();
+            match get(attr, &mut mask) {
+                0 => try_rc!(set(copy, &mask)),
+                PTHREAD_ATTR_NO_SIGMASK_NP => {}
+                rc => return rc,
+            }
+        }
+    }
+    0
+}
+
+/// Writes `coretune-pin: <message>` to stderr when `CORETUNE_PIN_DEBUG=1`, formatted in a
+/// buffer on the stack (no allocation) and written with one `write(2)`.
+fn debug(message: std::fmt::Arguments<'_>) {
+    if !DEBUG.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut line = Line::default();
+    let _ = write!(line, "coretune-pin[{}]: {message}", std::process::id());
+    line.push(b"\n");
+    // SAFETY: writes `line.len` initialised bytes of `line.buf` to fd 2.
+    let _ = unsafe { libc::write(2, line.buf.as_ptr().cast(), line.len) };
+}
+
+/// A line of at most 512 bytes; what does not fit is cut (with `...`).
+struct Line {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Self {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+}
+
+impl Line {
+    fn push(&mut self, bytes: &[u8]) {
+        let room = self.buf.len() - 4 - self.len.min(self.buf.len() - 4);
+        if bytes.len() > room {
+            self.buf[self.len..self.len + room].copy_from_slice(&bytes[..room]);
+            self.len += room;
+            self.buf[self.len..self.len + 3].copy_from_slice(b"...");
+            self.len += 3;
+        } else {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+    }
+}
+
+impl std::fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.len + 4 >= self.buf.len() {
+            return Ok(());
+        }
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// A mask shown as a CPU list (`0-3,8`).
+struct MaskList<'a>(&'a [libc::c_ulong]);
+
+impl std::fmt::Display for MaskList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bit = |c: usize| self.0[c / WORD_BITS] & (1 << (c % WORD_BITS)) != 0;
+        let end = self.0.len() * WORD_BITS;
+        let mut c = 0;
+        let mut first = true;
+        while c < end {
+            if !bit(c) {
+                c += 1;
+                continue;
+            }
+            let mut last = c;
+            while last + 1 < end && bit(last + 1) {
+                last += 1;
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if last > c {
+                write!(f, "{c}-{last}")?;
+            } else {
+                write!(f, "{c}")?;
+            }
+            c = last + 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn mask_lists_and_cut_lines() {
+        let mask = [0b1011_0111 as libc::c_ulong, 1];
+        assert_eq!(
+            MaskList(&mask).to_string(),
+            format!("0-2,4-5,7,{WORD_BITS}")
+        );
+        let mut line = Line::default();
+        let long = "x".repeat(600);
+        let _ = write!(line, "{long}");
+        assert!(line.len <= 512 && line.buf[..line.len].ends_with(b"..."));
+    }
+}
