@@ -117,6 +117,31 @@ struct Machine {
     input: String,
     /// PUs (an upper bound on OS indexes for the corpus' small files).
     pus: usize,
+    /// What `--if` names for it: `synthetic` or `xml`.
+    format: &'static str,
+}
+
+/// The topology input in one of hwloc's spellings (`-i`, `--input`), with `--if`/`--input-format`
+/// sometimes, and sometimes the wrong format (hwloc's tools fail on it, status 1).
+fn input_args() -> impl Strategy<Value = (u8, bool)> {
+    (0u8..6, proptest::bool::weighted(0.1))
+}
+
+fn spell_input(m: &Machine, (style, wrong): (u8, bool)) -> Vec<String> {
+    let format = match (m.format, wrong) {
+        ("xml", true) => "synthetic",
+        (_, true) => "xml",
+        (f, false) => f,
+    };
+    let mut args = Vec::new();
+    match style {
+        3 => args.extend(["--if".to_owned(), format.to_owned()]),
+        4 => args.extend(["--input-format".to_owned(), format.to_owned()]),
+        _ => {}
+    }
+    let flag = if style % 2 == 0 { "-i" } else { "--input" };
+    args.extend([flag.to_owned(), m.input.clone()]);
+    args
 }
 
 fn synthetic() -> impl Strategy<Value = Machine> {
@@ -162,6 +187,7 @@ fn synthetic() -> impl Strategy<Value = Machine> {
                 Machine {
                     input: parts.join(" "),
                     pus,
+                    format: "synthetic",
                 }
             },
         )
@@ -173,6 +199,7 @@ fn corpus() -> impl Strategy<Value = Machine> {
         .map(|f| Machine {
             input: util::fixture(&f),
             pus: 512,
+            format: "xml",
         })
         .collect();
     proptest::sample::select(files)
@@ -180,7 +207,11 @@ fn corpus() -> impl Strategy<Value = Machine> {
 
 /// The corpus files with PCI and OS devices (`tests/data/topologies/io/`).
 fn with_devices() -> impl Strategy<Value = Machine> {
-    proptest::sample::select(util::io_files()).prop_map(|input| Machine { input, pus: 128 })
+    proptest::sample::select(util::io_files()).prop_map(|input| Machine {
+        input,
+        pus: 128,
+        format: "xml",
+    })
 }
 
 fn machine() -> impl Strategy<Value = Machine> {
@@ -424,14 +455,15 @@ fn calc_case() -> impl Strategy<Value = (Vec<String>, Option<String>)> {
         let pus = m.pus;
         (
             Just(m),
+            input_args(),
             calc_topology_options(pus),
             proptest::collection::vec(calc_option(), 0..3),
             proptest::collection::vec(location(pus), 0..4),
             any::<u8>(),
             proptest::collection::vec(proptest::collection::vec(location(pus), 0..3), 1..4),
         )
-            .prop_map(|(m, topo, options, locations, shuffle, lines)| {
-                let mut args = vec!["-i".to_owned(), m.input];
+            .prop_map(|(m, spelling, topo, options, locations, shuffle, lines)| {
+                let mut args = spell_input(&m, spelling);
                 args.extend(topo);
                 let mut items: Vec<Vec<String>> = options;
                 items.extend(locations.iter().map(|l| vec![l.clone()]));
@@ -462,8 +494,17 @@ fn distrib_case() -> impl Strategy<Value = Vec<String>> {
     machine().prop_flat_map(|m| {
         let pus = m.pus.min(64);
         let option = prop_oneof![
-            proptest::sample::select(vec!["--single", "--reverse", "--taskset", "-v"])
-                .prop_map(|f| vec![f.to_owned()]),
+            proptest::sample::select(vec![
+                "--single",
+                "--reverse",
+                "--taskset",
+                "-v",
+                "--disallowed"
+            ])
+            .prop_map(|f| vec![f.to_owned()]),
+            proptest::sample::select(vec!["0", "1", "3", "bynodeset", "foo"])
+                .prop_map(|f| vec!["--restrict-flags".to_owned(), f.to_owned()]),
+            bitmap(pus).prop_map(|b| vec!["--restrict".to_owned(), format!("nodeset={b}")]),
             (
                 proptest::sample::select(vec!["--from", "--to", "--at", "--ignore"]),
                 proptest::sample::select(DISTRIB_TYPES)
@@ -477,16 +518,17 @@ fn distrib_case() -> impl Strategy<Value = Vec<String>> {
                 .prop_map(|s| s.split(' ').filter(|w| !w.is_empty()).map(str::to_owned).collect()),
         ];
         (
-            Just(m.input),
+            Just(m),
+            input_args(),
             proptest::collection::vec(option, 0..4),
             number,
             any::<u8>(),
         )
-            .prop_map(|(input, options, number, at)| {
+            .prop_map(|(m, spelling, options, number, at)| {
                 let mut items: Vec<Vec<String>> = options;
                 let k = usize::from(at) % (items.len() + 1);
                 items.insert(k, number);
-                let mut args = vec!["-i".to_owned(), input];
+                let mut args = spell_input(&m, spelling);
                 args.extend(items.concat());
                 args
             })
@@ -525,5 +567,77 @@ proptest! {
             return Ok(());
         }
         compare("hwloc-distrib", "distrib", &args, None)?;
+    }
+}
+
+/// hwloc-calc's `-H` output read back: what `hwloc-calc -H a.b LOC` prints
+/// (`Package:0.Core:1 ...`) given back as locations, on the command line and on standard input,
+/// with another `-H` or `-I` sometimes.
+fn hierarchical_case() -> impl Strategy<Value = (String, Vec<String>, Vec<String>)> {
+    let levels = proptest::sample::select(vec![
+        "pack.core",
+        "package.numa.core",
+        "core.pu",
+        "l3.core.pu",
+        "group.pu",
+        "die.l2",
+        "numa.pu",
+        "pack.l1i",
+    ]);
+    let output = proptest::sample::select(vec![
+        vec![],
+        vec!["-H".to_owned(), "core.pu".to_owned()],
+        vec!["-I".to_owned(), "pu".to_owned()],
+        vec!["--taskset".to_owned()],
+    ]);
+    machine().prop_flat_map(move |m| {
+        let pus = m.pus;
+        (
+            Just(m.input),
+            levels.clone(),
+            proptest::collection::vec(
+                prop_oneof![
+                    2 => bitmap(pus),
+                    2 => (proptest::sample::select(vec!["pu", "core", "l2", "numa"]), range(false))
+                        .prop_map(|(t, r)| format!("{t}:{r}")),
+                    1 => location(pus),
+                ],
+                1..3,
+            ),
+            output.clone(),
+        )
+            .prop_map(|(input, levels, locations, output)| {
+                let mut first = vec!["-H".to_owned(), levels.to_owned()];
+                first.extend(locations);
+                (input, first, output)
+            })
+    })
+}
+
+proptest! {
+    // Each case runs hwloc-calc once, then both tools twice when it printed objects (about a
+    // third of the cases): 100 cases, a few seconds.
+    #![proptest_config(ProptestConfig { cases: cases(100), ..ProptestConfig::default() })]
+
+    #[test]
+    fn calc_reads_back_what_hwloc_calc_h_prints((input, first, output) in hierarchical_case()) {
+        if !hwloc_installed() {
+            return Ok(());
+        }
+        let mut args = vec!["-i".to_owned(), input.clone()];
+        args.extend(first);
+        let Some(printed) = run("hwloc-calc", &[], &args, None) else {
+            return Ok(());
+        };
+        let words: Vec<String> = printed.stdout.split_whitespace().map(str::to_owned).collect();
+        if printed.status != 0 || words.is_empty() {
+            return Ok(());
+        }
+        let mut again = vec!["-i".to_owned(), input];
+        again.extend(output);
+        let stdin = format!("{}\n", words.join(" "));
+        compare("hwloc-calc", "calc", &again, Some(&stdin))?;
+        again.extend(words);
+        compare("hwloc-calc", "calc", &again, None)?;
     }
 }
