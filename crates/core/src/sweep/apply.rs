@@ -30,7 +30,7 @@ use super::target::Target;
 use crate::cpuset::{Format, ObjKind, format_list};
 use crate::placement::{Binding, Placement};
 use crate::topology::{Topology, set_to_vec};
-use crate::workload::Size;
+use crate::workload::{Size, WorkloadSpec};
 
 /// The lines that apply `config` of a sweep of `target` on `topology` (empty when the
 /// configuration cannot be placed there).
@@ -59,13 +59,7 @@ pub fn apply_lines(
     let mut lines = Vec::new();
     let cmd = match target {
         Target::Workload { spec, .. } => {
-            let mut extra = String::new();
-            if spec.size != Size::Default {
-                extra.push_str(&format!(" --size {}", spec.size));
-            }
-            if let Some(r) = spec.rays {
-                extra.push_str(&format!(" --rays {r}"));
-            }
+            let extra = workload_flags(spec);
             let cmd = format!(
                 "coretune bench {} --threads {n} --place {}{cpus_flag}{throttle_flag}{extra}",
                 spec.name, config.place
@@ -105,6 +99,37 @@ pub fn apply_lines(
     }
     lines.extend(scheduler_lines(topology, config, &placement, &cmd));
     lines
+}
+
+/// `bench`'s options that make its workload the one the sweep measured: the size and every
+/// parameter set (a recommendation for `--count 1000` must not be run at the default count).
+fn workload_flags(spec: &WorkloadSpec) -> String {
+    let mut flags = Vec::new();
+    if spec.size != Size::Default {
+        flags.push(format!("--size {}", spec.size));
+    }
+    let numbers = [
+        ("rays", spec.rays.map(|v| v as u64)),
+        ("mib", spec.mib.map(|v| v as u64)),
+        ("tasks", spec.tasks.map(|v| v as u64)),
+        ("compute-us", spec.compute_us),
+        ("block-us", spec.block_us),
+        ("count", spec.count),
+        ("repeat", spec.repeat),
+        ("items", spec.items.map(|v| v as u64)),
+    ];
+    for (flag, value) in numbers {
+        if let Some(v) = value {
+            flags.push(format!("--{flag} {v}"));
+        }
+    }
+    if let Some(pool) = &spec.pool {
+        flags.push(format!("--pool {pool}"));
+    }
+    if spec.batch {
+        flags.push("--batch".into());
+    }
+    flags.iter().map(|f| format!(" {f}")).collect()
 }
 
 /// The Slurm, Kubernetes and Docker lines for `config` placed as `placement`, running `cmd`
@@ -212,7 +237,6 @@ mod test {
     use crate::placement::Policy;
     use crate::sweep::{Cpus, ThrottleSpec};
     use crate::topology::TopologySource;
-    use crate::workload::WorkloadSpec;
 
     fn topo(synthetic: &str) -> Topology {
         Topology::load(&TopologySource::Synthetic(synthetic.into())).unwrap()
@@ -326,6 +350,8 @@ mod test {
             spec: WorkloadSpec {
                 name: "sum".into(),
                 size: Size::Small,
+                count: Some(1000),
+                repeat: Some(3),
                 ..WorkloadSpec::default()
             },
             description: String::new(),
@@ -339,7 +365,7 @@ mod test {
         assert_eq!(
             find(&l, "srun")[0],
             "srun --whole --cpu-bind=mask_cpu:0x2 coretune bench sum --threads 1 --place compact \
-             --cpus 'pu:1' --size small   # one process; its threads on CPUs 1"
+             --cpus 'pu:1' --size small --count 1000 --repeat 3   # one process; its threads on CPUs 1"
         );
     }
 }
