@@ -168,6 +168,18 @@ fn check_topology(input: Option<&str>, xml: &str) -> usize {
         compared += check(input, "all", &["-N", level]);
         compared += check(input, "all", &["-I", level]);
     }
+    // -v names each matched I/O object by the bus id hwloc-calc reads from its attributes (a
+    // bridge's upstream side, an OS device's type number as the domain).
+    for level in [
+        "bridge",
+        "pcidev",
+        "osdev",
+        "osdev[gpu]",
+        "osdev[net]",
+        "osdev[coproc]",
+    ] {
+        compared += check(input, &format!("{level}:all"), &["-v"]);
+    }
     compared
 }
 

@@ -814,15 +814,7 @@ fn iodev_by_index<'t>(
             continue;
         }
         if ctx.verbose > 0 {
-            let (domain, bus, dev, func) = match obj.attributes() {
-                Some(ObjectAttributes::PCIDevice(p)) => (
-                    u32::from(p.domain()),
-                    p.bus_id(),
-                    p.bus_device(),
-                    p.function(),
-                ),
-                _ => (0, 0, 0, 0),
-            };
+            let (domain, bus, dev, func) = bus_id_as_hwloc_calc_reads(obj);
             ctx.msgs.push(Message::Stdout(format!(
                 "using matching PCI object #{} bus id {domain:04x}:{bus:02x}:{dev:02x}.{func:01x}",
                 i - 1
@@ -839,6 +831,33 @@ fn iodev_by_index<'t>(
         first = range.step as i32 - 1;
     }
     Some(out)
+}
+
+/// The bus id hwloc-calc's `-v` prints for a matched I/O object: it reads the object's attributes
+/// as a PCI device's whatever the object is. A PCI device gives its own; a bridge, its upstream
+/// PCI side (zeros for a host bridge); an OS device, its device type number as the domain (the
+/// first field of both attribute structs) and zeros after it.
+fn bus_id_as_hwloc_calc_reads(obj: &TopologyObject) -> (u32, u8, u8, u8) {
+    use hwlocality::object::attributes::UpstreamAttributes;
+    match obj.attributes() {
+        Some(ObjectAttributes::PCIDevice(p)) => (
+            u32::from(p.domain()),
+            p.bus_id(),
+            p.bus_device(),
+            p.function(),
+        ),
+        Some(ObjectAttributes::Bridge(b)) => match b.upstream_attributes() {
+            Some(UpstreamAttributes::PCI(p)) => (
+                u32::from(p.domain()),
+                p.bus_id(),
+                p.bus_device(),
+                p.function(),
+            ),
+            None => (0, 0, 0, 0),
+        },
+        Some(ObjectAttributes::OSDevice(o)) => (u32::from(o.device_type()), 0, 0, 0),
+        _ => (0, 0, 0, 0),
+    }
 }
 
 /// `sscanf(s, "%x...")` for hwloc's bus ids: each `%x` skips white space and reads a hex number
