@@ -330,39 +330,43 @@ impl Topology {
         }
         // hwlocality 1.0.0-alpha.13 cannot pass REMOVE_CPULESS/REMOVE_MEMLESS through (its
         // REMOVE_EMPTIED is all bits, which hwloc refuses), so they are a second restriction:
-        // by nodeset to the nodes that kept CPUs, or by cpuset to the PUs that kept memory.
+        // by nodeset to the nodes that kept CPUs, or by cpuset to the PUs that kept memory. Both
+        // run on a copy: when the second is refused (hwloc refuses the whole call, e.g. when
+        // the nodes left are all disallowed) the topology stays as it was.
+        let mut work = self.hwloc.clone();
         let ok = if by_nodeset {
             let nodes = NodeSet::from(set.clone());
-            let mut ok = self.hwloc.edit(|e| e.restrict(&nodes, restrict).is_ok());
+            let mut ok = work.edit(|e| e.restrict(&nodes, restrict).is_ok());
             if ok && flags & REMOVE_MEMLESS != 0 {
                 let mut keep = CpuSet::new();
-                for pu in self.hwloc.objects_with_type(ObjectType::PU) {
+                for pu in work.objects_with_type(ObjectType::PU) {
                     if pu.nodeset().is_some_and(|n| !n.is_empty()) {
                         if let Some(c) = pu.cpuset() {
                             keep |= &*c;
                         }
                     }
                 }
-                ok = self.hwloc.edit(|e| e.restrict(&keep, restrict).is_ok());
+                ok = work.edit(|e| e.restrict(&keep, restrict).is_ok());
             }
             ok
         } else {
             let cpus = CpuSet::from(set.clone());
-            let mut ok = self.hwloc.edit(|e| e.restrict(&cpus, restrict).is_ok());
+            let mut ok = work.edit(|e| e.restrict(&cpus, restrict).is_ok());
             if ok && flags & REMOVE_CPULESS != 0 {
                 let mut keep = NodeSet::new();
-                for node in self.hwloc.objects_with_type(ObjectType::NUMANode) {
+                for node in work.objects_with_type(ObjectType::NUMANode) {
                     if node.cpuset().is_some_and(|c| !c.is_empty()) {
                         if let Some(n) = node.nodeset() {
                             keep |= &*n;
                         }
                     }
                 }
-                ok = self.hwloc.edit(|e| e.restrict(&keep, restrict).is_ok());
+                ok = work.edit(|e| e.restrict(&keep, restrict).is_ok());
             }
             ok
         };
         if ok {
+            self.hwloc = work;
             Ok(())
         } else {
             Err(RestrictError::NothingLeft)
@@ -898,6 +902,23 @@ mod test {
         ] {
             assert_eq!(kind.to_string(), ty.to_string());
         }
+    }
+
+    #[test]
+    fn a_refused_restriction_leaves_the_topology_as_it_was() {
+        // PU 12's NUMA node is disallowed in this file: with REMOVE_CPULESS (1) hwloc refuses
+        // the whole call (hwloc-calc then answers on the unrestricted machine); without it the
+        // restriction stands.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../tests/data/topologies/amd-opteron-865-8p-8numa-cpuset-disallowed-10of16pu.xml",
+        );
+        let mut topo = Topology::load(&TopologySource::XmlFile(path)).unwrap();
+        let before = topo.cpuset();
+        let pu12 = Bitmap::from_range(12..=12);
+        assert!(topo.restrict(&pu12, 1).is_err());
+        assert_eq!(topo.cpuset(), before);
+        topo.restrict(&pu12, 0).unwrap();
+        assert_eq!(topo.cpuset(), CpuSet::from(pu12));
     }
 
     #[test]

@@ -838,21 +838,15 @@ fn iodev_by_index<'t>(
 /// PCI side (zeros for a host bridge); an OS device, its device type number as the domain (the
 /// first field of both attribute structs) and zeros after it.
 fn bus_id_as_hwloc_calc_reads(obj: &TopologyObject) -> (u32, u8, u8, u8) {
-    use hwlocality::object::attributes::UpstreamAttributes;
+    use hwlocality::object::attributes::{PCIDeviceAttributes, UpstreamAttributes};
+    let pci = |p: &PCIDeviceAttributes| {
+        let domain = u32::from(p.domain());
+        (domain, p.bus_id(), p.bus_device(), p.function())
+    };
     match obj.attributes() {
-        Some(ObjectAttributes::PCIDevice(p)) => (
-            u32::from(p.domain()),
-            p.bus_id(),
-            p.bus_device(),
-            p.function(),
-        ),
+        Some(ObjectAttributes::PCIDevice(p)) => pci(p),
         Some(ObjectAttributes::Bridge(b)) => match b.upstream_attributes() {
-            Some(UpstreamAttributes::PCI(p)) => (
-                u32::from(p.domain()),
-                p.bus_id(),
-                p.bus_device(),
-                p.function(),
-            ),
+            Some(UpstreamAttributes::PCI(p)) => pci(p),
             None => (0, 0, 0, 0),
         },
         Some(ObjectAttributes::OSDevice(o)) => (u32::from(o.device_type()), 0, 0, 0),
