@@ -112,3 +112,46 @@ fn throttle_is_a_limit_or_adaptive_and_adaptive_runs_log_a_trace() {
         "{stderr}"
     );
 }
+
+/// `bench --place` reaches the pool's workers for every pool-based workload: worker `i` is only
+/// ever seen on the CPU `coretune place` planned for thread `i` (4 workers, wrapping around the
+/// CPUs this process may use).
+#[test]
+fn placed_workers_run_where_place_planned() {
+    let planned = util::planned_bound(4, "round-robin", "pu");
+    for workload in ["raymesh", "membw", "mixed", "sum"] {
+        let json = util::json(&[
+            "bench",
+            workload,
+            "--size",
+            "small",
+            "--threads",
+            "4",
+            "--place",
+            "round-robin",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ]);
+        assert_eq!(json["verified"], true, "{json}");
+        let threads = json["runs"][0]["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 4, "{json}");
+        for t in threads {
+            let worker = usize::try_from(t["worker"].as_u64().unwrap()).unwrap();
+            let seen: Vec<usize> = t["cpus_seen"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|cpu| cpu.parse().unwrap())
+                .collect();
+            assert!(!seen.is_empty(), "{workload}: {t}");
+            assert!(
+                seen.iter().all(|cpu| planned[worker].contains(cpu)),
+                "{workload}: worker {worker} planned on {:?}, seen on {seen:?}",
+                planned[worker]
+            );
+        }
+    }
+}

@@ -129,34 +129,7 @@ fn reports(out: &Output) -> Vec<Report> {
 
 /// What `coretune place` plans: each thread's CPUs.
 fn planned(threads: usize, policy: &str) -> Vec<Vec<usize>> {
-    planned_bound(threads, policy, "pu")
-}
-
-/// [`planned`] with each thread's set widened as `--bind` says.
-fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
-    let plan = util::json(&[
-        "place",
-        "--threads",
-        &threads.to_string(),
-        "--policy",
-        policy,
-        "--bind",
-        bind,
-        "--json",
-    ]);
-    plan["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["pus"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| usize::try_from(c.as_u64().unwrap()).unwrap())
-                .collect()
-        })
-        .collect()
+    util::planned_bound(threads, policy, "pu")
 }
 
 /// likwid-pin's assignment, written out independently of coretune's code: the main thread on
@@ -258,7 +231,7 @@ fn c_threads_get_their_places_below_at_and_above_the_pus() {
         .args(["2", "50"])
         .output()
         .unwrap();
-    let want = planned_bound(2, "cores", "core");
+    let want = util::planned_bound(2, "cores", "core");
     assert_placed("--bind core", &reports(&out), &want);
 }
 

@@ -224,24 +224,41 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// A start hook that binds worker `i` (its calling thread) to thread `i`'s CPU set, wrapping
-    /// around past the last thread. `None` for the `os` policy over the whole machine: the
-    /// workers then keep this process's own affinity (binding them to "all PUs" could widen a
-    /// `taskset` the user started coretune under).
-    ///
-    /// The hook panics with a message naming the worker and its CPUs if the kernel refuses the
-    /// binding; the workload harness turns that into an error for the run.
-    pub fn pin_hook(&self, topology: &Topology) -> Option<crate::workload::StartHook> {
-        let sets = self.cpusets();
-        if sets.is_empty() || (!self.is_pinned() && sets.iter().all(|s| *s == topology.cpuset())) {
+    /// Each thread's CPUs, for a pool's workers (`coretune_pool::ThreadPoolBuilder::cpus`:
+    /// worker `i` on set `i`, wrapping around). `None` for the `os` policy over the whole
+    /// machine: the workers then keep this process's own affinity (binding them to "all PUs"
+    /// could widen a `taskset` the user started coretune under).
+    pub fn pool_cpus(&self, topology: &Topology) -> Option<Vec<Vec<usize>>> {
+        let whole = set_to_vec(&topology.cpuset());
+        if self.is_empty() || (!self.is_pinned() && self.threads.iter().all(|t| t.pus == whole)) {
             return None;
         }
-        Some(std::sync::Arc::new(move |worker: usize| {
-            let set = &sets[worker % sets.len()];
-            if let Err(e) = crate::sys::set_task_affinity(0, set) {
-                panic!("pinning worker {worker} to CPUs {set}: {e}");
-            }
-        }))
+        Some(self.thread_cpus())
+    }
+
+    /// A coretune-pool builder for this placement: one worker per thread, worker `i` pinned to
+    /// thread `i`'s CPUs ([`Placement::pool_cpus`]) and stealing from the others nearest first
+    /// ([`Placement::steal_orders`]).
+    ///
+    /// ```
+    /// use coretune_core::{plan, Binding, Policy, Topology, TopologySource};
+    ///
+    /// let topo = Topology::load(&TopologySource::Synthetic("pack:1 l3:2 core:3 pu:1".into()))?;
+    /// let placement = plan(&topo, 6, Policy::Compact, None, Binding::Pu)?;
+    /// // Thread 2 steals from threads 0 and 1, which share its L3 cache, before 3, 4, 5.
+    /// assert_eq!(placement.steal_orders()[2], vec![0, 1, 3, 4, 5]);
+    /// let builder = placement.pool_builder(&topo); // `.build()` pins the workers
+    /// # let _ = builder;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pool_builder(&self, topology: &Topology) -> coretune_pool::ThreadPoolBuilder {
+        let builder = coretune_pool::ThreadPoolBuilder::new()
+            .num_threads(self.len())
+            .steal_order(self.steal_orders());
+        match self.pool_cpus(topology) {
+            Some(cpus) => builder.cpus(cpus),
+            None => builder,
+        }
     }
 
     /// Number of threads.

@@ -50,6 +50,11 @@ mod sys;
 mod throttle;
 mod worker;
 
+// The README's examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, TraceSample};
@@ -63,10 +68,19 @@ use worker::WorkerThread;
 
 /// A work-stealing thread pool. Dropping it runs every queued task, then joins the
 /// workers.
+///
+/// ```
+/// let pool = coretune_pool::ThreadPool::new(2)?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.spawn(move || tx.send("done").unwrap());
+/// assert_eq!(rx.recv()?, "done");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct ThreadPool {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
+    cpus: Option<Vec<Vec<usize>>>,
 }
 
 impl ThreadPool {
@@ -75,20 +89,72 @@ impl ThreadPool {
     /// # Errors
     ///
     /// If the OS refuses to start a thread.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// assert_eq!(pool.num_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(num_threads: usize) -> Result<Self, ThreadPoolBuildError> {
         ThreadPoolBuilder::new().num_threads(num_threads).build()
     }
 
-    pub(crate) fn from_parts(registry: Arc<Registry>, threads: Vec<JoinHandle<()>>) -> Self {
-        ThreadPool { registry, threads }
+    pub(crate) fn from_parts(
+        registry: Arc<Registry>,
+        threads: Vec<JoinHandle<()>>,
+        cpus: Option<Vec<Vec<usize>>>,
+    ) -> Self {
+        ThreadPool {
+            registry,
+            threads,
+            cpus,
+        }
     }
 
     /// Number of workers.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(0)?; // one per available CPU
+    /// assert!(pool.num_threads() >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_threads(&self) -> usize {
         self.registry.num_threads()
     }
 
+    /// The CPUs worker `index` was pinned to ([`ThreadPoolBuilder::cpus`]); `None` for
+    /// an unpinned pool or an index out of range.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// assert_eq!(pool.worker_cpus(0), None); // not pinned
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_cpus(&self, index: usize) -> Option<&[usize]> {
+        self.cpus.as_ref()?.get(index).map(Vec::as_slice)
+    }
+
+    /// Worker `index`'s steal order: the workers it steals from, nearest first
+    /// ([`ThreadPoolBuilder::steal_order`]); empty for an index out of range.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(3)?;
+    /// assert_eq!(pool.steal_order(0), &[1, 2]); // the default: round-robin
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn steal_order(&self, index: usize) -> &[usize] {
+        self.registry.steal_order(index)
+    }
+
     /// Index of the current thread if it is a worker of this pool.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// assert_eq!(pool.current_thread_index(), None); // the caller is no worker
+    /// let inside = pool.join(|| 0, || pool.current_thread_index());
+    /// assert!(inside.1.is_none_or(|i| i < 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn current_thread_index(&self) -> Option<usize> {
         WorkerThread::with_current(|worker| {
             worker
@@ -98,6 +164,16 @@ impl ThreadPool {
     }
 
     /// The throttle the pool was built with.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .throttle(Arc::new(coretune_pool::Throttle::new(1)))
+    ///     .build()?;
+    /// assert_eq!(pool.throttle().map(|t| t.limit()), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn throttle(&self) -> Option<&Arc<Throttle>> {
         self.registry.throttle.as_ref()
     }
@@ -107,6 +183,20 @@ impl ThreadPool {
     ///
     /// A panic in `task` does not kill the worker: the payload goes to the builder's
     /// [`panic_handler`](ThreadPoolBuilder::panic_handler), or is dropped.
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    ///
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let sum = Arc::new(AtomicU64::new(0));
+    /// for i in 1..=10 {
+    ///     let sum = Arc::clone(&sum);
+    ///     pool.spawn(move || { sum.fetch_add(i, Ordering::Relaxed); });
+    /// }
+    /// drop(pool); // waits for the queued tasks
+    /// assert_eq!(sum.load(Ordering::Relaxed), 55);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// The task must be `Send`:
     ///
@@ -150,6 +240,19 @@ impl ThreadPool {
     /// Runs `op` on the calling thread with a [`Scope`] whose spawned jobs may borrow
     /// from the caller; returns once all of them finished. If `op` or a job panicked,
     /// re-raises the panic (the body's first, else the first job's) after that.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let words = ["a", "bb", "ccc"];
+    /// let mut lengths = [0; 3];
+    /// pool.scope(|s| {
+    ///     for (len, word) in lengths.iter_mut().zip(words) {
+    ///         s.spawn(move |_| *len = word.len());
+    ///     }
+    /// });
+    /// assert_eq!(lengths, [1, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scope<'scope, OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&Scope<'scope>) -> R,

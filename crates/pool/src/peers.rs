@@ -9,9 +9,23 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 /// A boxed task, as both peers queue them.
+///
+/// ```
+/// let task: coretune_pool::peers::Task = Box::new(|| ());
+/// task();
+/// ```
 pub type Task = Box<dyn FnOnce() + Send>;
 
 /// Workers steal batches from one crossbeam `Injector`; idle workers yield (no sleep).
+///
+/// ```
+/// use coretune_pool::peers::{Countdown, InjectorPool};
+/// let pool = InjectorPool::new(2);
+/// let countdown = Countdown::leak(100);
+/// (0..100).for_each(|_| pool.spawn(move || countdown.item()));
+/// countdown.wait();
+/// assert_eq!(countdown.remaining(), 0);
+/// ```
 #[allow(missing_debug_implementations)]
 pub struct InjectorPool {
     shared: Arc<(Injector<Task>, AtomicBool)>,
@@ -20,6 +34,11 @@ pub struct InjectorPool {
 
 impl InjectorPool {
     /// Starts `n` workers.
+    ///
+    /// ```
+    /// let pool = coretune_pool::peers::InjectorPool::new(2);
+    /// pool.spawn(|| ());
+    /// ```
     pub fn new(n: usize) -> Self {
         let shared = Arc::new((Injector::<Task>::new(), AtomicBool::new(false)));
         let threads = (0..n)
@@ -50,6 +69,13 @@ impl InjectorPool {
     }
 
     /// Queues a task.
+    ///
+    /// ```
+    /// let pool = coretune_pool::peers::InjectorPool::new(1);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(7).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), 7);
+    /// ```
     pub fn spawn(&self, task: impl FnOnce() + Send + 'static) {
         self.shared.0.push(Box::new(task));
     }
@@ -69,6 +95,15 @@ impl Drop for InjectorPool {
 type MutexShared = (Mutex<(VecDeque<Task>, bool)>, Condvar);
 
 /// One `Mutex<VecDeque>` and a `Condvar`; idle workers block.
+///
+/// ```
+/// use coretune_pool::peers::{Countdown, MutexPool};
+/// let pool = MutexPool::new(2);
+/// let countdown = Countdown::leak(100);
+/// (0..100).for_each(|_| pool.spawn(move || countdown.item()));
+/// countdown.wait();
+/// assert_eq!(countdown.remaining(), 0);
+/// ```
 #[allow(missing_debug_implementations)]
 pub struct MutexPool {
     shared: Arc<MutexShared>,
@@ -77,6 +112,11 @@ pub struct MutexPool {
 
 impl MutexPool {
     /// Starts `n` workers.
+    ///
+    /// ```
+    /// let pool = coretune_pool::peers::MutexPool::new(2);
+    /// pool.spawn(|| ());
+    /// ```
     pub fn new(n: usize) -> Self {
         let shared = Arc::new((Mutex::new((VecDeque::<Task>::new(), false)), Condvar::new()));
         let threads = (0..n)
@@ -105,6 +145,13 @@ impl MutexPool {
     }
 
     /// Queues a task.
+    ///
+    /// ```
+    /// let pool = coretune_pool::peers::MutexPool::new(1);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn(move || tx.send(7).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), 7);
+    /// ```
     pub fn spawn(&self, task: impl FnOnce() + Send + 'static) {
         let mut queue = self.shared.0.lock().expect("no panics under the lock");
         queue.0.push_back(Box::new(task));
@@ -126,6 +173,15 @@ impl Drop for MutexPool {
 /// The benchmark's work item: each item decrements a shared counter and the one that brings it
 /// to zero wakes the waiting submitter. Used by the `spawn` benchmark and coretune's `spawn`
 /// workload, so both measure the same shape.
+///
+/// ```
+/// use coretune_pool::peers::{Countdown, InjectorPool};
+/// let pool = InjectorPool::new(2);
+/// let countdown = Countdown::leak(100);
+/// (0..100).for_each(|_| pool.spawn(move || countdown.item()));
+/// countdown.wait();
+/// assert_eq!(countdown.remaining(), 0);
+/// ```
 #[derive(Debug)]
 pub struct Countdown {
     remaining: AtomicUsize,
@@ -136,6 +192,11 @@ pub struct Countdown {
 impl Countdown {
     /// A countdown of `n` items, leaked so that `'static` tasks hold a plain reference (a
     /// reference count per task would be measured instead of the pool); 64 bytes per run.
+    ///
+    /// ```
+    /// let countdown = coretune_pool::peers::Countdown::leak(2);
+    /// assert_eq!(countdown.remaining(), 2);
+    /// ```
     pub fn leak(n: usize) -> &'static Countdown {
         Box::leak(Box::new(Countdown {
             remaining: AtomicUsize::new(n),
@@ -145,6 +206,12 @@ impl Countdown {
     }
 
     /// One work item.
+    ///
+    /// ```
+    /// let countdown = coretune_pool::peers::Countdown::leak(2);
+    /// countdown.item();
+    /// assert_eq!(countdown.remaining(), 1);
+    /// ```
     pub fn item(&self) {
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             *self
@@ -156,6 +223,15 @@ impl Countdown {
     }
 
     /// Waits until the last item ran.
+    ///
+    /// ```
+    /// let countdown = coretune_pool::peers::Countdown::leak(2);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| { countdown.item(); countdown.item(); });
+    ///     countdown.wait();
+    /// });
+    /// assert_eq!(countdown.remaining(), 0);
+    /// ```
     pub fn wait(&self) {
         let mut done = self
             .done
@@ -170,6 +246,13 @@ impl Countdown {
     }
 
     /// Items not yet run: 0 after every item ran once (an item run twice wraps it around).
+    ///
+    /// ```
+    /// let countdown = coretune_pool::peers::Countdown::leak(2);
+    /// countdown.item();
+    /// countdown.item();
+    /// assert_eq!(countdown.remaining(), 0);
+    /// ```
     pub fn remaining(&self) -> usize {
         self.remaining.load(Ordering::Acquire)
     }

@@ -71,6 +71,10 @@ impl Registry {
         self.stealers.len()
     }
 
+    pub(crate) fn steal_order(&self, index: usize) -> &[usize] {
+        self.steal_order.get(index).map_or(&[], Vec::as_slice)
+    }
+
     /// Queues one job: on the current worker's own deque if called from a worker of
     /// this pool, else on the calling thread's submitter queue. Wakes a sleeper if there
     /// is one.

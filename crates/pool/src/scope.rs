@@ -15,6 +15,14 @@ use std::sync::{Arc, Mutex};
 
 /// A scope in which jobs may borrow anything that outlives `'scope`; created by
 /// [`ThreadPool::scope`](crate::ThreadPool::scope).
+///
+/// ```
+/// let pool = coretune_pool::ThreadPool::new(2)?;
+/// let mut total = 0;
+/// pool.scope(|s| s.spawn(|_| total = 42));
+/// assert_eq!(total, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Scope<'scope> {
     inner: Arc<ScopeInner>,
     /// Invariant in `'scope`, as in rayon-core and `std::thread::Scope`, so the
@@ -85,6 +93,17 @@ impl<'scope> Scope<'scope> {
 
     /// Spawns many jobs with one wake-up check (see
     /// [`ThreadPool::spawn_batch`](crate::ThreadPool::spawn_batch)).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let hits = AtomicUsize::new(0);
+    /// pool.scope(|s| s.spawn_batch((0..100).map(|_| |_: &coretune_pool::Scope<'_>| {
+    ///     hits.fetch_add(1, Ordering::Relaxed);
+    /// })));
+    /// assert_eq!(hits.into_inner(), 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn spawn_batch<I>(&self, tasks: I)
     where
         I: IntoIterator,

@@ -1,8 +1,11 @@
-//! The pool's only system call: `membarrier(2)`, the heavy half of the asymmetric fence
-//! in the sleep protocol (`sleep.rs`, "Memory ordering").
+//! The pool's two system calls: `membarrier(2)`, the heavy half of the asymmetric fence
+//! in the sleep protocol (`sleep.rs`, "Memory ordering"), and `sched_setaffinity(2)`,
+//! which pins a worker to the CPUs its builder was given
+//! ([`ThreadPoolBuilder::cpus`](crate::ThreadPoolBuilder::cpus)).
 //!
 //! Elsewhere, or if the kernel refuses, [`register`] returns false and the protocol uses
-//! a symmetric `SeqCst` fence on both sides.
+//! a symmetric `SeqCst` fence on both sides; [`pin_current_thread`] fails with
+//! `Unsupported`.
 
 #[cfg(all(target_os = "linux", not(loom)))]
 mod imp {
@@ -29,6 +32,29 @@ mod imp {
     pub(crate) fn heavy_barrier() -> bool {
         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
     }
+
+    /// Binds the calling thread to `cpus` (OS CPU numbers).
+    pub(crate) fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+        const WORD_BITS: usize = libc::c_ulong::BITS as usize;
+        // A mask as long as the highest CPU needs, at least the size of `cpu_set_t`
+        // (the kernel takes any length of whole words).
+        let highest = cpus.iter().copied().max().unwrap_or(0);
+        let min_words = std::mem::size_of::<libc::cpu_set_t>() / (WORD_BITS / 8);
+        let mut words: Vec<libc::c_ulong> = vec![0; (highest / WORD_BITS + 1).max(min_words)];
+        for &cpu in cpus {
+            words[cpu / WORD_BITS] |= 1 << (cpu % WORD_BITS);
+        }
+        let bytes = std::mem::size_of_val(words.as_slice());
+        // SAFETY: `words` is a live buffer of `bytes` bytes, which the kernel only reads;
+        // `cpu_set_t` is an array of `unsigned long`, so the cast pointer is aligned.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, bytes, words.as_ptr().cast::<libc::cpu_set_t>()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
 }
 
 #[cfg(not(all(target_os = "linux", not(loom))))]
@@ -42,6 +68,14 @@ mod imp {
     pub(crate) fn heavy_barrier() -> bool {
         false
     }
+
+    /// No thread affinity here.
+    pub(crate) fn pin_current_thread(_cpus: &[usize]) -> std::io::Result<()> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "pinning threads is only implemented on Linux",
+        ))
+    }
 }
 
-pub(crate) use imp::{heavy_barrier, register};
+pub(crate) use imp::{heavy_barrier, pin_current_thread, register};

@@ -48,6 +48,13 @@ const CLOCK_CHECK_EVERY: u64 = 64;
 
 /// Settings of the adaptive (hill-climbing) limit; see the module docs for the
 /// algorithm. `Default` gives a 1..=available-parallelism climb.
+///
+/// ```
+/// use coretune_pool::{AdaptiveConfig, Throttle};
+/// let throttle = Throttle::adaptive(AdaptiveConfig { min: 1, max: 4, initial: 2, ..AdaptiveConfig::default() });
+/// assert_eq!(throttle.limit(), 2);
+/// assert!(throttle.is_adaptive());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptiveConfig {
     /// Smallest limit the climber may choose (at least 1).
@@ -85,6 +92,20 @@ impl Default for AdaptiveConfig {
 }
 
 /// One entry of the adaptive throttle's trace.
+///
+/// ```
+/// use coretune_pool::{AdaptiveConfig, Throttle};
+/// use std::time::Duration;
+/// let throttle = Throttle::adaptive(AdaptiveConfig {
+///     sample_interval: Duration::from_millis(1),
+///     ..AdaptiveConfig::default()
+/// });
+/// std::thread::sleep(Duration::from_millis(2));
+/// throttle.record_completions(10);
+/// throttle.sample();
+/// let first = throttle.trace()[0];
+/// assert!(first.at >= Duration::from_millis(1) && first.throughput > 0.0);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TraceSample {
     /// Time since the throttle was created.
@@ -133,6 +154,14 @@ pub struct Throttle {
 }
 
 /// Proof of holding one permit of a [`Throttle`]; dropping it releases the permit.
+///
+/// ```
+/// let throttle = coretune_pool::Throttle::new(1);
+/// let guard = throttle.acquire();
+/// assert_eq!(throttle.in_use(), 1);
+/// drop(guard);
+/// assert_eq!(throttle.in_use(), 0);
+/// ```
 #[derive(Debug)]
 #[must_use = "the permit is released as soon as the guard is dropped"]
 pub struct ThrottleGuard<'a> {
@@ -147,12 +176,23 @@ impl Drop for ThrottleGuard<'_> {
 
 impl Throttle {
     /// A throttle with a fixed limit (a `limit` of 0 is raised to 1).
+    ///
+    /// ```
+    /// assert_eq!(coretune_pool::Throttle::new(3).limit(), 3);
+    /// assert_eq!(coretune_pool::Throttle::new(0).limit(), 1);
+    /// ```
     pub fn new(limit: usize) -> Self {
         Self::with_sampler(limit.max(1), None)
     }
 
     /// A throttle whose limit climbs while measured throughput improves (see the
     /// module-level description of the algorithm).
+    ///
+    /// ```
+    /// use coretune_pool::{AdaptiveConfig, Throttle};
+    /// let throttle = Throttle::adaptive(AdaptiveConfig::default());
+    /// assert_eq!(throttle.limit(), 1); // the default climb starts at 1
+    /// ```
     pub fn adaptive(config: AdaptiveConfig) -> Self {
         let climber = HillClimb::new(config);
         let limit = climber.limit();
@@ -176,12 +216,30 @@ impl Throttle {
     }
 
     /// Waits for a permit.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(2);
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..4 {
+    ///         s.spawn(|| {
+    ///             let _permit = throttle.acquire();
+    ///             assert!(throttle.in_use() <= 2);
+    ///         });
+    ///     }
+    /// });
+    /// ```
     pub fn acquire(&self) -> ThrottleGuard<'_> {
         self.acquire_permit();
         ThrottleGuard { throttle: self }
     }
 
     /// Takes a permit if one is free right now.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(1);
+    /// let held = throttle.try_acquire();
+    /// assert!(held.is_some() && throttle.try_acquire().is_none());
+    /// ```
     pub fn try_acquire(&self) -> Option<ThrottleGuard<'_>> {
         let mut permits = lock(&self.permits);
         if permits.in_use < permits.limit {
@@ -212,17 +270,37 @@ impl Throttle {
     }
 
     /// The current limit.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(4);
+    /// throttle.set_limit(2);
+    /// assert_eq!(throttle.limit(), 2);
+    /// ```
     pub fn limit(&self) -> usize {
         lock(&self.permits).limit
     }
 
     /// Permits currently held.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(4);
+    /// let _a = throttle.acquire();
+    /// let _b = throttle.acquire();
+    /// assert_eq!(throttle.in_use(), 2);
+    /// ```
     pub fn in_use(&self) -> usize {
         lock(&self.permits).in_use
     }
 
     /// Sets the limit (0 is raised to 1). In adaptive mode the climber may move it again
     /// at its next decision.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(1);
+    /// let _held = throttle.acquire();
+    /// throttle.set_limit(2); // a waiter could take the second permit now
+    /// assert!(throttle.try_acquire().is_some());
+    /// ```
     pub fn set_limit(&self, limit: usize) {
         let mut permits = lock(&self.permits);
         permits.limit = limit.max(1);
@@ -230,12 +308,23 @@ impl Throttle {
     }
 
     /// True if the limit is adaptive.
+    ///
+    /// ```
+    /// assert!(!coretune_pool::Throttle::new(2).is_adaptive());
+    /// ```
     pub fn is_adaptive(&self) -> bool {
         self.sampler.is_some()
     }
 
     /// Reports `n` finished work items. In adaptive mode this also takes a throughput
     /// sample when `sample_interval` has passed and may move the limit by one.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(2);
+    /// throttle.record_completions(3);
+    /// throttle.record_completions(1);
+    /// assert_eq!(throttle.completions(), 4);
+    /// ```
     pub fn record_completions(&self, n: u64) {
         let before = self.completions.fetch_add(n, Ordering::Relaxed);
         if self.sampler.is_some() && before / CLOCK_CHECK_EVERY != (before + n) / CLOCK_CHECK_EVERY
@@ -245,6 +334,13 @@ impl Throttle {
     }
 
     /// Total completions reported so far.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(1);
+    /// assert_eq!(throttle.completions(), 0);
+    /// throttle.record_completions(5);
+    /// assert_eq!(throttle.completions(), 5);
+    /// ```
     pub fn completions(&self) -> u64 {
         self.completions.load(Ordering::Relaxed)
     }
@@ -252,6 +348,19 @@ impl Throttle {
     /// Takes a throughput sample now if `sample_interval` has passed since the last one
     /// (adaptive mode only; otherwise does nothing). `record_completions` calls this
     /// every few completions; call it yourself when completions are rare.
+    ///
+    /// ```
+    /// use coretune_pool::{AdaptiveConfig, Throttle};
+    /// use std::time::Duration;
+    /// let throttle = Throttle::adaptive(AdaptiveConfig {
+    ///     sample_interval: Duration::from_millis(1),
+    ///     ..AdaptiveConfig::default()
+    /// });
+    /// std::thread::sleep(Duration::from_millis(2));
+    /// throttle.record_completions(1); // rare completions: no sample taken yet
+    /// throttle.sample();
+    /// assert_eq!(throttle.trace().len(), 1);
+    /// ```
     pub fn sample(&self) {
         let Some(sampler) = &self.sampler else {
             return;
@@ -280,6 +389,12 @@ impl Throttle {
     }
 
     /// The adaptive throttle's samples so far, oldest first (empty for a fixed limit).
+    ///
+    /// ```
+    /// let fixed = coretune_pool::Throttle::new(2);
+    /// fixed.record_completions(1000);
+    /// assert!(fixed.trace().is_empty());
+    /// ```
     pub fn trace(&self) -> Vec<TraceSample> {
         self.sampler
             .as_ref()

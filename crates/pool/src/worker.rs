@@ -38,14 +38,24 @@ pub(crate) struct WorkerThread {
     submitters: RefCell<submitter::Cache>,
 }
 
+/// What a worker does before its first job.
+pub(crate) struct Start {
+    /// Its CPU set, and where to report whether the kernel took it.
+    pub(crate) cpus: Option<(Vec<usize>, PinReport)>,
+    /// The builder's start handler.
+    pub(crate) handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+}
+
+/// Where a worker reports the outcome of pinning itself.
+pub(crate) type PinReport = std::sync::mpsc::Sender<(usize, std::io::Result<()>)>;
+
 /// Entry point of a worker thread.
-pub(crate) fn run(
-    registry: Arc<Registry>,
-    index: usize,
-    local: Worker<Job>,
-    start_handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
-) {
-    if let Some(handler) = start_handler {
+pub(crate) fn run(registry: Arc<Registry>, index: usize, local: Worker<Job>, start: Start) {
+    if let Some((cpus, report)) = start.cpus {
+        // The builder waits for this; if it failed, the builder terminates the pool.
+        let _ = report.send((index, crate::sys::pin_current_thread(&cpus)));
+    }
+    if let Some(handler) = start.handler {
         if let Err(payload) =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(index)))
         {

@@ -61,6 +61,33 @@ pub fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// What `coretune place` plans: each thread's CPUs, each set as wide as `--bind` says.
+pub fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
+    let plan = json(&[
+        "place",
+        "--threads",
+        &threads.to_string(),
+        "--policy",
+        policy,
+        "--bind",
+        bind,
+        "--json",
+    ]);
+    plan["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["pus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| usize::try_from(c.as_u64().unwrap()).unwrap())
+                .collect()
+        })
+        .collect()
+}
+
 /// Asserts `value` is valid against `validator`, listing every violation.
 pub fn assert_valid(validator: &jsonschema::Validator, value: &serde_json::Value, what: &str) {
     let errors: Vec<String> = validator

@@ -2,8 +2,9 @@
 //! the program) and then makes one run of it per call, measured the same way whether the run
 //! belongs to a sweep or to `coretune bench`.
 //!
-//! - A **built-in workload** runs in this process, on worker threads started with the
-//!   configuration's placement (a start hook pins worker `i`) and throttle (a fresh one per run,
+//! - A **built-in workload** runs in this process, on the workers of a coretune pool built with
+//!   the configuration's placement (worker `i` pinned to thread `i`'s CPUs, stealing from the
+//!   others nearest first: [`crate::Placement::pool_builder`]'s data) and throttle (a fresh one per run,
 //!   so an adaptive throttle's climb is part of every run's time). With a timeout the run happens
 //!   on a thread of its own; a run that exceeds it cannot be stopped inside the process, so it is
 //!   [`Outcome::Abandoned`]: logged as timed out, and the sweep stops (the caller exits, which
@@ -318,12 +319,15 @@ impl<'t> Runner<'t> {
 
     fn run_builtin(&self, w: &Arc<dyn Workload>, c: &Config, placement: &Placement) -> Outcome {
         let throttle = c.throttle.build(c.threads, self.machine);
-        let start_hook = placement.pin_hook(self.topology);
+        let cpus = placement.pool_cpus(self.topology);
+        let steal_order = Some(placement.steal_orders());
         let threads = c.threads;
         let Some(limit) = self.settings.timeout else {
             let config = RunConfig {
                 threads,
-                start_hook,
+                cpus,
+                steal_order,
+                start_hook: None,
                 throttle: throttle.as_ref(),
             };
             return match run_measured(w.as_ref(), &config) {
@@ -338,7 +342,9 @@ impl<'t> Runner<'t> {
             .spawn(move || {
                 let config = RunConfig {
                     threads,
-                    start_hook,
+                    cpus,
+                    steal_order,
+                    start_hook: None,
                     throttle: throttle.as_ref(),
                 };
                 let _ = tx.send(run_measured(workload.as_ref(), &config));

@@ -2,9 +2,10 @@
 //! nothing installed and a broken parallel run can never look fast.
 //!
 //! Each workload is prepared once (inputs generated, reference answers computed), then run any
-//! number of times under a [`RunConfig`] — thread count, a start hook that pins worker `i` to its
-//! CPU set, and optionally a limit on how many workers compute at once — and each run's output is
-//! verified outside the measured region. [`run_measured`] is the one place that measures a run
+//! number of times under a [`RunConfig`] — thread count, each worker's CPU set and steal order
+//! (a placement as plain data), a start hook, and optionally a limit on how many workers compute
+//! at once — and each run's output is verified outside the measured region. The workers are a
+//! coretune pool's ([`run_workers`]), so the placement reaches them. [`run_measured`] is the one place that measures a run
 //! ([`crate::measure`]), used by `coretune bench` and by every run of a sweep.
 
 mod membw;
@@ -144,8 +145,8 @@ impl Work {
     }
 }
 
-/// A start hook: called on worker `i`'s thread before it does any work (where placement pins
-/// it). Shared, because thread pools keep their start handler for their whole life.
+/// A start hook: called on worker `i`'s thread before it does any work (where a pool that takes
+/// no CPU sets is pinned). Shared, because thread pools keep their start handler for their whole life.
 pub type StartHook = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 
 /// How one run is configured.
@@ -153,7 +154,13 @@ pub type StartHook = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 pub struct RunConfig<'a> {
     /// Worker threads.
     pub threads: usize,
-    /// Called on worker `i`'s thread before it does any work: where placement pins it.
+    /// Worker `i` runs on `cpus[i % cpus.len()]` (OS CPU numbers); `None` = unpinned
+    /// ([`crate::Placement::pool_cpus`]).
+    pub cpus: Option<Vec<Vec<usize>>>,
+    /// For each worker, the workers its pool steals from, nearest first
+    /// ([`crate::Placement::steal_orders`]); `None` = the pool's round-robin.
+    pub steal_order: Option<Vec<Vec<usize>>>,
+    /// Called on worker `i`'s thread before it does any work (after pinning).
     pub start_hook: Option<StartHook>,
     /// At most this many workers run at once: each workload holds a permit around its unit of
     /// work (a sum slice, a raymesh block, a whole mixed task, its blocking included, as a pool
@@ -165,6 +172,8 @@ impl fmt::Debug for RunConfig<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunConfig")
             .field("threads", &self.threads)
+            .field("cpus", &self.cpus)
+            .field("steal_order", &self.steal_order)
             .field("start_hook", &self.start_hook.is_some())
             .field(
                 "throttle",
@@ -179,9 +188,52 @@ impl RunConfig<'_> {
     pub fn threads(threads: usize) -> RunConfig<'static> {
         RunConfig {
             threads,
+            cpus: None,
+            steal_order: None,
             start_hook: None,
             throttle: None,
         }
+    }
+
+    /// A coretune-pool builder for this run: `threads` workers, pinned to `cpus`, stealing in
+    /// `steal_order`, each running the start hook.
+    pub fn pool_builder(&self) -> coretune_pool::ThreadPoolBuilder {
+        let mut builder = coretune_pool::ThreadPoolBuilder::new().num_threads(self.threads);
+        if let Some(cpus) = &self.cpus {
+            builder = builder.cpus(cpus.clone());
+        }
+        if let Some(order) = &self.steal_order {
+            builder = builder.steal_order(order.clone());
+        }
+        if let Some(hook) = self.start_hook.clone() {
+            builder = builder.start_handler(move |i| hook(i));
+        }
+        builder
+    }
+
+    /// A start hook that pins worker `i` to `cpus[i % cpus.len()]`, then runs the start hook:
+    /// for pools that take code, not CPU sets (rayon, tokio).
+    ///
+    /// The hook panics with a message naming the worker and its CPUs if the kernel refuses the
+    /// binding.
+    pub fn pinning_start_hook(&self) -> Option<StartHook> {
+        let hook = self.start_hook.clone();
+        let Some(cpus) = self.cpus.clone().filter(|c| !c.is_empty()) else {
+            return hook;
+        };
+        let sets: Vec<hwlocality::cpu::cpuset::CpuSet> = cpus
+            .iter()
+            .map(|c| crate::topology::set_from_indexes(c.iter().copied()))
+            .collect();
+        Some(std::sync::Arc::new(move |worker: usize| {
+            let set = &sets[worker % sets.len()];
+            if let Err(e) = crate::sys::set_task_affinity(0, set) {
+                panic!("pinning worker {worker} to CPUs {set}: {e}");
+            }
+            if let Some(hook) = &hook {
+                hook(worker);
+            }
+        }))
     }
 }
 
@@ -346,13 +398,15 @@ pub fn run_measured(
     })
 }
 
-/// Runs `body(worker, probe)` on `config.threads` scoped threads, each started with the start
-/// hook and recorded in `tracker`; a panic in any worker becomes [`WorkloadError::Panicked`].
+/// Runs `body(worker, probe)` once on each of `config.threads` workers of a coretune pool built
+/// for the run ([`RunConfig::pool_builder`]: pinned, with its steal order and start hook), each
+/// recorded in `tracker`; a panic in any worker becomes [`WorkloadError::Panicked`].
 ///
 /// # Errors
 ///
 /// [`WorkloadError::BadParameter`] for zero threads, [`WorkloadError::Panicked`] when a worker
-/// panicked, [`WorkloadError::System`] when a thread could not be created.
+/// (or the start hook) panicked, [`WorkloadError::System`] when the pool could not be built (a
+/// thread refused, or a worker's CPU set).
 pub fn run_workers<F>(
     workload: &'static str,
     config: &RunConfig<'_>,
@@ -368,43 +422,44 @@ where
             message: "needs at least 1 thread".into(),
         });
     }
-    let hook = config.start_hook.as_deref();
-    let body = &body;
-    // The first worker panic's message; the worker catches its own panic so the message is not
-    // lost in `thread::scope`'s generic "a scoped thread panicked".
-    let panicked = std::sync::Mutex::new(None::<String>);
-    let panicked_ref = &panicked;
-    std::thread::scope(|s| -> Result<(), WorkloadError> {
-        for worker in 0..config.threads {
-            std::thread::Builder::new()
-                .name(format!("{workload}-{worker}"))
-                .spawn_scoped(s, move || {
-                    let ran = catch_unwind(AssertUnwindSafe(|| {
-                        if let Some(hook) = hook {
-                            hook(worker);
-                        }
-                        let mut probe = tracker.start(worker);
-                        body(worker, &mut probe);
-                        tracker.finish(probe);
-                    }));
-                    if let Err(panic) = ran {
-                        let mut first = panicked_ref
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        first.get_or_insert_with(|| panic_message(panic.as_ref()));
-                    }
-                })
-                .map_err(|e| WorkloadError::System {
-                    workload,
-                    message: format!("cannot start worker thread {worker}: {e}"),
-                })?;
+    // The first panic's message: a worker catches its own panic so the message is not lost in
+    // the pool's re-raise; the start hook's goes through the pool's panic handler.
+    let panicked = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let record = |panicked: &std::sync::Mutex<Option<String>>, message: String| {
+        panicked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert(message);
+    };
+    let from_hook = std::sync::Arc::clone(&panicked);
+    let pool = config
+        .pool_builder()
+        .thread_name(move |worker| format!("{workload}-{worker}"))
+        .panic_handler(move |panic| record(&from_hook, panic_message(panic.as_ref())))
+        .build()
+        .map_err(|e| WorkloadError::System {
+            workload,
+            message: match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            },
+        })?;
+    pool.broadcast(|worker| {
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            let mut probe = tracker.start(worker);
+            body(worker, &mut probe);
+            tracker.finish(probe);
+        }));
+        if let Err(panic) = ran {
+            record(&panicked, panic_message(panic.as_ref()));
         }
-        Ok(())
-    })?;
-    match panicked
-        .into_inner()
+    });
+    drop(pool);
+    let first = panicked
+        .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
+        .take();
+    match first {
         Some(message) => Err(WorkloadError::Panicked { workload, message }),
         None => Ok(()),
     }
@@ -645,5 +700,51 @@ mod test {
         run_workers("test", &config, &tracker, |_, _| {}).unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 0b111);
         assert_eq!(tracker.into_records().len(), 3);
+    }
+
+    #[test]
+    fn workers_run_on_their_cpus_and_a_refused_set_is_an_error() {
+        let cpu = crate::topology::set_to_vec(&crate::sys::task_affinity(0).unwrap())[0];
+        let config = RunConfig {
+            cpus: Some(vec![vec![cpu]]),
+            steal_order: Some(vec![vec![1, 2], vec![2, 0], vec![0, 1]]),
+            ..RunConfig::threads(3)
+        };
+        let tracker = ThreadTracker::new();
+        run_workers("test", &config, &tracker, |_, probe| probe.sample()).unwrap();
+        let records = tracker.into_records();
+        assert_eq!(records.len(), 3);
+        for r in &records {
+            assert_eq!(
+                r.cpus_seen.keys().copied().collect::<Vec<_>>(),
+                [cpu],
+                "{r:?}"
+            );
+        }
+        let refused = RunConfig {
+            cpus: Some(vec![vec![100_000]]),
+            ..RunConfig::threads(2)
+        };
+        let err = run_workers("test", &refused, &ThreadTracker::new(), |_, _| {}).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("test: could not pin worker 0 to CPUs 100000: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_worker_panic_is_an_error_with_its_message() {
+        let err = run_workers(
+            "test",
+            &RunConfig::threads(2),
+            &ThreadTracker::new(),
+            |w, _| {
+                assert!(w != 1, "worker one failed");
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, WorkloadError::Panicked { .. }), "{err}");
+        assert!(err.to_string().contains("worker one failed"), "{err}");
     }
 }

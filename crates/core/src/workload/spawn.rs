@@ -15,9 +15,10 @@
 //! | `crossbeam` | a minimal pool on one `crossbeam_deque::Injector` ([`coretune_pool::peers`]) |
 //! | `mutex` | a `Mutex<VecDeque>` + `Condvar` pool ([`coretune_pool::peers`]) |
 //!
-//! Each pool's workers are started with the run's start hook where the pool lets a caller run
-//! code on its threads (coretune, rayon, tokio), so placement applies to them; the two minimal
-//! peers have no such hook and run unpinned. The countdown is leaked (64 bytes a run) so that
+//! coretune's pool is built with the run's placement as data (each worker's CPUs and steal
+//! order, [`RunConfig::pool_builder`]); rayon's and tokio's workers pin themselves in a start
+//! hook ([`RunConfig::pinning_start_hook`]); the two minimal peers have no hook and run
+//! unpinned. The countdown is leaked (64 bytes a run) so that
 //! `'static` tasks hold a plain reference: a reference count per task would be measured instead
 //! of the pool, as in `crates/pool/benches/spawn.rs`.
 //!
@@ -206,7 +207,7 @@ impl Workload for Spawn {
             workload: "spawn",
             message: e,
         };
-        let hook = config.start_hook.clone();
+        let hook = config.pinning_start_hook();
         let countdown = Countdown::leak(items);
         let before = task_migrations();
         let elapsed: Duration;
@@ -224,11 +225,10 @@ impl Workload for Spawn {
         }
         match pool {
             PoolKind::Coretune => {
-                let mut builder = coretune_pool::ThreadPoolBuilder::new().num_threads(threads);
-                if let Some(hook) = hook {
-                    builder = builder.start_handler(move |i| hook(i));
-                }
-                let p = builder.build().map_err(|e| system(e.to_string()))?;
+                let p = config
+                    .pool_builder()
+                    .build()
+                    .map_err(|e| system(e.to_string()))?;
                 (elapsed, after) = if batch {
                     timed!(p.spawn_batch((0..items).map(|_| move || countdown.item())))
                 } else {

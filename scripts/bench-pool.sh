@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Measures coretune-pool against its peers, quiet and under contention (BENCHMARKS.md, "Pool
+# overhead: quiet and contended").
+#
+#   scripts/bench-pool.sh [spawn] [wake]           both by default
+#   ITEMS=100000 ROUNDS=1 scripts/bench-pool.sh spawn   a quick check that it runs
+#
+# spawn: `coretune bench spawn` (one process per run: 2 workers, ITEMS items, default 10M, the
+#        pool built before the clock starts, time from the first submission until the main
+#        thread wakes) for coretune spawn, coretune spawn_batch, rayon::spawn, rayon::scope,
+#        tokio, a crossbeam Injector pool, a Mutex+Condvar pool and, when `go` is installed, a
+#        Go channel worker pool (scripts/bench-pool/gopool.go: GOMAXPROCS worker goroutines on a
+#        buffered channel, the same atomic countdown). Twice: on the quiet machine, then with
+#        one busy-looping process per CPU at normal priority (started and stopped here). Each
+#        of ROUNDS rounds (default 5) runs every peer once, in an order rotated per round, so
+#        drift hits all alike. Prints one Markdown table per condition: median, min, max
+#        ns/item, the ratio to coretune spawn and to the fastest peer of the same table.
+# wake:  `cargo bench -p coretune-pool --bench spawn` restricted to coretune spawn: prints the
+#        idle pool's CPU use and the wake-up latency of one spawn into a sleeping pool
+#        (coretune and rayon, 500 samples, median and p99).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(spawn wake)
+ITEMS=${ITEMS:-10000000}
+ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-2}
+
+competitors=()
+stop_competitors() {
+  for pid in "${competitors[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${competitors[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  competitors=()
+}
+trap stop_competitors EXIT
+
+start_competitors() {
+  local n
+  n=$(nproc)
+  for _ in $(seq "$n"); do
+    bash -c 'while :; do :; done' &
+    competitors+=("$!")
+  done
+}
+
+# Prints one ns/item figure for peer $1.
+run_peer() {
+  case $1 in
+  go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk '{print $1}' ;;
+  batch) "$BIN" bench spawn --pool coretune --batch --items "$ITEMS" --threads "$THREADS" \
+    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+  *) "$BIN" bench spawn --pool "$1" --items "$ITEMS" --threads "$THREADS" \
+    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+  esac
+}
+
+label() {
+  case $1 in
+  coretune) echo "coretune spawn" ;;
+  batch) echo "coretune spawn_batch" ;;
+  rayon) echo "rayon::spawn" ;;
+  rayon-scope) echo "rayon::scope" ;;
+  tokio) echo "tokio spawn" ;;
+  crossbeam) echo "crossbeam Injector" ;;
+  mutex) echo "Mutex+Condvar" ;;
+  go) echo "Go channel pool" ;;
+  esac
+}
+
+# Runs ROUNDS interleaved rounds of every peer and prints the Markdown table.
+table() {
+  local title=$1 dir
+  dir=$(mktemp -d)
+  echo
+  echo "### $title ($(cut -d' ' -f1-3 /proc/loadavg) loadavg before)"
+  local n=${#peers[@]}
+  for ((round = 0; round < ROUNDS; round++)); do
+    for ((k = 0; k < n; k++)); do
+      local peer=${peers[$(((k + round) % n))]}
+      run_peer "$peer" >>"$dir/$peer"
+    done
+  done
+  echo
+  echo "| pool | ns/item (median of $ROUNDS) | min | max | ÷ coretune spawn | ÷ fastest |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  local base fastest
+  base=$(sort -g "$dir/coretune" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  fastest=$(for peer in "${peers[@]}"; do
+    sort -g "$dir/$peer" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+  done | sort -g | head -1)
+  for peer in "${peers[@]}"; do
+    sort -g "$dir/$peer" | awk -v name="$(label "$peer")" -v base="$base" -v fastest="$fastest" \
+      '{a[NR]=$1} END {m=a[int((NR+1)/2)];
+        printf "| %s | %.1f | %.1f | %.1f | %.2f× | %.2f× |\n", name, m, a[1], a[NR], m/base, m/fastest}'
+  done
+  echo
+  echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  rm -rf "$dir"
+}
+
+for section in "${sections[@]}"; do
+  case $section in
+  spawn)
+    cargo build --release --locked -p coretune >&2
+    BIN=${CARGO_TARGET_DIR:-target}/release/coretune
+    peers=(coretune batch rayon rayon-scope tokio crossbeam mutex)
+    if command -v go >/dev/null; then
+      GOPOOL=$(mktemp -d)/gopool
+      (cd scripts/bench-pool && GO111MODULE=off go build -o "$GOPOOL" gopool.go)
+      peers+=(go)
+    else
+      echo "(go not installed: no Go channel pool row; apt-get install golang-go)" >&2
+    fi
+    echo "== spawn: $ITEMS items, $THREADS workers, $ROUNDS interleaved rounds, $(nproc) CPUs"
+    table "quiet"
+    start_competitors
+    table "contended: ${#competitors[@]} busy-looping processes, one per CPU"
+    stop_competitors
+    ;;
+  wake)
+    echo "== wake-up latency and idle CPU ($(cut -d' ' -f1-3 /proc/loadavg) loadavg before)"
+    SPAWN_BENCH_ONLY="coretune spawn" cargo bench --locked -p coretune-pool --bench spawn 2>/dev/null |
+      grep -E "idle|wake-up|^[0-9]+ items|coretune spawn"
+    ;;
+  *)
+    echo "unknown section '$section' (spawn, wake)" >&2
+    exit 2
+    ;;
+  esac
+done
