@@ -230,7 +230,7 @@ impl Placement {
     /// could widen a `taskset` the user started coretune under).
     pub fn pool_cpus(&self, topology: &Topology) -> Option<Vec<Vec<usize>>> {
         let whole = set_to_vec(&topology.cpuset());
-        if self.is_empty() || (!self.is_pinned() && self.threads.iter().all(|t| t.pus == whole)) {
+        if self.is_empty() || (!self.is_pinned() && self.threads.iter().all(|t| *t.pus == *whole)) {
             return None;
         }
         Some(self.thread_cpus())
