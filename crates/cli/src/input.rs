@@ -35,6 +35,16 @@ impl TopologyArgs {
         let source = self.source()?;
         Ok(Topology::load(&source)?)
     }
+
+    /// Loads the topology with its PCI and OS devices, so that CPU-set expressions can name the
+    /// CPUs near a device (`os=eth0`, `pci=...`).
+    pub(crate) fn load_with_devices(&self) -> anyhow::Result<Topology> {
+        let source = self.source()?;
+        Ok(Topology::load_with(
+            &source,
+            &coretune_core::LoadOptions::default().io(true),
+        )?)
+    }
 }
 
 /// hwloc reads a saved /sys + /proc tree only through the `HWLOC_FSROOT` environment variable,
@@ -42,17 +52,58 @@ impl TopologyArgs {
 /// unsound, so a child `coretune topo --xml` does the load with the variable set and hands back
 /// XML, which loads here like any other XML.
 fn fsroot_to_xml(dir: &Path) -> anyhow::Result<TopologySource> {
-    let label = dir.display().to_string();
     if !dir.join("sys").is_dir() && !dir.join("proc").is_dir() {
-        bail!("{label}: not a saved /sys + /proc tree (no sys/ or proc/ inside)");
+        bail!(
+            "{}: not a saved /sys + /proc tree (no sys/ or proc/ inside)",
+            dir.display()
+        );
     }
+    saved_tree_to_xml(dir, SavedTree::Fsroot, false)
+}
+
+/// What a directory given as a topology holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SavedTree {
+    /// A /sys + /proc tree (hwloc-gather-topology), read by hwloc's Linux backend.
+    Fsroot,
+    /// A CPUID dump (hwloc-gather-cpuid), read by hwloc's x86 backend.
+    Cpuid,
+}
+
+/// Loads a saved tree in a child `coretune topo --xml` (hwloc takes it only from the
+/// environment) and returns the XML the child exports. With `all_objects` the child keeps every
+/// object hwloc reports (I/O devices, Misc, instruction caches, disallowed PUs) and uses only the
+/// backends hwloc's own tools force for that input, so that the XML can be loaded again with any
+/// filters.
+pub(crate) fn saved_tree_to_xml(
+    dir: &Path,
+    kind: SavedTree,
+    all_objects: bool,
+) -> anyhow::Result<TopologySource> {
+    let label = dir.display().to_string();
     let exe = std::env::current_exe().context("cannot find coretune's own executable")?;
-    let out = Command::new(exe)
-        .args(["topo", "--xml"])
-        .env("HWLOC_FSROOT", dir)
+    let mut cmd = Command::new(exe);
+    cmd.args(["topo", "--xml"])
         .env("HWLOC_THISSYSTEM", "0")
         .env_remove("HWLOC_XMLFILE")
-        .env_remove("HWLOC_SYNTHETIC")
+        .env_remove("HWLOC_SYNTHETIC");
+    if all_objects {
+        cmd.arg("--all-objects");
+    }
+    match kind {
+        SavedTree::Fsroot => {
+            cmd.env("HWLOC_FSROOT", dir);
+            if all_objects {
+                cmd.env("HWLOC_COMPONENTS", "linux,pci,stop")
+                    .env("HWLOC_DUMPED_HWDATA_DIR", "/var/run/hwloc");
+            }
+        }
+        SavedTree::Cpuid => {
+            cmd.env("HWLOC_CPUID_PATH", dir)
+                .env("HWLOC_COMPONENTS", "x86,stop");
+        }
+    }
+    let out = cmd
         .output()
         .with_context(|| format!("{label}: cannot run coretune to read the tree"))?;
     if !out.status.success() {

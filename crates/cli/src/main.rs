@@ -9,6 +9,7 @@
 
 mod cmd;
 mod exit;
+mod hwloc_tool;
 mod input;
 mod report;
 mod slurm;
@@ -38,6 +39,10 @@ enum Command {
     Cpus(cmd::cpus::CpusArgs),
     /// Plan which CPUs each of N threads runs on, and print how to apply it.
     Place(cmd::place::PlaceArgs),
+    /// hwloc-calc, as a drop-in: takes its command line unchanged and prints what it prints.
+    Calc(cmd::calc::CalcArgs),
+    /// hwloc-distrib, as a drop-in: takes its command line unchanged and prints what it prints.
+    Distrib(cmd::distrib::DistribArgs),
     /// Run a command on a CPU set with its thread-count variables set, or rebind a process.
     Run(cmd::run::RunArgs),
     /// Sweep threads x placement x CPU set x throttle for a workload or a program, recommend one
@@ -71,6 +76,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(&args),
         Command::Cpus(args) => cmd::cpus::run(&args),
         Command::Place(args) => cmd::place::run(&args),
+        Command::Calc(args) => cmd::calc::run(&args),
+        Command::Distrib(args) => cmd::distrib::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Tune(args) => cmd::tune::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),

@@ -9,7 +9,8 @@
 //! - **the machine**: [`Topology`] (hwloc, live or from XML/synthetic descriptions), its tree
 //!   ([`TopoNode`]), the [`CpuBudget`] this process really has, the [`MachineRecord`];
 //! - **CPU sets and placement**: [`CpuSetExpr`] (hwloc-calc's location language and more),
-//!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]);
+//!   [`Format`], [`plan`] → [`Placement`] ([`Policy`], [`Binding`]); hwloc-calc and
+//!   hwloc-distrib themselves ([`Calc`], [`hwloc_distrib`]), for the drop-ins;
 //! - **applying it to programs**: [`thread_env`], [`spawn_program`], [`run_program`],
 //!   [`rebind_process`], and thread by thread through the preloaded pinning library
 //!   ([`inspect_program`], [`per_thread`], [`repin_process`], [`check_pinning`]);
@@ -62,22 +63,28 @@ mod workload;
 
 // The machine.
 pub use budget::{CgroupCpuset, CpuBudget, Quota};
+pub use hwlocality::bitmap::Bitmap;
 pub use hwlocality::cpu::cpuset::CpuSet;
 pub use machine::{MachineRecord, topology_summary};
 pub use sys::SysError;
 pub use topology::{
-    Counts, CpuKindInfo, DistanceMatrix, MissingPus, NodeKind, NumaNodeInfo, Smt, TopoNode,
-    Topology, TopologyError, TopologySource, set_from_indexes, set_to_vec,
+    Counts, CpuKindInfo, DistanceMatrix, LoadOptions, MissingPus, NodeKind, NumaNodeInfo,
+    RestrictError, Smt, TopoNode, Topology, TopologyError, TopologySource, set_from_indexes,
+    set_to_vec,
 };
 
 // CPU sets and placement.
 pub use cpuset::{
-    Atom, CpuSetError, CpuSetExpr, Format, FormatError, IndexRange, KindSel, Level, MAX_CPU,
-    ObjKind, Op, ResolveOptions, Resolved, Term, Warning, format_list, parse_list,
-    resolve as resolve_cpus, warnings as cpu_set_warnings,
+    Atom, Calc, CalcStop, CpuSetError, CpuSetExpr, CpusetFormat, Format, FormatError, IndexRange,
+    KindSel, LOCAL_NUMANODE_FLAGS, Level, LocationSettings, MAX_CPU, Message, ObjKind, Op,
+    OutputSettings, PreparedOutput, RESTRICT_FLAGS, ResolveOptions, Resolved, Term, Warning,
+    c_atoi, c_atol, format_list, hwloc_string, list_string, parse_flags, parse_hwloc_bitmap,
+    parse_list, resolve as resolve_cpus, systemd_dbus_string, taskset_string,
+    warnings as cpu_set_warnings,
 };
 pub use placement::{
-    Binding, MAX_THREADS, Placement, PlacementError, Policy, ThreadPlacement, distribute, plan,
+    Binding, DistribError, DistribOptions, MAX_THREADS, Placement, PlacementError, Policy,
+    ThreadPlacement, distribute, hwloc_distrib, plan,
 };
 
 // Applying a placement to programs.

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::TopologyObject;
@@ -134,6 +135,11 @@ pub enum Binding {
     Core,
     /// Every thread on the union of all threads' PUs: one set for the whole process.
     Shared,
+    /// Each thread on its own part of the CPUs, so the OS can balance it inside: for `spread`
+    /// the whole set `hwloc-distrib N` gives it (not only its first PU), for the other policies
+    /// a run of consecutive PUs of the policy's order (threads packed onto neighbouring PUs when
+    /// there are more threads than PUs).
+    Share,
 }
 
 impl fmt::Display for Binding {
@@ -142,6 +148,7 @@ impl fmt::Display for Binding {
             Binding::Pu => "pu",
             Binding::Core => "core",
             Binding::Shared => "shared",
+            Binding::Share => "share",
         })
     }
 }
@@ -154,6 +161,7 @@ impl FromStr for Binding {
             "pu" | "thread" => Ok(Binding::Pu),
             "core" => Ok(Binding::Core),
             "shared" | "process" => Ok(Binding::Shared),
+            "share" | "partition" => Ok(Binding::Share),
             _ => Err(PlacementError::UnknownBinding(s.to_owned())),
         }
     }
@@ -184,15 +192,16 @@ pub enum PlacementError {
     #[error("unknown placement policy '{0}' (known: os, compact, spread, cores, round-robin)")]
     UnknownPolicy(String),
     /// The binding name is not pu, core or shared.
-    #[error("unknown binding '{0}' (known: pu, core, shared)")]
+    #[error("unknown binding '{0}' (known: pu, core, shared, share)")]
     UnknownBinding(String),
 }
 
 /// Where one thread runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadPlacement {
-    /// The CPUs it may run on (OS indexes, ascending).
-    pub pus: Vec<usize>,
+    /// The CPUs it may run on (OS indexes, ascending); threads with the same set share one
+    /// list (thousands of threads bound to one shared set would otherwise copy it each).
+    pub pus: Arc<[usize]>,
     /// The PU the policy chose for it (`None` for [`Policy::Os`]).
     pub pu: Option<usize>,
     /// Logical index of that PU's core.
@@ -221,7 +230,7 @@ impl Placement {
     /// could widen a `taskset` the user started coretune under).
     pub fn pool_cpus(&self, topology: &Topology) -> Option<Vec<Vec<usize>>> {
         let whole = set_to_vec(&topology.cpuset());
-        if self.is_empty() || (!self.is_pinned() && self.threads.iter().all(|t| t.pus == whole)) {
+        if self.is_empty() || (!self.is_pinned() && self.threads.iter().all(|t| *t.pus == *whole)) {
             return None;
         }
         Some(self.thread_cpus())
@@ -269,7 +278,7 @@ impl Placement {
 
     /// Each thread's CPUs as OS indexes, for code that knows no hwloc (the pool).
     pub fn thread_cpus(&self) -> Vec<Vec<usize>> {
-        self.threads.iter().map(|t| t.pus.clone()).collect()
+        self.threads.iter().map(|t| t.pus.to_vec()).collect()
     }
 
     /// Each thread's CPU set.
@@ -306,6 +315,56 @@ impl Placement {
         others
     }
 
+    /// Every thread's nearest victims, the head of its [`Placement::steal_order`]: the threads on
+    /// the same core, then under the same L3, then on the same NUMA node, each group in ring
+    /// order from `i + 1`. The other threads follow in a steal order in ring order, so this
+    /// describes the whole order in space linear in the thread count (up to group sizes).
+    pub fn steal_near(&self) -> Vec<Vec<usize>> {
+        let n = self.threads.len();
+        let groups = |key: fn(&ThreadPlacement) -> Option<usize>| {
+            let mut map: HashMap<usize, Vec<usize>> = HashMap::new();
+            for (i, t) in self.threads.iter().enumerate() {
+                if let Some(k) = key(t) {
+                    map.entry(k).or_default().push(i);
+                }
+            }
+            map
+        };
+        let cores = groups(|t| t.core);
+        let l3s = groups(|t| t.l3);
+        let numas = groups(|t| t.numa);
+        // Members in ring order from i + 1: those after i, then those before it.
+        let ring = |members: &[usize], i: usize| -> Vec<usize> {
+            let split = members.partition_point(|&j| j <= i);
+            members[split..]
+                .iter()
+                .chain(&members[..split])
+                .copied()
+                .filter(|&j| j != i)
+                .collect()
+        };
+        // `seen[j] == i + 1`: thread j is already in thread i's list.
+        let mut seen = vec![0usize; n];
+        (0..n)
+            .map(|i| {
+                let t = &self.threads[i];
+                let mut near: Vec<usize> = Vec::new();
+                for (key, map) in [(t.core, &cores), (t.l3, &l3s), (t.numa, &numas)] {
+                    let Some(members) = key.and_then(|k| map.get(&k)) else {
+                        continue;
+                    };
+                    for j in ring(members, i) {
+                        if seen[j] != i + 1 {
+                            seen[j] = i + 1;
+                            near.push(j);
+                        }
+                    }
+                }
+                near
+            })
+            .collect()
+    }
+
     /// Every thread's steal order ([`Placement::steal_order`]); quadratic in the thread count.
     pub fn steal_orders(&self) -> Vec<Vec<usize>> {
         (0..self.threads.len())
@@ -339,6 +398,28 @@ impl Placement {
     /// `OMP_PROC_BIND` to go with [`Placement::omp_places`]: `close`, or `false` when unpinned.
     pub fn omp_proc_bind(&self) -> &'static str {
         if self.is_pinned() { "close" } else { "false" }
+    }
+
+    /// The NUMA nodes whose CPUs the threads run on (OS indexes, ascending): where the
+    /// placement's memory should be, as `numactl --membind` and `hwloc-bind --membind` take it.
+    pub fn memory_nodes(&self, topology: &Topology) -> Vec<usize> {
+        let union = self.union();
+        let nodes = hwlocality::memory::nodeset::NodeSet::from_cpuset(topology.hwloc(), &union);
+        nodes.iter_set().map(usize::from).collect()
+    }
+
+    /// The `numactl` command line that applies the process-wide set and binds memory to
+    /// [`Placement::memory_nodes`] (`None` when threads are not pinned or the topology has no
+    /// NUMA node under those CPUs).
+    pub fn numactl(&self, topology: &Topology) -> Option<String> {
+        let nodes = self.memory_nodes(topology);
+        (self.is_pinned() && !nodes.is_empty()).then(|| {
+            format!(
+                "numactl --physcpubind={} --membind={}",
+                self.taskset_list(),
+                format_list(&nodes)
+            )
+        })
     }
 
     /// `taskset -c` list of the process-wide set.
@@ -381,48 +462,58 @@ pub fn plan(
         return Err(PlacementError::TooManyThreads { threads });
     }
     let available = usable(topology, cpus)?;
-    let pus: Vec<usize> = match policy {
-        Policy::Os => Vec::new(),
-        Policy::Compact => compact_order(topology, &available),
-        Policy::Cores => cores_order(topology, &available),
-        Policy::RoundRobin => set_to_vec(&available),
+    let index = PuIndex::new(topology, &available);
+    // The PU each thread gets, and with `share` binding the part of the CPUs it gets.
+    let (chosen, parts): (Vec<Option<usize>>, Option<Vec<Vec<usize>>>) = match policy {
+        Policy::Os => (vec![None; threads], None),
         Policy::Spread => {
-            let n = threads.min(set_to_vec(&available).len());
-            distribute(topology, n, Some(&available))?
+            let sets = distribute_within(topology, threads, &available);
+            let chosen = sets
                 .iter()
-                .filter_map(|set| set.first_set().map(usize::from))
-                .collect()
+                .map(|s| s.first_set().map(usize::from))
+                .collect();
+            let parts = (binding == Binding::Share).then(|| sets.iter().map(set_to_vec).collect());
+            (chosen, parts)
+        }
+        Policy::Compact | Policy::Cores | Policy::RoundRobin => {
+            let order = match policy {
+                Policy::Compact => index.logical_order.clone(),
+                Policy::Cores => index.cores_order(),
+                _ => set_to_vec(&available),
+            };
+            if binding == Binding::Share {
+                let parts = partition(&order, threads);
+                let chosen = parts.iter().map(|p| p.first().copied()).collect();
+                (chosen, Some(parts))
+            } else {
+                let chosen = (0..threads).map(|i| Some(order[i % order.len()])).collect();
+                (chosen, None)
+            }
         }
     };
-    let chosen: Vec<Option<usize>> = (0..threads)
-        .map(|i| (!pus.is_empty()).then(|| pus[i % pus.len()]))
-        .collect();
-    let union = set_from_indexes(chosen.iter().flatten().copied());
-    let sets: Vec<Vec<usize>> = chosen
-        .iter()
-        .map(|pu| match (pu, binding) {
-            (None, _) => set_to_vec(&available),
-            (Some(_), Binding::Shared) => set_to_vec(&union),
-            (Some(pu), Binding::Pu) => vec![*pu],
-            (Some(pu), Binding::Core) => {
-                let mut core = core_of(topology, *pu)
-                    .and_then(TopologyObject::cpuset)
-                    .map_or_else(|| set_from_indexes([*pu]), |s| s.clone_target());
-                core &= &available;
-                set_to_vec(&core)
-            }
-        })
-        .collect();
-    let mut located: HashMap<usize, Where> = HashMap::new();
+    let available_list: Arc<[usize]> = set_to_vec(&available).into();
+    let union: Arc<[usize]> =
+        set_to_vec(&set_from_indexes(chosen.iter().flatten().copied())).into();
+    let mut cores: HashMap<usize, Arc<[usize]>> = HashMap::new();
     let threads = chosen
         .iter()
-        .zip(sets)
-        .map(|(pu, pus)| {
-            let place = pu.map_or_else(Where::default, |pu| {
-                *located
-                    .entry(pu)
-                    .or_insert_with(|| locate(topology, Some(pu)))
-            });
+        .enumerate()
+        .map(|(i, pu)| {
+            let pus: Arc<[usize]> = match (pu, binding) {
+                (None, _) => Arc::clone(&available_list),
+                (Some(_), Binding::Shared) => Arc::clone(&union),
+                (Some(pu), Binding::Pu) => Arc::from([*pu].as_slice()),
+                (Some(pu), Binding::Core) => Arc::clone(
+                    cores
+                        .entry(*pu)
+                        .or_insert_with(|| index.core_pus(*pu).into()),
+                ),
+                (Some(pu), Binding::Share) => parts
+                    .as_ref()
+                    .and_then(|p| p.get(i).map(|part| Arc::from(part.as_slice())))
+                    .unwrap_or_else(|| Arc::from([*pu].as_slice())),
+            };
+            let place = pu.map_or_else(Where::default, |pu| index.place(pu));
             ThreadPlacement {
                 pus,
                 pu: *pu,
@@ -439,13 +530,29 @@ pub fn plan(
     })
 }
 
+/// `order` cut into `n` runs of consecutive PUs, the earlier runs one longer when it does not
+/// divide evenly; with fewer PUs than `n`, neighbouring runs share a PU (as hwloc-distrib packs
+/// extra threads).
+fn partition(order: &[usize], n: usize) -> Vec<Vec<usize>> {
+    let p = order.len();
+    let bound = |i: usize| (i * p).div_ceil(n);
+    (0..n)
+        .map(|i| {
+            let start = bound(i).min(p - 1);
+            let end = bound(i + 1).max(start + 1).min(p);
+            order[start..end].to_vec()
+        })
+        .collect()
+}
+
 /// hwloc-distrib's answer: `n` CPU sets spread over the topology (limited to `cpus` when given),
 /// as `hwloc_distrib()` computes them; `hwloc-distrib --single` keeps each set's first PU.
 ///
 /// This is hwloc's recursive proportional split, from `include/hwloc/helper.h`: each child of an
 /// object gets a share of the items proportional to its number of usable PUs (rounding up, so
 /// earlier children get the extra), recursing while a child gets more than one item; a child that
-/// gets none is merged into the previous item's set.
+/// gets none is merged into the previous item's set. With more items than PUs, the extra items
+/// share PUs with their neighbours.
 ///
 /// # Errors
 ///
@@ -456,46 +563,151 @@ pub fn distribute(
     cpus: Option<&CpuSet>,
 ) -> Result<Vec<CpuSet>, PlacementError> {
     let available = usable(topology, cpus)?;
-    let mut out = Vec::with_capacity(n.min(MAX_THREADS));
-    if n > 0 {
-        distribute_into(&[topology.hwloc().root_object()], &available, n, &mut out);
-    }
-    Ok(out)
+    Ok(distribute_within(topology, n, &available))
 }
 
-fn distribute_into(roots: &[&TopologyObject], available: &CpuSet, n: usize, out: &mut Vec<CpuSet>) {
-    let weighted: Vec<(&TopologyObject, CpuSet, usize)> = roots
-        .iter()
-        .map(|obj| {
-            let mut set = obj.cpuset().map(|s| s.clone_target()).unwrap_or_default();
-            set &= available;
-            let weight = set.weight().unwrap_or(0);
-            (*obj, set, weight)
-        })
-        .collect();
-    let total: usize = weighted.iter().map(|(_, _, w)| w).sum();
-    if total == 0 {
-        return;
+fn distribute_within(topology: &Topology, n: usize, available: &CpuSet) -> Vec<CpuSet> {
+    let mut out = Vec::with_capacity(n.min(MAX_THREADS));
+    if n > 0 {
+        let split = Split {
+            available: Some(available),
+            until: usize::MAX,
+            reverse: false,
+        };
+        split.distribute(&[topology.hwloc().root_object()], n, &mut out);
     }
-    let share = |weight: usize| (weight * n).div_ceil(total);
-    let mut given_weight = 0;
-    for (obj, set, weight) in weighted {
-        if weight == 0 {
-            continue;
+    out
+}
+
+/// How `hwloc_distrib` splits: the CPUs that count (all, or a subset), the depth it stops at
+/// (`--to`), and whether it starts from the last objects (`--reverse`).
+struct Split<'a> {
+    available: Option<&'a CpuSet>,
+    until: usize,
+    reverse: bool,
+}
+
+impl Split<'_> {
+    fn distribute(&self, roots: &[&TopologyObject], n: usize, out: &mut Vec<CpuSet>) {
+        let weighted: Vec<(&TopologyObject, CpuSet, usize)> = roots
+            .iter()
+            .map(|obj| {
+                let mut set = obj.cpuset().map(|s| s.clone_target()).unwrap_or_default();
+                if let Some(available) = self.available {
+                    set &= available;
+                }
+                let weight = set.weight().unwrap_or(0);
+                (*obj, set, weight)
+            })
+            .collect();
+        let total: usize = weighted.iter().map(|(_, _, w)| w).sum();
+        if total == 0 {
+            return;
         }
-        let chunk = share(given_weight + weight) - share(given_weight);
-        if obj.normal_arity() == 0 || chunk <= 1 {
-            if chunk > 0 {
-                out.extend(std::iter::repeat_n(set, chunk));
-            } else if let Some(last) = out.last_mut() {
-                *last |= &set;
-            }
+        let share = |weight: usize| (weight * n).div_ceil(total);
+        let mut given_weight = 0;
+        let order: Box<dyn Iterator<Item = &(&TopologyObject, CpuSet, usize)>> = if self.reverse {
+            Box::new(weighted.iter().rev())
         } else {
-            let children: Vec<&TopologyObject> = obj.normal_children().collect();
-            distribute_into(&children, available, chunk, out);
+            Box::new(weighted.iter())
+        };
+        for (obj, set, weight) in order {
+            let weight = *weight;
+            if weight == 0 {
+                continue;
+            }
+            let chunk = share(given_weight + weight) - share(given_weight);
+            if obj.normal_arity() == 0 || chunk <= 1 || depth_of(obj) >= self.until {
+                if chunk > 0 {
+                    out.extend(std::iter::repeat_n(set.clone(), chunk));
+                } else if let Some(last) = out.last_mut() {
+                    *last |= set;
+                }
+            } else {
+                let children: Vec<&TopologyObject> = obj.normal_children().collect();
+                self.distribute(&children, chunk, out);
+            }
+            given_weight += weight;
         }
-        given_weight += weight;
     }
+}
+
+fn depth_of(obj: &TopologyObject) -> usize {
+    match obj.depth() {
+        hwlocality::object::depth::Depth::Normal(d) => usize::from(d),
+        _ => 0,
+    }
+}
+
+/// `hwloc-distrib`'s options: where the split starts and stops, and its direction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DistribOptions {
+    /// `--from TYPE`: distribute among the objects of this type (default: the machine).
+    pub from: Option<String>,
+    /// `--to TYPE`: split no deeper than this type.
+    pub to: Option<String>,
+    /// `--reverse`: start from the last objects.
+    pub reverse: bool,
+}
+
+/// Why [`hwloc_distrib`] could not distribute.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DistribError {
+    /// `--from`/`--to` names a type the topology has no level of (or no type at all); the
+    /// message is hwloc-distrib's.
+    #[error("Unsupported or unavailable type `{name}' passed to {option}, ignoring.")]
+    UnknownType {
+        /// `--from` or `--to`.
+        option: &'static str,
+        /// The type as given.
+        name: String,
+    },
+    /// Zero items: hwloc-distrib 2.9 fails an assertion (`given`) and aborts.
+    #[error("helper.h:937: hwloc_distrib: Assertion `given' failed.")]
+    NoItems,
+}
+
+/// `hwloc-distrib N` with its options: `n` CPU sets as hwloc-distrib 2.9 prints them, on a
+/// topology loaded as it loads them.
+///
+/// # Errors
+///
+/// [`DistribError`] as hwloc-distrib fails.
+pub fn hwloc_distrib(
+    topology: &Topology,
+    n: usize,
+    options: &DistribOptions,
+) -> Result<Vec<CpuSet>, DistribError> {
+    let hw = topology.hwloc();
+    let depth = |name: &Option<String>, option: &'static str, default: i64| {
+        let Some(name) = name else { return Ok(default) };
+        let depth = crate::cpuset::type_name_depth(hw, name);
+        match depth {
+            Some(d) if d >= 0 => Ok(i64::from(d)),
+            _ => Err(DistribError::UnknownType {
+                option,
+                name: name.clone(),
+            }),
+        }
+    };
+    let from = depth(&options.from, "--from", 0)?;
+    let to = depth(&options.to, "--to", i64::from(i32::MAX))?;
+    if n == 0 {
+        return Err(DistribError::NoItems);
+    }
+    let roots: Vec<&TopologyObject> =
+        hwlocality::object::depth::NormalDepth::try_from(from as usize)
+            .map(|d| hw.objects_at_depth(d).collect())
+            .unwrap_or_default();
+    let split = Split {
+        available: None,
+        until: to as usize,
+        reverse: options.reverse,
+    };
+    let mut out = Vec::with_capacity(n.min(MAX_THREADS));
+    split.distribute(&roots, n, &mut out);
+    Ok(out)
 }
 
 fn usable(topology: &Topology, cpus: Option<&CpuSet>) -> Result<CpuSet, PlacementError> {
@@ -512,85 +724,115 @@ fn usable(topology: &Topology, cpus: Option<&CpuSet>) -> Result<CpuSet, Placemen
     Ok(available)
 }
 
-fn compact_order(topology: &Topology, available: &CpuSet) -> Vec<usize> {
-    topology
-        .objects(ObjectType::PU)
-        .into_iter()
-        .filter_map(TopologyObject::os_index)
-        .filter(|&pu| available.is_set(pu))
-        .collect()
+/// What placement needs to know about each usable PU, gathered in one pass over the topology
+/// (looking each PU up again for each thread is quadratic on big machines).
+struct PuIndex {
+    /// Usable PUs in hwloc's logical order.
+    logical_order: Vec<usize>,
+    /// By OS index: where the PU is.
+    place: Vec<Where>,
+    /// By OS index: the usable PUs of its core (logical order), or none.
+    core_pus: Vec<Vec<usize>>,
+    /// Cores in logical order, each with its usable PUs in logical order.
+    cores: Vec<Vec<usize>>,
 }
 
-fn cores_order(topology: &Topology, available: &CpuSet) -> Vec<usize> {
-    let per_core: Vec<Vec<usize>> = topology
-        .objects(ObjectType::Core)
-        .into_iter()
-        .map(|core| {
-            core.cpuset().map_or_else(Vec::new, |set| {
-                // PUs in logical order inside the core.
-                topology
-                    .objects(ObjectType::PU)
-                    .into_iter()
-                    .filter_map(TopologyObject::os_index)
-                    .filter(|&pu| set.is_set(pu) && available.is_set(pu))
-                    .collect()
-            })
-        })
-        .collect();
-    let rounds = per_core.iter().map(Vec::len).max().unwrap_or(0);
-    let mut order: Vec<usize> = (0..rounds)
-        .flat_map(|r| per_core.iter().filter_map(move |pus| pus.get(r).copied()))
-        .collect();
-    // PUs outside any core (hwloc always has cores, but be safe): append in logical order.
-    for pu in compact_order(topology, available) {
-        if !order.contains(&pu) {
-            order.push(pu);
+impl PuIndex {
+    fn new(topology: &Topology, available: &CpuSet) -> Self {
+        let hw = topology.hwloc();
+        let mut logical_order = Vec::new();
+        let mut top = 0;
+        let mut cores: Vec<Vec<usize>> = Vec::new();
+        let mut core_of: Vec<(usize, Option<usize>, Option<usize>)> = Vec::new();
+        let mut core_slot: HashMap<usize, usize> = HashMap::new();
+        for pu in hw.objects_with_type(ObjectType::PU) {
+            let Some(os) = pu.os_index() else { continue };
+            if !available.is_set(os) {
+                continue;
+            }
+            logical_order.push(os);
+            top = top.max(os + 1);
+            // Machine-order indexes: where a CPU is offline hwloc may put cores on two levels,
+            // each numbered from 0 (two cores would share a slot).
+            let core = pu
+                .first_ancestor_with_type(ObjectType::Core)
+                .map(|c| topology.logical_index(c));
+            let l3 = pu
+                .first_ancestor_with_type(ObjectType::L3Cache)
+                .map(|c| topology.logical_index(c));
+            if let Some(core) = core {
+                let slot = *core_slot.entry(core).or_insert_with(|| {
+                    cores.push(Vec::new());
+                    cores.len() - 1
+                });
+                cores[slot].push(os);
+            }
+            core_of.push((os, core, l3));
+        }
+        let mut place = vec![Where::default(); top];
+        for &(os, core, l3) in &core_of {
+            place[os].core = core;
+            place[os].l3 = l3;
+        }
+        // The first NUMA node (in logical order) whose CPUs include the PU.
+        for node in hw.objects_with_type(ObjectType::NUMANode) {
+            let Some(cpus) = node.cpuset() else { continue };
+            for pu in cpus.iter_set().map(usize::from) {
+                if let Some(w) = place.get_mut(pu) {
+                    if w.numa.is_none() {
+                        w.numa = node.os_index();
+                    }
+                }
+            }
+        }
+        let mut core_pus = vec![Vec::new(); top];
+        for pus in &cores {
+            for &pu in pus {
+                core_pus[pu] = pus.clone();
+            }
+        }
+        Self {
+            logical_order,
+            place,
+            core_pus,
+            cores,
         }
     }
-    order
-}
 
-fn pu_object(topology: &Topology, pu: usize) -> Option<&TopologyObject> {
-    topology
-        .hwloc()
-        .objects_with_type(ObjectType::PU)
-        .find(|o| o.os_index() == Some(pu))
-}
+    fn place(&self, pu: usize) -> Where {
+        self.place.get(pu).copied().unwrap_or_default()
+    }
 
-fn core_of(topology: &Topology, pu: usize) -> Option<&TopologyObject> {
-    pu_object(topology, pu)?
-        .ancestors()
-        .find(|a| a.object_type() == ObjectType::Core)
+    /// The usable PUs of `pu`'s core; `pu` alone when it has no core.
+    fn core_pus(&self, pu: usize) -> Vec<usize> {
+        match self.core_pus.get(pu) {
+            Some(pus) if !pus.is_empty() => pus.clone(),
+            _ => vec![pu],
+        }
+    }
+
+    /// One PU per core (in logical order) before any core's second PU, then PUs outside any
+    /// core.
+    fn cores_order(&self) -> Vec<usize> {
+        let rounds = self.cores.iter().map(Vec::len).max().unwrap_or(0);
+        let mut order: Vec<usize> = (0..rounds)
+            .flat_map(|r| self.cores.iter().filter_map(move |pus| pus.get(r).copied()))
+            .collect();
+        let in_core: std::collections::HashSet<usize> = order.iter().copied().collect();
+        order.extend(
+            self.logical_order
+                .iter()
+                .copied()
+                .filter(|pu| !in_core.contains(pu)),
+        );
+        order
+    }
 }
 
 /// Where a thread's PU sits.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Where {
     core: Option<usize>,
     l3: Option<usize>,
     numa: Option<usize>,
-}
-
-fn locate(topology: &Topology, pu: Option<usize>) -> Where {
-    let Some(pu) = pu else {
-        return Where::default();
-    };
-    let Some(obj) = pu_object(topology, pu) else {
-        return Where::default();
-    };
-    let ancestor = |ty: ObjectType| {
-        obj.ancestors()
-            .find(|a| a.object_type() == ty)
-            .map(|a| topology.logical_index(a))
-    };
-    let numa = topology
-        .hwloc()
-        .objects_with_type(ObjectType::NUMANode)
-        .find(|n| n.cpuset().is_some_and(|s| s.is_set(pu)))
-        .and_then(TopologyObject::os_index);
-    Where {
-        core: ancestor(ObjectType::Core),
-        l3: ancestor(ObjectType::L3Cache),
-        numa,
-    }
 }

@@ -24,13 +24,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use hwlocality::Topology as HwlocTopology;
+use hwlocality::bitmap::Bitmap;
 use hwlocality::bitmap::BitmapIndex;
 use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::depth::TypeToDepthError;
 use hwlocality::object::types::ObjectType;
-use hwlocality::topology::builder::BuildFlags;
+use hwlocality::topology::builder::{BuildFlags, TypeFilter};
+use hwlocality::topology::editor::RestrictFlags;
 use serde::Serialize;
 
 /// Where a topology comes from.
@@ -122,6 +125,74 @@ pub enum TopologyError {
     Live(String),
 }
 
+/// Which objects a load keeps (hwloc's type filters) and whether disallowed resources count.
+///
+/// The default is hwloc's default load. [`LoadOptions::hwloc_calc`] is how hwloc-calc loads
+/// (every object type hwloc can report, including I/O devices, Misc objects and instruction
+/// caches); [`LoadOptions::io`] adds PCI and OS devices, for device locality.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    include_disallowed: bool,
+    all_types: bool,
+    io: bool,
+    ignore: Vec<ObjectType>,
+}
+
+impl LoadOptions {
+    /// hwloc-calc's load: every object type kept, disallowed resources when asked.
+    pub fn hwloc_calc(include_disallowed: bool) -> Self {
+        Self {
+            include_disallowed,
+            all_types: true,
+            ..Self::default()
+        }
+    }
+
+    /// hwloc-distrib's load: hwloc's default filters.
+    pub fn hwloc_distrib() -> Self {
+        Self::default()
+    }
+
+    /// Includes disallowed resources (`--disallowed`).
+    #[must_use]
+    pub fn include_disallowed(mut self, yes: bool) -> Self {
+        self.include_disallowed = yes;
+        self
+    }
+
+    /// Keeps PCI devices, bridges and OS devices (network interfaces, disks, GPUs), so that
+    /// `pci=...` and `os=...` name something.
+    #[must_use]
+    pub fn io(mut self, yes: bool) -> Self {
+        self.io = yes;
+        self
+    }
+
+    /// Leaves out objects of a type named as hwloc names types (`hwloc-distrib --ignore`);
+    /// `false` when the name is not a type.
+    pub fn ignore(&mut self, type_name: &str) -> bool {
+        match crate::cpuset::parse_type_name(type_name) {
+            Some(ty) => {
+                self.ignore.push(ty);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Why [`Topology::restrict`] left the topology as it was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestrictError {
+    /// hwloc refuses this combination of flags.
+    #[error("hwloc refuses restrict flags {0:#x}")]
+    Flags(u64),
+    /// The set has nothing in common with the topology.
+    #[error("the set has no CPU or NUMA node of the topology")]
+    NothingLeft,
+}
+
 /// A loaded topology and where it came from.
 ///
 /// This wraps [`hwlocality::Topology`] (reachable through [`Topology::hwloc`]) and adds the
@@ -140,7 +211,7 @@ impl Topology {
     /// [`TopologyError`] naming the input and the reason when the file is missing or unreadable,
     /// the XML or synthetic description is rejected, or discovery of the live machine fails.
     pub fn load(source: &TopologySource) -> Result<Self, TopologyError> {
-        Self::load_with_flags(source, BuildFlags::empty())
+        Self::load_with(source, &LoadOptions::default())
     }
 
     /// Loads the same source including disallowed resources (`--disallowed` in hwloc's tools).
@@ -149,10 +220,25 @@ impl Topology {
     ///
     /// As [`Topology::load`].
     pub fn load_including_disallowed(source: &TopologySource) -> Result<Self, TopologyError> {
-        Self::load_with_flags(source, BuildFlags::INCLUDE_DISALLOWED)
+        Self::load_with(source, &LoadOptions::default().include_disallowed(true))
     }
 
-    fn load_with_flags(source: &TopologySource, flags: BuildFlags) -> Result<Self, TopologyError> {
+    /// Loads a topology keeping the objects `options` asks for.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topology::load`].
+    pub fn load_with(
+        source: &TopologySource,
+        options: &LoadOptions,
+    ) -> Result<Self, TopologyError> {
+        let mut flags = BuildFlags::empty();
+        if options.include_disallowed {
+            flags |= BuildFlags::INCLUDE_DISALLOWED;
+        }
+        if options.all_types {
+            flags |= BuildFlags::IMPORT_SUPPORT;
+        }
         // The XML document and the name it goes by, for XML sources.
         let xml = match source {
             TopologySource::XmlFile(path) => Some((
@@ -178,9 +264,34 @@ impl Topology {
             }
             _ => builder,
         };
-        let builder = builder
+        let mut builder = builder
             .with_flags(flags)
             .map_err(|e| TopologyError::Live(e.to_string()))?;
+        let filter_error = |e: &dyn std::fmt::Display| TopologyError::Live(e.to_string());
+        if options.all_types {
+            // hwloc_topology_set_all_types_filter, which leaves groups alone as hwloc-calc's
+            // call does (hwloc cannot be made to keep every group).
+            builder = builder
+                .with_common_type_filter(TypeFilter::KeepAll)
+                .map_err(|e| filter_error(&e))?;
+        }
+        if options.io {
+            builder = builder
+                .with_io_type_filter(TypeFilter::KeepAll)
+                .map_err(|e| filter_error(&e))?;
+        }
+        // hwloc refuses to leave out machines, PUs and NUMA nodes; its tools carry on silently.
+        for &ty in &options.ignore {
+            if matches!(
+                ty,
+                ObjectType::Machine | ObjectType::PU | ObjectType::NUMANode
+            ) {
+                continue;
+            }
+            builder = builder
+                .with_type_filter(ty, TypeFilter::KeepNone)
+                .map_err(|e| filter_error(&e))?;
+        }
         // Depending on how libhwloc was built (with libxml2 or its own minimal parser), a bad
         // XML document is refused when it is read or only when the topology is built.
         let hwloc = builder.build().map_err(|e| match (source, &xml) {
@@ -195,6 +306,80 @@ impl Topology {
             hwloc,
             source: source.clone(),
         })
+    }
+
+    /// Restricts the topology to some CPUs, or with hwloc's `BYNODESET` flag (8) to some NUMA
+    /// nodes, as `hwloc_topology_restrict` does with hwloc's flag bits (`--restrict` and
+    /// `--restrict-flags` in hwloc's tools).
+    ///
+    /// # Errors
+    ///
+    /// [`RestrictError`] when hwloc refuses the flags or the set would leave nothing; the
+    /// topology is then unchanged.
+    pub fn restrict(&mut self, set: &Bitmap, flags: u64) -> Result<(), RestrictError> {
+        const REMOVE_CPULESS: u64 = 1 << 0;
+        const ADAPT_MISC: u64 = 1 << 1;
+        const ADAPT_IO: u64 = 1 << 2;
+        const BYNODESET: u64 = 1 << 3;
+        const REMOVE_MEMLESS: u64 = 1 << 4;
+        let known = REMOVE_CPULESS | ADAPT_MISC | ADAPT_IO | BYNODESET | REMOVE_MEMLESS;
+        let by_nodeset = flags & BYNODESET != 0;
+        if flags & !known != 0
+            || (by_nodeset && flags & REMOVE_CPULESS != 0)
+            || (!by_nodeset && flags & REMOVE_MEMLESS != 0)
+        {
+            return Err(RestrictError::Flags(flags));
+        }
+        let mut restrict = RestrictFlags::empty();
+        if flags & ADAPT_MISC != 0 {
+            restrict |= RestrictFlags::ADAPT_MISC;
+        }
+        if flags & ADAPT_IO != 0 {
+            restrict |= RestrictFlags::ADAPT_IO;
+        }
+        // hwlocality 1.0.0-alpha.13 cannot pass REMOVE_CPULESS/REMOVE_MEMLESS through (its
+        // REMOVE_EMPTIED is all bits, which hwloc refuses), so they are a second restriction:
+        // by nodeset to the nodes that kept CPUs, or by cpuset to the PUs that kept memory. Both
+        // run on a copy: when the second is refused (hwloc refuses the whole call, e.g. when
+        // the nodes left are all disallowed) the topology stays as it was.
+        let mut work = self.hwloc.clone();
+        let ok = if by_nodeset {
+            let nodes = NodeSet::from(set.clone());
+            let mut ok = work.edit(|e| e.restrict(&nodes, restrict).is_ok());
+            if ok && flags & REMOVE_MEMLESS != 0 {
+                let mut keep = CpuSet::new();
+                for pu in work.objects_with_type(ObjectType::PU) {
+                    if pu.nodeset().is_some_and(|n| !n.is_empty()) {
+                        if let Some(c) = pu.cpuset() {
+                            keep |= &*c;
+                        }
+                    }
+                }
+                ok = work.edit(|e| e.restrict(&keep, restrict).is_ok());
+            }
+            ok
+        } else {
+            let cpus = CpuSet::from(set.clone());
+            let mut ok = work.edit(|e| e.restrict(&cpus, restrict).is_ok());
+            if ok && flags & REMOVE_CPULESS != 0 {
+                let mut keep = NodeSet::new();
+                for node in work.objects_with_type(ObjectType::NUMANode) {
+                    if node.cpuset().is_some_and(|c| !c.is_empty()) {
+                        if let Some(n) = node.nodeset() {
+                            keep |= &*n;
+                        }
+                    }
+                }
+                ok = work.edit(|e| e.restrict(&keep, restrict).is_ok());
+            }
+            ok
+        };
+        if ok {
+            self.hwloc = work;
+            Ok(())
+        } else {
+            Err(RestrictError::NothingLeft)
+        }
     }
 
     /// The underlying hwloc topology, for queries this type does not wrap.
@@ -789,6 +974,23 @@ mod test {
         ] {
             assert_eq!(kind.to_string(), ty.to_string());
         }
+    }
+
+    #[test]
+    fn a_refused_restriction_leaves_the_topology_as_it_was() {
+        // PU 12's NUMA node is disallowed in this file: with REMOVE_CPULESS (1) hwloc refuses
+        // the whole call (hwloc-calc then answers on the unrestricted machine); without it the
+        // restriction stands.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../tests/data/topologies/amd-opteron-865-8p-8numa-cpuset-disallowed-10of16pu.xml",
+        );
+        let mut topo = Topology::load(&TopologySource::XmlFile(path)).unwrap();
+        let before = topo.cpuset();
+        let pu12 = Bitmap::from_range(12..=12);
+        assert!(topo.restrict(&pu12, 1).is_err());
+        assert_eq!(topo.cpuset(), before);
+        topo.restrict(&pu12, 0).unwrap();
+        assert_eq!(topo.cpuset(), CpuSet::from(pu12));
     }
 
     #[test]

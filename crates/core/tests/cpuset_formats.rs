@@ -66,12 +66,34 @@ fn examples_from_the_issue_parse() {
         "win:g",
         "win:1:",
         "0x123456789,0x1",
-        "1-",
+        "1--",
+        "-1",
         "0-70000",
         "numa",
         "numa:",
         "core:3-1",
     ] {
         assert!(bad.parse::<CpuSetExpr>().is_err(), "{bad} parsed");
+    }
+    // Open-ended sets run to the machine's last CPU; they print back as lists.
+    for (text, cpus, from) in [
+        ("8-", vec![], 8),
+        ("0-3,8-", vec![0, 1, 2, 3], 8),
+        ("0xf...f", vec![], 0),
+        // hwloc's meaning: the infinite part starts after the last 64-bit word given.
+        ("0xf...f,0xfffffff0", (4..32).collect(), 64),
+        ("0xf...f,0x0000000f,0x00000001", vec![0, 32, 33, 34, 35], 64),
+    ] {
+        let expr: CpuSetExpr = text.parse().unwrap();
+        assert_eq!(
+            expr.terms()[0].atom,
+            Atom::CpusFrom {
+                cpus: cpus.clone(),
+                from
+            },
+            "{text}"
+        );
+        let again: CpuSetExpr = expr.to_string().parse().unwrap();
+        assert_eq!(again, expr, "{text} prints as {expr}");
     }
 }

@@ -42,11 +42,16 @@ fn spread_is_hwloc_distrib_on_every_corpus_file() {
                 let p = plan(&topo, n, Policy::Spread, None, Binding::Pu).unwrap();
                 p.cpusets().iter().map(hex).collect()
             } else {
-                distribute(&topo, n, None)
+                // `--bind share`: each thread's set is its whole hwloc-distrib part.
+                let shared = plan(&topo, n, Policy::Spread, None, Binding::Share).unwrap();
+                let from_plan: Vec<String> = shared.cpusets().iter().map(hex).collect();
+                let direct: Vec<String> = distribute(&topo, n, None)
                     .unwrap()
                     .iter()
                     .map(hex)
-                    .collect()
+                    .collect();
+                assert_eq!(from_plan, direct, "{file}: --bind share vs distribute {n}");
+                from_plan
             };
             compared += 1;
             if got != want {
@@ -106,7 +111,7 @@ fn compact_cores_and_cpu0_on_every_corpus_file() {
         let pu0 = logical[0];
         for policy in Policy::ALL {
             for threads in [1, 4, ncores, npus, npus + 3] {
-                for binding in [Binding::Pu, Binding::Core, Binding::Shared] {
+                for binding in [Binding::Pu, Binding::Core, Binding::Shared, Binding::Share] {
                     let p = plan(&topo, threads, policy, Some(&free.set), binding).unwrap();
                     check_invariants(&topo, &p, threads, Some(&free.set));
                     assert!(
@@ -120,8 +125,11 @@ fn compact_cores_and_cpu0_on_every_corpus_file() {
 }
 
 /// What holds for every plan: one entry per thread, non-empty sets inside the usable CPUs, PU
-/// binding = one PU each and no PU twice while threads fit, wrap-around beyond, steal orders are
-/// permutations of the other threads.
+/// binding = one PU each and no PU twice while threads fit; beyond, `spread` packs the extra
+/// threads onto neighbouring PUs as hwloc-distrib does (every PU used, at most one thread more on
+/// one PU than on another, a PU's threads consecutive) and the other policies wrap around;
+/// `share` gives disjoint parts while threads fit; steal orders are permutations of the other
+/// threads and begin with the nearest ones.
 fn check_invariants(
     topo: &Topology,
     p: &Placement,
@@ -156,16 +164,56 @@ fn check_invariants(
             "{} duplicates a PU",
             p.policy
         );
-        for i in navail..threads {
-            assert_eq!(pus[i], pus[i % navail], "{} does not wrap", p.policy);
+        if p.policy == Policy::Spread || p.binding == Binding::Share {
+            // Packed: each PU's threads are consecutive, counts differ by at most one.
+            let mut counts = std::collections::BTreeMap::new();
+            for w in pus.windows(2) {
+                if w[0] != w[1] {
+                    assert!(
+                        !counts.contains_key(&w[1]),
+                        "{} {}: PU {} used again after others",
+                        p.policy,
+                        p.binding,
+                        w[1]
+                    );
+                }
+                *counts.entry(w[0]).or_insert(0usize) += 1;
+            }
+            if threads >= navail {
+                let all: Vec<usize> = pus
+                    .iter()
+                    .copied()
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
+                assert_eq!(all.len(), navail, "{} {}: unused PUs", p.policy, p.binding);
+            }
+        } else {
+            for i in navail..threads {
+                assert_eq!(pus[i], pus[i % navail], "{} does not wrap", p.policy);
+            }
         }
         if p.binding == Binding::Pu {
             assert!(p.threads.iter().all(|t| t.pus.len() == 1));
         }
+        if p.binding == Binding::Share && threads <= navail {
+            let mut seen = HashSet::new();
+            for t in &p.threads {
+                for &c in t.pus.iter() {
+                    assert!(seen.insert(c), "{} share: CPU {c} in two parts", p.policy);
+                }
+            }
+        }
     }
     if threads <= 64 {
+        let near = p.steal_near();
         for i in 0..threads {
             let mut order = p.steal_order(i);
+            assert_eq!(
+                &order[..near[i].len()],
+                &near[i][..],
+                "steal_near is the head"
+            );
             assert!(!order.contains(&i));
             order.sort_unstable();
             assert_eq!(order, (0..threads).filter(|&j| j != i).collect::<Vec<_>>());
@@ -190,7 +238,7 @@ fn policies_and_bindings_parse_and_print() {
         assert_eq!(p.to_string().parse::<Policy>().unwrap(), p);
     }
     assert!("sideways".parse::<Policy>().is_err());
-    for b in [Binding::Pu, Binding::Core, Binding::Shared] {
+    for b in [Binding::Pu, Binding::Core, Binding::Shared, Binding::Share] {
         assert_eq!(b.to_string().parse::<Binding>().unwrap(), b);
     }
 }
@@ -222,7 +270,12 @@ fn policy() -> impl Strategy<Value = Policy> {
 }
 
 fn binding() -> impl Strategy<Value = Binding> {
-    proptest::sample::select(vec![Binding::Pu, Binding::Core, Binding::Shared])
+    proptest::sample::select(vec![
+        Binding::Pu,
+        Binding::Core,
+        Binding::Shared,
+        Binding::Share,
+    ])
 }
 
 proptest! {

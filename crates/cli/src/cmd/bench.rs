@@ -33,7 +33,8 @@ pub(crate) struct BenchArgs {
     /// Limit the workers to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     cpus: Option<String>,
-    /// Each worker's set: its PU, its whole core, or one set shared by all workers.
+    /// Each worker's set: its PU, its whole core, one set shared by all workers (shared), or
+    /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu")]
     bind: Binding,
     /// Measured runs.

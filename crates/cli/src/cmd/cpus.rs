@@ -67,7 +67,7 @@ struct CpusJson {
 }
 
 pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
-    let topo = args.topology.load()?;
+    let topo = args.topology.load_with_devices()?;
     let expr = CpuSetExpr::from_args(&args.expr).context("cpus")?;
     let resolved = expr
         .resolve(

@@ -24,7 +24,8 @@ pub(crate) struct PlaceArgs {
     /// Object indexes in --cpus are OS (physical) indexes.
     #[arg(long)]
     physical: bool,
-    /// Each thread's set: its PU, its whole core, or one set shared by all threads.
+    /// Each thread's set: its PU, its whole core, one set shared by all threads (shared), or its
+    /// own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu")]
     bind: Binding,
     /// Print the placement as JSON.
@@ -39,7 +40,9 @@ struct ThreadJson<'a> {
     thread: usize,
     #[serde(flatten)]
     place: &'a coretune_core::ThreadPlacement,
-    steal_order: Vec<usize>,
+    /// The threads it steals from first (same core, L3, NUMA node); the others follow in ring
+    /// order. The whole order would be quadratic in the thread count.
+    steal_first: Vec<usize>,
 }
 
 #[derive(Serialize)]
@@ -51,15 +54,19 @@ struct PlaceJson<'a> {
     omp_proc_bind: &'static str,
     taskset: String,
     likwid_pin: Option<String>,
+    numa_nodes: Vec<usize>,
+    numactl: Option<String>,
 }
 
 pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
-    let topo = args.topology.load()?;
+    let topo = args.topology.load_with_devices()?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
     let placement =
         plan(&topo, args.threads, args.policy, cpus.as_ref(), args.bind).context("place")?;
-    let mut out = std::io::stdout().lock();
+    // Buffered: stdout is line-buffered, and a big plan's JSON is many lines.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
+        let near = placement.steal_near();
         let json = PlaceJson {
             policy: placement.policy,
             binding: placement.binding,
@@ -67,26 +74,30 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
                 .threads
                 .iter()
                 .enumerate()
-                .map(|(i, place)| ThreadJson {
+                .zip(near)
+                .map(|((i, place), steal_first)| ThreadJson {
                     thread: i,
                     place,
-                    steal_order: placement.steal_order(i),
+                    steal_first,
                 })
                 .collect(),
             omp_places: placement.omp_places(),
             omp_proc_bind: placement.omp_proc_bind(),
             taskset: placement.taskset_list(),
             likwid_pin: placement.likwid_pin(),
+            numa_nodes: placement.memory_nodes(&topo),
+            numactl: placement.numactl(&topo),
         };
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
         writeln!(out)?;
     } else {
-        out.write_all(render_text(&placement).as_bytes())?;
+        out.write_all(render_text(&placement, placement.numactl(&topo)).as_bytes())?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn render_text(p: &Placement) -> String {
+fn render_text(p: &Placement, numactl: Option<String>) -> String {
     use coretune_core::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -129,6 +140,9 @@ fn render_text(p: &Placement) -> String {
     let _ = writeln!(s, "taskset:    taskset -c {} CMD", p.taskset_list());
     if let Some(likwid) = p.likwid_pin() {
         let _ = writeln!(s, "likwid-pin: likwid-pin -c {likwid} CMD");
+    }
+    if let Some(numactl) = numactl {
+        let _ = writeln!(s, "memory:     {numactl} CMD");
     }
     s
 }

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::{Binding, Policy, SkipMask, plan};
-use coretune_core::{Topology, TopologySource, format_list, set_to_vec};
+use coretune_core::{LoadOptions, Topology, TopologySource, format_list, set_to_vec};
 use coretune_core::{exit_code, find_program, rebind_process, run_program, thread_env};
 use coretune_core::{find_pin_library, inspect_program, per_thread, repin_process, thread_count};
 
@@ -31,7 +31,8 @@ pub(crate) struct RunArgs {
     /// reach the program: said before it runs).
     #[arg(long)]
     place: Option<Policy>,
-    /// Each thread's set with --place: its PU, its core, or one set shared by all threads.
+    /// Each thread's set with --place: its PU, its core, one set shared by all threads, or its
+    /// own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", requires = "place")]
     bind: Binding,
     /// Skip mask with --place, likwid-pin's -s: hex, bit i = the i-th pthread_create makes a
@@ -48,8 +49,12 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    // Binding only makes sense on the machine this runs on.
-    let topo = Topology::load(&TopologySource::Live)?;
+    // Binding only makes sense on the machine this runs on; devices are loaded when --cpus may
+    // name one (`os=eth0`).
+    let topo = Topology::load_with(
+        &TopologySource::Live,
+        &LoadOptions::default().io(args.cpus.is_some()),
+    )?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
     if let Some(pid) = args.pid {
         return repin(args, &topo, pid, cpus);

@@ -35,10 +35,21 @@ pub(crate) struct TopoArgs {
     /// Print the topology as hwloc XML (what `lstopo --of xml` writes), to save or share it.
     #[arg(long)]
     xml: bool,
+    /// With --xml: keep every object hwloc reports (I/O devices, Misc objects, instruction
+    /// caches, disallowed PUs), as hwloc-calc loads topologies. coretune's own children use it.
+    #[arg(long, hide = true, requires = "xml")]
+    all_objects: bool,
 }
 
 pub(crate) fn run(args: &TopoArgs) -> anyhow::Result<ExitCode> {
-    let topo = args.topology.load()?;
+    let topo = if args.all_objects {
+        Topology::load_with(
+            &args.topology.source()?,
+            &coretune_core::LoadOptions::hwloc_calc(true),
+        )?
+    } else {
+        args.topology.load()?
+    };
     let mut out = std::io::stdout().lock();
     if args.xml {
         let xml = topo

@@ -59,7 +59,8 @@ pub(crate) struct TuneArgs {
     /// Throttle values to try: none, numbers, cores, pus, adaptive (default: none).
     #[arg(long, value_name = "LIST")]
     throttle: Option<String>,
-    /// Each pinned thread's set: its PU, its core, or one set shared by all threads.
+    /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
+    /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu")]
     bind: Binding,
     /// Skip mask for a program's pinned threads, likwid-pin's -s (hex: bit i = the i-th

@@ -21,6 +21,20 @@ pub fn coretune_std() -> std::process::Command {
 mod corpus;
 pub use corpus::{corpus_files, expected};
 
+/// The corpus files that carry PCI and OS devices (`tests/data/topologies/io/`), as paths for
+/// the command line.
+pub fn io_files() -> Vec<String> {
+    let dir = corpus::topologies_dir().join("io");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/data/topologies/io is readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".xml"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// One corpus file's path, as a string for the command line.
 pub fn fixture(name: &str) -> String {
     corpus::fixture(name).to_string_lossy().into_owned()

@@ -14,6 +14,8 @@
 //! | `mask_cpu:0xff` | Slurm's `--cpu-bind=mask_cpu:` mask |
 //! | `numa:1`, `core:0-3`, `numa:1.core:0-3` | hwloc objects (see [`ObjKind`] for the type names) with index ranges, nested with `.` |
 //! | `cpukind:0`, `pcores`, `ecores` | a kind of core on hybrid machines (hwloc's rank: 0 = most efficient) |
+//! | `8-`, `0-3,8-`, `0xf...f`, `0xf...f,0xfffffff0` | open-ended: up to the machine's last CPU |
+//! | `os=eth0`, `pci=0000:02:00.0`, `pci[10de:]:0`, `osdev[gpu]:1`, `group0:1`, `l3u:2`, `l1i:0` | any other hwloc-calc location, devices included: the CPUs near a device |
 //!
 //! Index ranges are hwloc-calc's: `N`, `N-M`, `N-` (to the last), `N:W` (W objects from N,
 //! wrapping to 0 past the last), `all`, `odd`, `even`.
@@ -199,6 +201,17 @@ pub enum Atom {
     Location(Vec<Level>),
     /// A kind of core.
     Kind(KindSel),
+    /// CPUs by OS index (as [`Atom::Cpus`]) and every CPU of the machine from `from` on: `8-`,
+    /// `0xf...f`.
+    CpusFrom {
+        /// CPUs below `from`, ascending.
+        cpus: Vec<usize>,
+        /// The first CPU of the open end.
+        from: usize,
+    },
+    /// Any other hwloc-calc location (devices, groups, cache variants), as written; evaluated
+    /// by hwloc-calc's engine, and refused where hwloc-calc would only warn.
+    Hwloc(String),
 }
 
 /// One operator and atom, with the text it came from.
@@ -310,6 +323,9 @@ impl fmt::Display for CpuSetExpr {
                 Atom::Kind(KindSel::Rank(n)) => write!(f, "cpukind:{n}")?,
                 Atom::Kind(KindSel::PCores) => f.write_str("pcores")?,
                 Atom::Kind(KindSel::ECores) => f.write_str("ecores")?,
+                Atom::CpusFrom { cpus, from } if cpus.is_empty() => write!(f, "{from}-")?,
+                Atom::CpusFrom { cpus, from } => write!(f, "{},{from}-", format_list(cpus))?,
+                Atom::Hwloc(text) => f.write_str(text)?,
                 Atom::Location(levels) => {
                     for (j, level) in levels.iter().enumerate() {
                         if j > 0 {
@@ -372,6 +388,9 @@ fn parse_atom(body: &str) -> Result<Atom, AtomError> {
         "ecores" => return Ok(Atom::Kind(KindSel::ECores)),
         _ => {}
     }
+    if lower.starts_with("0xf...f") {
+        return parse_infinite_mask(&lower);
+    }
     if let Some(hex) = lower.strip_prefix("0x") {
         return parse_hwloc_hex(hex).map(Atom::Cpus);
     }
@@ -386,13 +405,58 @@ fn parse_atom(body: &str) -> Result<Atom, AtomError> {
         return parse_hwloc_hex(hex).map(Atom::Cpus);
     }
     if lower.starts_with(|c: char| c.is_ascii_digit()) {
+        if let Some(head) = lower.strip_suffix('-') {
+            // `0-3,8-`: a list whose last range runs to the machine's last CPU.
+            let (list, from) = match head.rsplit_once(',') {
+                Some((list, from)) => (Some(list), from),
+                None => (None, head),
+            };
+            let from = parse_index(from)?;
+            let cpus = match list {
+                Some(list) => parse_cpu_list(list)?,
+                None => Vec::new(),
+            };
+            return Ok(Atom::CpusFrom { cpus, from });
+        }
         return parse_cpu_list(&lower).map(Atom::Cpus);
     }
     if let Some(rank) = lower.strip_prefix("cpukind:") {
         let rank = parse_index(rank)?;
         return Ok(Atom::Kind(KindSel::Rank(rank)));
     }
-    parse_location(body).map(Atom::Location)
+    // `os=eth0`, `pci[10de:]:0`: hwloc-calc's device syntax.
+    let prefix = body.bytes().take_while(u8::is_ascii_alphanumeric).count();
+    if prefix > 0 && matches!(body.as_bytes().get(prefix), Some(b'=' | b'[')) {
+        let name = &body[..prefix];
+        if super::is_hwloc_type(name) {
+            return Ok(Atom::Hwloc(body.to_owned()));
+        }
+        return Err(AtomError::UnknownType(name.to_owned()));
+    }
+    match parse_location(body) {
+        Err(AtomError::UnknownType(name)) if super::is_hwloc_type(&name) => {
+            Ok(Atom::Hwloc(body.to_owned()))
+        }
+        other => other.map(Atom::Location),
+    }
+}
+
+/// `0xf...f` and `0xf...f,WORDS`: hwloc's infinite masks, every CPU from some point on.
+fn parse_infinite_mask(text: &str) -> Result<Atom, AtomError> {
+    let set = super::calc_parse_hwloc(text)
+        .ok_or_else(|| AtomError::Syntax(format!("'{text}' is not an hwloc mask")))?;
+    let from = set.last_unset().map_or(0, |i| usize::from(i) + 1);
+    let cpus: Vec<usize> = set
+        .iter_set()
+        .map(usize::from)
+        .take_while(|&c| c < from)
+        .collect();
+    if from > MAX_CPU {
+        return Err(AtomError::Syntax(format!(
+            "mask names CPU {from}, past the largest supported ({MAX_CPU})"
+        )));
+    }
+    Ok(Atom::CpusFrom { cpus, from })
 }
 
 fn parse_index(text: &str) -> Result<usize, AtomError> {

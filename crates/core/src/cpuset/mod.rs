@@ -9,8 +9,14 @@
 //! - a plain `0-3,8` is a Linux CPU list here (hwloc-calc reads `1,3` as two hex words and ignores
 //!   `0-3`);
 //! - an index past the last object, an OS index no object has, a CPU the machine does not have, a
-//!   type the machine does not have, and an empty result are errors here (hwloc-calc warns and
-//!   carries on, or prints `0x0`).
+//!   type the machine does not have, a device it cannot find, and an empty result are errors here
+//!   (hwloc-calc warns and carries on, or prints `0x0`);
+//! - `8-` and `0xf...f` run to the machine's last CPU (hwloc-calc ignores the first and keeps
+//!   the second infinite).
+//!
+//! Locations this language does not spell itself (devices: `os=eth0`, `pci=...`; groups, cache
+//! variants) go to hwloc-calc's own engine, [`Calc`], which is also all of `coretune calc`: a
+//! reimplementation of hwloc-calc 2.9 that prints what it prints.
 //!
 //! ```
 //! use coretune_core::{CpuSetExpr, Format, ResolveOptions};
@@ -24,10 +30,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calc;
 mod expr;
 mod format;
 mod list;
 mod warn;
+
+pub use calc::{
+    Calc, CalcStop, CpusetFormat, LOCAL_NUMANODE_FLAGS, LocationSettings, Message, OutputSettings,
+    PreparedOutput, RESTRICT_FLAGS, c_atoi, c_atol, hwloc_string, list_string, parse_flags,
+    parse_hwloc_bitmap, systemd_dbus_string, taskset_string,
+};
 
 pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, ObjKind, Op, Term};
 pub use format::{Format, FormatError};
@@ -39,6 +52,29 @@ use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
 
 use crate::topology::{Topology, set_from_indexes, set_to_vec};
+
+/// Whether hwloc's tools read `name` as a type (or hwloc-calc's `hbm`/`mcdram`).
+pub(crate) fn is_hwloc_type(name: &str) -> bool {
+    calc::parse_type(name).is_some()
+        || name.eq_ignore_ascii_case("hbm")
+        || name.eq_ignore_ascii_case("mcdram")
+}
+
+/// An hwloc-format bitmap, `None` when hwloc would not read it as one.
+pub(crate) fn calc_parse_hwloc(text: &str) -> Option<hwlocality::bitmap::Bitmap> {
+    calc::parse_hwloc_bitmap_checked(text)
+}
+
+/// An hwloc object type by the names hwloc's tools accept (`core`, `l3`, `group1`, `gpu`...).
+pub(crate) fn parse_type_name(name: &str) -> Option<hwlocality::object::types::ObjectType> {
+    calc::parse_type(name).map(|spec| spec.ty)
+}
+
+/// The depth of the level a type name names (`hwloc_type_sscanf_as_depth`): hwloc's numbers,
+/// negative for special and missing levels; `None` when the name is not a type.
+pub(crate) fn type_name_depth(topology: &hwlocality::Topology, name: &str) -> Option<i32> {
+    calc::parse_type(name).map(|spec| calc::spec_depth(topology, &spec))
+}
 
 /// The largest CPU index an expression may name. Linux's `NR_CPUS` tops out at 8192; this leaves
 /// room while keeping a typo such as `0-4000000000` from allocating gigabytes.
@@ -132,6 +168,15 @@ pub enum CpuSetError {
         /// The whole expression.
         input: String,
     },
+    /// hwloc-calc's engine warns about a location (an object or device that does not exist, a
+    /// range it cannot read); coretune refuses it.
+    #[error("'{part}': {reason}")]
+    Location {
+        /// The term that failed.
+        part: String,
+        /// What hwloc-calc says about it.
+        reason: String,
+    },
     /// The expression only names CPUs that are offline or not allowed to this process.
     #[error("'{input}': CPUs {cpus} are all offline or not allowed (usable: {usable})")]
     Unusable {
@@ -155,7 +200,8 @@ impl CpuSetError {
             | CpuSetError::IndexOutOfRange { part, .. }
             | CpuSetError::NoSuchOsIndex { part, .. }
             | CpuSetError::NoSuchCpu { part, .. }
-            | CpuSetError::NoSuchKind { part, .. } => part,
+            | CpuSetError::NoSuchKind { part, .. }
+            | CpuSetError::Location { part, .. } => part,
             _ => return None,
         };
         let start = input.find(part.as_str())?;
@@ -280,6 +326,53 @@ fn eval_atom(
             Ok(set_from_indexes(cpus.iter().copied()))
         }
         Atom::Kind(sel) => eval_kind(topology, term, *sel),
+        Atom::CpusFrom { cpus, from } => {
+            // Open-ended: whatever of it the machine has.
+            let complete = topology.hwloc().complete_cpuset().clone_target();
+            let mut set = set_from_indexes(cpus.iter().copied());
+            let mut tail = complete.clone();
+            if *from > 0 {
+                tail -= &set_from_indexes(0..*from);
+            }
+            set |= &tail;
+            set &= &complete;
+            if set.is_empty() {
+                return Err(CpuSetError::NoSuchCpu {
+                    part: term.text.clone(),
+                    cpus: term.text.clone(),
+                    existing: list_of(&complete),
+                });
+            }
+            Ok(set)
+        }
+        Atom::Hwloc(text) => {
+            let settings = LocationSettings {
+                logical: !options.physical,
+                ..LocationSettings::default()
+            };
+            let mut msgs = Vec::new();
+            let mut set = hwlocality::bitmap::Bitmap::new();
+            let location_error = |reason: String| CpuSetError::Location {
+                part: term.text.clone(),
+                reason,
+            };
+            let recognized = Calc::new(topology)
+                .apply(&mut set, text, &settings, &mut msgs)
+                .map_err(|e| location_error(e.to_string()))?;
+            let complaint = msgs.iter().find_map(|m| match m {
+                Message::Stderr(line) => Some(line.clone()),
+                _ => None,
+            });
+            if let Some(reason) = complaint {
+                return Err(location_error(format!("hwloc-calc: {reason}")));
+            }
+            if !recognized {
+                return Err(location_error(
+                    "hwloc-calc does not read this location".to_owned(),
+                ));
+            }
+            Ok(CpuSet::from(set))
+        }
         Atom::Location(levels) => {
             let mut out = CpuSet::new();
             let root = Scope {

@@ -51,12 +51,45 @@ pub enum Warning {
     },
 }
 
-fn groups_text(groups: &[(impl fmt::Display, Vec<usize>)], what: &str) -> String {
-    groups
-        .iter()
-        .map(|(name, cpus)| format!("{what}{name}: {}", format_list(cpus)))
-        .collect::<Vec<_>>()
-        .join("; ")
+/// The most groups a warning lists one by one; past it, it gives their count and indexes.
+const LISTED: usize = 4;
+
+/// The longest CPU list a warning prints as is; past it, a count and the range it spans.
+const LIST_CHARS: usize = 40;
+
+/// A CPU list short enough for one line: `0-7,16-23`, or `512 CPUs in 0-2047` when the list
+/// itself would be long (interleaved sets on big machines).
+fn short_list(cpus: &[usize]) -> String {
+    short_indexes(cpus, "CPUs")
+}
+
+/// A list of indexes, or `N <noun> in FIRST-LAST` when the list would be long.
+fn short_indexes(items: &[usize], noun: &str) -> String {
+    let list = format_list(items);
+    match (items.first(), items.last()) {
+        (Some(first), Some(last)) if list.len() > LIST_CHARS => {
+            format!("{} {noun} in {first}-{last}", items.len())
+        }
+        _ => list,
+    }
+}
+
+/// `node 0: 0-7; node 1: 8-15` for a few groups, `64 NUMA nodes 0-63` for many.
+fn groups_text(groups: &[(usize, Vec<usize>)], what: &str, many: &str) -> String {
+    if groups.len() <= LISTED {
+        return groups
+            .iter()
+            .map(|(name, cpus)| format!("{what}{name}: {}", short_list(cpus)))
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    let names: Vec<usize> = groups.iter().map(|(n, _)| *n).collect();
+    let list = format_list(&names);
+    if list.len() > LIST_CHARS {
+        format!("{} {many}", groups.len())
+    } else {
+        format!("{} {many}: {list}", groups.len())
+    }
 }
 
 impl fmt::Display for Warning {
@@ -68,57 +101,83 @@ impl fmt::Display for Warning {
                  (exclude it with '~pu:0')",
             ),
             Warning::SplitsSmt { cores } => {
-                let parts: Vec<String> = cores
+                let parts = if cores.len() <= LISTED {
+                    cores
+                        .iter()
+                        .map(|(core, taken, left)| {
+                            format!(
+                                "core {core}: {} without {}",
+                                short_list(taken),
+                                short_list(left)
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                } else {
+                    let ids: Vec<usize> = cores.iter().map(|(c, _, _)| *c).collect();
+                    let mut left: Vec<usize> = cores
+                        .iter()
+                        .flat_map(|(_, _, l)| l.iter().copied())
+                        .collect();
+                    left.sort_unstable();
+                    let left_out = format_list(&left);
+                    let left_out = if left_out.len() > LIST_CHARS {
+                        format!("leaving out {} of their CPUs", left.len())
+                    } else {
+                        format!("leaving out CPUs {left_out}")
+                    };
+                    format!(
+                        "{} cores {}, {left_out}",
+                        cores.len(),
+                        short_indexes(&ids, "cores")
+                    )
+                };
+                write!(
+                    f,
+                    "splits SMT siblings ({parts}): whatever runs on the left-out siblings shares \
+                     those cores' execution units and caches with this set"
+                )
+            }
+            Warning::MixesCpuKinds { kinds } => {
+                let parts: Vec<String> = kinds
                     .iter()
-                    .map(|(core, taken, left)| {
-                        format!(
-                            "core {core}: {} without {}",
-                            format_list(taken),
-                            format_list(left)
-                        )
-                    })
+                    .map(|(name, cpus)| format!("{name}: {}", short_list(cpus)))
                     .collect();
                 write!(
                     f,
-                    "splits SMT siblings ({}): whatever runs on the left-out siblings shares \
-                     those cores' execution units and caches with this set",
+                    "mixes kinds of core ({}): threads on the slower kind finish their share \
+                     later, and a static split of work waits for them",
                     parts.join("; ")
                 )
             }
-            Warning::MixesCpuKinds { kinds } => write!(
-                f,
-                "mixes kinds of core ({}): threads on the slower kind finish their share later, \
-                 and a static split of work waits for them",
-                groups_text(kinds, "")
-            ),
             Warning::SpansNuma { nodes } => write!(
                 f,
                 "spans NUMA nodes ({}): memory first touched on one node is slower to reach from \
                  the others",
-                groups_text(nodes, "node ")
+                groups_text(nodes, "node ", "NUMA nodes")
             ),
             Warning::SpansL3 { caches } => write!(
                 f,
                 "spans L3 caches ({}): threads under different L3s do not share cache, so \
                  shared data moves between them",
-                groups_text(caches, "L3 ")
+                groups_text(caches, "L3 ", "L3 caches")
             ),
             Warning::CrossesProcessorGroups { groups } => write!(
                 f,
                 "crosses Windows processor groups ({}): on Windows a thread runs in one group \
                  at a time and a process starts in one group only",
-                groups_text(groups, "group ")
+                groups_text(groups, "group ", "groups")
             ),
             Warning::Offline { cpus } => write!(
                 f,
                 "names offline CPUs {}: nothing can run there, binding ignores them",
-                format_list(cpus)
+                short_list(cpus)
             ),
             Warning::Disallowed { cpus } => write!(
                 f,
                 "names CPUs {} that this process may not use (cgroup cpuset or affinity): \
                  binding ignores them",
-                format_list(cpus)
+                short_list(cpus)
             ),
         }
     }
@@ -233,4 +292,57 @@ pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::topology::TopologySource;
+
+    #[test]
+    fn warnings_stay_one_short_line_on_any_machine() {
+        // 2048 PUs: 64 NUMA nodes, 128 L3s, 32 Windows processor groups (issue 12).
+        let topo = Topology::load(&TopologySource::Synthetic(
+            "pack:16 numa:4 l3:2 core:8 pu:2".into(),
+        ))
+        .unwrap();
+        for expr in ["all", "pu:even", "pu:odd", "core:0-700", "pu:3-2000"] {
+            let resolved = crate::cpuset::resolve(expr, &topo, &Default::default()).unwrap();
+            assert!(
+                resolved.warnings.len() >= 3,
+                "{expr}: {:?}",
+                resolved.warnings
+            );
+            for w in &resolved.warnings {
+                let line = w.to_string();
+                assert!(!line.contains('\n'), "{expr}: {line}");
+                assert!(line.len() < 300, "{expr}: {} chars: {line}", line.len());
+            }
+        }
+        let all = crate::cpuset::resolve("all", &topo, &Default::default()).unwrap();
+        let text: Vec<String> = all.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|w| w.contains("64 NUMA nodes: 0-63")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|w| w.contains("128 L3 caches: 0-127")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|w| w.contains("32 groups: 0-31")),
+            "{text:?}"
+        );
+        // A few groups are still listed with their CPUs.
+        let small = Topology::load(&TopologySource::Synthetic(
+            "pack:2 numa:2 core:2 pu:2".into(),
+        ))
+        .unwrap();
+        let r = crate::cpuset::resolve("pu:0-5", &small, &Default::default()).unwrap();
+        let text: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|w| w.contains("node 0: 0-3; node 1: 4-5")),
+            "{text:?}"
+        );
+    }
 }

@@ -1,0 +1,118 @@
+//! `coretune calc` and `coretune distrib` where hwloc-calc 2.9 cannot be the reference: the
+//! options hwloc added later (`--cof`, `--cif`, `--oo`, memory tier filters), and the cases where
+//! hwloc's tools crash or abort (coretune exits with the status a shell reports for them,
+//! without crashing). Everything else is compared with hwloc's tools in `hwloc_dropins.rs`.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+const MACHINE: &str = "pack:2 core:2 pu:2";
+
+fn calc(args: &[&str], stdin: Option<&str>) -> (String, i32) {
+    let mut cmd = util::coretune();
+    cmd.arg("calc").args(["-i", MACHINE]).args(args);
+    if let Some(text) = stdin {
+        cmd.write_stdin(text);
+    }
+    let out = cmd.output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn later_hwloc_options_follow_hwloc_documentation() {
+    let ok = |s: &str| (format!("{s}\n"), 0);
+    assert_eq!(calc(&["--cof", "list", "core:1-2"], None), ok("2-5"));
+    assert_eq!(
+        calc(&["--cpuset-output-format", "taskset", "core:1-2"], None),
+        ok("0x3c")
+    );
+    assert_eq!(
+        calc(&["--cof", "systemd-dbus-api", "core:1-2"], None),
+        ok("ay 0x0001 0x3c")
+    );
+    assert_eq!(
+        calc(&["--cof", "systemd-dbus-api", "pu:0", "pu:7"], None),
+        ok("ay 0x0001 0x81")
+    );
+    // The systemd format has no empty set: hwloc-calc says so and exits with 1.
+    assert_eq!(calc(&["--cof", "systemd-dbus-api", "~all"], None).1, 1);
+    assert_eq!(calc(&["--cof", "hex", "all"], None).1, 1);
+    assert_eq!(calc(&["--cif", "list", "0-3,6"], None), ok("0x0000004f"));
+    assert_eq!(
+        calc(&["--cif", "hwloc", "1,3"], None),
+        ok("0x00000001,0x00000003")
+    );
+    assert_eq!(calc(&["--cif", "taskset", "0x30"], None), ok("0x00000030"));
+    assert_eq!(calc(&["--cif", "systemd-dbus-api", "0x3"], None).1, 1);
+    assert_eq!(
+        calc(&["--oo", "-I", "core", "pu:2-5"], None),
+        ok("Core:1,Core:2")
+    );
+    assert_eq!(
+        calc(&["--object-output", "--local-memory", "all"], None),
+        ok("NUMANode:0")
+    );
+    let distrib = util::coretune()
+        .args(["distrib", "-i", MACHINE, "--cof", "list", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&distrib.stdout), "0-1\n2-3\n4-7\n");
+}
+
+#[test]
+fn where_hwloc_crashes_coretune_exits_with_the_same_status() {
+    // libhwloc 2.9 fails an assertion on a first word left empty: SIGABRT, 134 in a shell, and
+    // the stdio buffer with earlier lines is lost.
+    assert_eq!(calc(&[",0x1"], None), (String::new(), 134));
+    assert_eq!(calc(&[], Some("pu:0\n,0x1\n")), (String::new(), 134));
+    assert_eq!(calc(&["core:0:-1"], None), (String::new(), 134));
+    let distrib = util::coretune()
+        .args(["distrib", "-i", MACHINE, "0"])
+        .output()
+        .unwrap();
+    assert_eq!(distrib.status.code(), Some(134));
+    // A malformed XML file: hwloc-calc 2.9 dies with SIGSEGV (139), hwloc-distrib exits with 1.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.xml");
+    std::fs::write(&bad, "<topology>").unwrap();
+    let out = util::coretune()
+        .args(["calc", "-i"])
+        .arg(&bad)
+        .arg("all")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(139));
+    let out = util::coretune()
+        .args(["distrib", "-i"])
+        .arg(&bad)
+        .arg("2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn ranges_hwloc_calc_loops_on_get_its_answer_at_once() {
+    // hwloc-calc 2.9 loops 2^32 times on these (an unsigned count that wrapped); the answer is
+    // the one it prints when it is done.
+    let start = std::time::Instant::now();
+    assert_eq!(calc(&["core:6-"], None), ("0x000000ff\n".to_owned(), 0));
+    assert_eq!(calc(&["core:3-0"], None).1, 0);
+    assert!(start.elapsed().as_secs() < 60);
+}
+
+#[test]
+fn help_and_version_name_coretune() {
+    let out = util::coretune().args(["calc", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Usage: coretune calc"));
+    let out = util::coretune()
+        .args(["distrib", "--version"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hwloc-distrib 2.9.0"));
+}
