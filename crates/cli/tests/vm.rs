@@ -278,28 +278,20 @@ fn assert_threads_in(guest: &Guest, run: &str, cpus: &Cpus, count: usize) {
     }
 }
 
-/// Steal orders nearest first on the kernel's machine: every other thread once, and the classes
-/// (same core, same NUMA node, the rest) never getting nearer along the order (so an SMT
-/// sibling, when a thread has one, is its first victim).
+/// Each thread's first victims (`steal_first`) on the kernel's machine: other threads, nearest
+/// first (same core, then the same NUMA node), every SMT sibling among them, none on another node.
 fn assert_steal_orders_nearest_first(guest: &Guest, place: &str, kernel: &Kernel) {
     let json = guest.json(place);
     let threads = json["threads"].as_array().unwrap();
     let cpu = |t: &Value| *numbers(&t["pus"]).first().unwrap();
     for (i, t) in threads.iter().enumerate() {
         let (_, siblings, node) = &kernel.cpus[&cpu(t)];
-        let order: Vec<usize> = t["steal_order"]
+        let first: Vec<usize> = t["steal_first"]
             .as_array()
-            .unwrap()
+            .unwrap_or_else(|| panic!("{place}: no steal_first in {t}"))
             .iter()
             .map(|j| usize::try_from(j.as_u64().unwrap()).unwrap())
             .collect();
-        let mut sorted = order.clone();
-        sorted.sort_unstable();
-        let others: Vec<usize> = (0..threads.len()).filter(|&j| j != i).collect();
-        assert_eq!(
-            sorted, others,
-            "{place}: thread {i}'s steal order {order:?}"
-        );
         let class = |j: usize| {
             let theirs = cpu(&threads[j]);
             if siblings.contains(&theirs) {
@@ -310,11 +302,18 @@ fn assert_steal_orders_nearest_first(guest: &Guest, place: &str, kernel: &Kernel
                 2
             }
         };
-        let classes: Vec<u8> = order.iter().map(|&j| class(j)).collect();
+        let classes: Vec<u8> = first.iter().map(|&j| class(j)).collect();
         assert!(
-            classes.is_sorted(),
-            "{place}: thread {i} (CPU {}) steals in order {order:?}, classes {classes:?}",
+            !first.contains(&i) && classes.is_sorted() && !classes.contains(&2),
+            "{place}: thread {i} (CPU {}) steals first from {first:?}, classes {classes:?}",
             cpu(t)
+        );
+        let near: Vec<usize> = (0..threads.len())
+            .filter(|&j| j != i && class(j) == 0)
+            .collect();
+        assert!(
+            near.iter().all(|j| first.contains(j)),
+            "{place}: thread {i}: SMT siblings {near:?} not all in {first:?}"
         );
     }
 }

@@ -54,7 +54,7 @@ repin() {
 }
 check "run --pid --place" repin
 
-# Pool workers' steal order on this machine: nearest first (SMT sibling, then the same socket).
+# Pool workers' first victims on this machine: nearest first (SMT sibling, then the same node).
 check "place compact 16" coretune place --json --policy compact --threads 16
 
 # Built-in workloads place their own workers: each worker's CPUs match the plan.
