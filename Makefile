@@ -2,7 +2,8 @@
 #
 #   make tune    build (release) and run the main job: `coretune tune` on the built-in workload
 #   make test    everything CI checks: format, clippy, unit/integration/doc tests (debug and
-#                release), benchmark smoke runs, docs
+#                release; the release pass includes the VM tests, tests/vm.rs), benchmark smoke
+#                runs, docs
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
@@ -13,7 +14,7 @@ CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
 .PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs \
-	install install-files uninstall
+	install install-files uninstall vm-tests vm-run vm-shell
 
 tune: setup build
 	./target/release/coretune tune
@@ -47,6 +48,20 @@ bench-smoke:
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
+
+# Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of release-tests;
+# these run them alone. `make vm-run PAYLOAD=smt` boots one payload (a name in
+# scripts/vm/payloads/ or a path to your own) and prints its console; `make vm-shell` boots that
+# payload's machine with a shell on its console instead (the payload is /payloads/NAME.sh there).
+PAYLOAD ?= smt
+vm-tests: setup-test
+	$(CARGO) test --locked --release -p coretune --test vm -- --nocapture
+
+vm-run: setup-test build
+	scripts/vm/vm.sh run '$(PAYLOAD)'
+
+vm-shell: setup-test build
+	scripts/vm/vm.sh shell '$(PAYLOAD)'
 
 # Installing: the binary, the pinning library (lib/coretune/libcoretune_pin.so, where coretune
 # looks for it from bin/: ../lib/coretune/), the bash, zsh and fish completions and the man

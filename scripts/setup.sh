@@ -7,10 +7,12 @@
 #                             (the OpenMP placement check), hyperfine (the timing cross-check),
 #                             chromium (renders report.html headless in the browser test),
 #                             slurmctld, slurmd, slurm-client and munge (the one-node Slurm
-#                             cluster of the `tune --slurm` tests, scripts/slurm/)
+#                             cluster of the `tune --slurm` tests, scripts/slurm/),
 #                             likwid (likwid-pin, the reference for per-thread pinning), libomp-dev
 #                             (LLVM's OpenMP runtime), golang-go (builds Go programs with and
-#                             without cgo for the pinning library's reach check)
+#                             without cgo for the pinning library's reach check),
+#                             qemu-system-x86, busybox-static and cpio (the VM tests' guests:
+#                             scripts/vm/vm.sh; it fetches Debian's kernel itself)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -18,7 +20,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio)
 fi
 
 missing=()

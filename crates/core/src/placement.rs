@@ -752,18 +752,22 @@ impl PuIndex {
             }
             logical_order.push(os);
             top = top.max(os + 1);
-            let core = pu.first_ancestor_with_type(ObjectType::Core);
+            // Machine-order indexes: where a CPU is offline hwloc may put cores on two levels,
+            // each numbered from 0 (two cores would share a slot).
+            let core = pu
+                .first_ancestor_with_type(ObjectType::Core)
+                .map(|c| topology.logical_index(c));
             let l3 = pu
                 .first_ancestor_with_type(ObjectType::L3Cache)
-                .map(TopologyObject::logical_index);
+                .map(|c| topology.logical_index(c));
             if let Some(core) = core {
-                let slot = *core_slot.entry(core.logical_index()).or_insert_with(|| {
+                let slot = *core_slot.entry(core).or_insert_with(|| {
                     cores.push(Vec::new());
                     cores.len() - 1
                 });
                 cores[slot].push(os);
             }
-            core_of.push((os, core.map(TopologyObject::logical_index), l3));
+            core_of.push((os, core, l3));
         }
         let mut place = vec![Where::default(); top];
         for &(os, core, l3) in &core_of {

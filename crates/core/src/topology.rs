@@ -10,6 +10,14 @@
 //! not part of the topology, and an object counts when its CPU set intersects the topology's.
 //! NUMA nodes are the exception: every NUMA node counts, CPU-less ones included, as
 //! `hwloc-info` lists them.
+//!
+//! Objects of one type are numbered in machine order (the order of the tree), which is hwloc's
+//! logical order wherever hwloc keeps the type on one level. hwloc can put one type on several
+//! levels — in a QEMU guest whose L1 caches are per thread, a core whose SMT sibling went offline
+//! sits below its L1 cache while the other cores sit above theirs — and then numbers each level
+//! from 0, so two cores would both be `L#0` (and `hwloc-calc core:N` refuses: "found multiple
+//! levels"). coretune numbers such a type across its levels instead ([`Topology::objects_in_order`],
+//! [`Topology::logical_index`]), so `core:1` is the machine's second core whatever level it is on.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,6 +30,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
+use hwlocality::object::depth::TypeToDepthError;
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::topology::editor::RestrictFlags;
@@ -405,13 +414,51 @@ impl Topology {
             .map_err(|e| e.to_string())
     }
 
-    /// Objects of one type whose CPU set intersects the topology's, in logical order.
+    /// Objects of one type whose CPU set intersects the topology's, in logical order (machine
+    /// order, see [`Topology::objects_in_order`]).
     pub fn objects(&self, ty: ObjectType) -> Vec<&TopologyObject> {
         let all = self.hwloc.cpuset();
-        self.hwloc
-            .objects_with_type(ty)
+        self.objects_in_order(ty)
+            .into_iter()
             .filter(|obj| obj.cpuset().is_some_and(|set| set.intersects(&*all)))
             .collect()
+    }
+
+    /// Every object of one type, in machine order: hwloc's logical order when the type is on one
+    /// level of the tree; when hwloc put it on several (see the module documentation), the order
+    /// in which a walk of the tree meets them, rather than hwloc's level by level. Groups keep
+    /// hwloc's order: nested groups are different things on different levels.
+    pub fn objects_in_order(&self, ty: ObjectType) -> Vec<&TopologyObject> {
+        if self.is_split(ty) {
+            let mut out = Vec::new();
+            collect_in_order(self.hwloc.root_object(), ty, &mut out);
+            out
+        } else {
+            self.hwloc.objects_with_type(ty).collect()
+        }
+    }
+
+    /// An object's logical index (`L#`) among the objects of its type in machine order: hwloc's
+    /// own where the type is on one level, its position in [`Topology::objects_in_order`] where
+    /// hwloc numbered each level from 0.
+    pub fn logical_index(&self, obj: &TopologyObject) -> usize {
+        let ty = obj.object_type();
+        if !self.is_split(ty) {
+            return obj.logical_index();
+        }
+        self.objects_in_order(ty)
+            .iter()
+            .position(|o| std::ptr::eq(*o, obj))
+            .unwrap_or_else(|| obj.logical_index())
+    }
+
+    /// Whether hwloc put objects of `ty` on more than one level.
+    fn is_split(&self, ty: ObjectType) -> bool {
+        ty != ObjectType::Group
+            && matches!(
+                self.hwloc.depth_for_type(ty),
+                Err(TypeToDepthError::Multiple)
+            )
     }
 
     /// L3 caches (hwloc's `l3cache` in `hwloc-calc`), in logical order.
@@ -642,7 +689,10 @@ impl Topology {
             memory_bytes: Some(root.total_memory()).filter(|&m| m > 0),
             cache_bytes: None,
             pus: root.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
-            children: shown_children(root).into_iter().map(node).collect(),
+            children: shown_children(root)
+                .into_iter()
+                .map(|c| self.node(c))
+                .collect(),
         }
     }
 
@@ -661,38 +711,60 @@ impl Topology {
                 if physical {
                     o.os_index().unwrap_or_default()
                 } else {
-                    o.logical_index()
+                    self.logical_index(o)
                 }
             })
             .collect()
     }
 }
 
-fn node(obj: &TopologyObject) -> TopoNode {
-    let kind = match obj.object_type() {
-        ObjectType::Package => NodeKind::Package,
-        ObjectType::Die => NodeKind::Die,
-        ObjectType::Group => NodeKind::Group,
-        ObjectType::NUMANode => NodeKind::NumaNode,
-        ObjectType::L3Cache => NodeKind::L3,
-        ObjectType::L2Cache => NodeKind::L2,
-        ObjectType::Core => NodeKind::Core,
-        ObjectType::PU => NodeKind::Pu,
-        _ => NodeKind::Machine,
-    };
-    let (memory_bytes, cache_bytes) = match obj.attributes() {
-        Some(ObjectAttributes::NUMANode(attrs)) => (attrs.local_memory().map(|m| m.get()), None),
-        Some(ObjectAttributes::Cache(cache)) => (None, cache.size().map(|s| s.get())),
-        _ => (None, None),
-    };
-    TopoNode {
-        kind,
-        logical_index: obj.logical_index(),
-        os_index: obj.os_index(),
-        memory_bytes,
-        cache_bytes,
-        pus: obj.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
-        children: shown_children(obj).into_iter().map(node).collect(),
+impl Topology {
+    /// One shown object and the shown objects below it.
+    fn node(&self, obj: &TopologyObject) -> TopoNode {
+        let kind = match obj.object_type() {
+            ObjectType::Package => NodeKind::Package,
+            ObjectType::Die => NodeKind::Die,
+            ObjectType::Group => NodeKind::Group,
+            ObjectType::NUMANode => NodeKind::NumaNode,
+            ObjectType::L3Cache => NodeKind::L3,
+            ObjectType::L2Cache => NodeKind::L2,
+            ObjectType::Core => NodeKind::Core,
+            ObjectType::PU => NodeKind::Pu,
+            _ => NodeKind::Machine,
+        };
+        let (memory_bytes, cache_bytes) = match obj.attributes() {
+            Some(ObjectAttributes::NUMANode(attrs)) => {
+                (attrs.local_memory().map(|m| m.get()), None)
+            }
+            Some(ObjectAttributes::Cache(cache)) => (None, cache.size().map(|s| s.get())),
+            _ => (None, None),
+        };
+        TopoNode {
+            kind,
+            logical_index: self.logical_index(obj),
+            os_index: obj.os_index(),
+            memory_bytes,
+            cache_bytes,
+            pus: obj.cpuset().map(|s| set_to_vec(&s)).unwrap_or_default(),
+            children: shown_children(obj)
+                .into_iter()
+                .map(|c| self.node(c))
+                .collect(),
+        }
+    }
+}
+
+/// The objects of type `ty` at or below `obj`, in the order a depth-first walk meets them.
+fn collect_in_order<'a>(
+    obj: &'a TopologyObject,
+    ty: ObjectType,
+    out: &mut Vec<&'a TopologyObject>,
+) {
+    if obj.object_type() == ty {
+        out.push(obj);
+    }
+    for child in obj.normal_children() {
+        collect_in_order(child, ty, out);
     }
 }
 

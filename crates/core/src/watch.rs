@@ -515,10 +515,10 @@ pub struct CpuPlace {
 /// Every PU's core, L3 and NUMA node, in CPU-number order.
 pub fn cpu_places(topo: &Topology) -> Vec<CpuPlace> {
     let owner = |ty: ObjectType, cpu: usize| {
-        topo.hwloc()
-            .objects_with_type(ty)
+        topo.objects_in_order(ty)
+            .into_iter()
             .find(|o| o.cpuset().is_some_and(|s| s.is_set(cpu)))
-            .map(|o| o.logical_index())
+            .map(|o| topo.logical_index(o))
     };
     set_to_vec(&topo.cpuset())
         .into_iter()

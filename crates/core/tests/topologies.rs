@@ -4,7 +4,9 @@
 
 mod util;
 
-use coretune_core::{Topology, TopologySource};
+use coretune_core::{Binding, Policy, plan};
+use coretune_core::{CpuSetError, ResolveOptions, resolve_cpus};
+use coretune_core::{NodeKind, TopoNode, Topology, TopologySource, set_to_vec};
 
 #[test]
 fn every_corpus_file_matches_hwloc_counts_and_smt() {
@@ -156,6 +158,70 @@ fn cpu_kinds_match_hwloc() {
             assert_eq!(kind.pus, pus, "{file}: PUs of CPU kind {}", kind.index);
         }
     }
+}
+
+/// Where hwloc put cores on two levels (the `qemu-*` files: a guest core whose SMT sibling went
+/// offline sits below its per-thread L1 caches, the others above theirs), coretune numbers the
+/// cores in machine order, as the kernel lists them (`kernel.cores`: the guest's
+/// `thread_siblings_list`s): `core:N`, the tree's `L#` and the placements all agree with it. The
+/// issue-17 regression: the lone core was shown as a second `Core L#0` and `core:1` gave `4-5`.
+#[test]
+fn cores_across_levels_are_the_kernels() {
+    let expected = util::expected();
+    let mut checked = 0;
+    for file in util::corpus_files() {
+        let Some(kernel) = expected[&file]["kernel"]["cores"].as_array() else {
+            continue;
+        };
+        let kernel: Vec<Vec<usize>> = kernel
+            .iter()
+            .map(|core| {
+                core.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(util::as_usize)
+                    .collect()
+            })
+            .collect();
+        let topo = util::load(&file);
+
+        fn cores(node: &TopoNode, out: &mut Vec<(usize, Vec<usize>)>) {
+            if node.kind == NodeKind::Core {
+                out.push((node.logical_index, node.pus.clone()));
+            }
+            for child in &node.children {
+                cores(child, out);
+            }
+        }
+        let mut shown = Vec::new();
+        cores(&topo.tree(), &mut shown);
+        let want: Vec<(usize, Vec<usize>)> = kernel.iter().cloned().enumerate().collect();
+        assert_eq!(shown, want, "{file}: the tree's cores and their L#");
+
+        let options = ResolveOptions::default();
+        for (i, core) in kernel.iter().enumerate() {
+            let got = resolve_cpus(&format!("core:{i}"), &topo, &options)
+                .unwrap_or_else(|e| panic!("{file}: core:{i}: {e}"));
+            assert_eq!(&set_to_vec(&got.set), core, "{file}: core:{i}");
+        }
+        let past = resolve_cpus(&format!("core:{}", kernel.len()), &topo, &options);
+        assert!(
+            matches!(past, Err(CpuSetError::IndexOutOfRange { count, .. }) if count == kernel.len()),
+            "{file}: {past:?}"
+        );
+        let first_two: Vec<usize> = kernel[..2].iter().flatten().copied().collect();
+        let got = resolve_cpus("core:0-1", &topo, &options).unwrap();
+        assert_eq!(set_to_vec(&got.set), first_two, "{file}: core:0-1");
+
+        // One thread per kernel core, in order, each labelled with its core's index.
+        let placement = plan(&topo, kernel.len(), Policy::Cores, None, Binding::Pu).unwrap();
+        for (i, thread) in placement.threads.iter().enumerate() {
+            assert_eq!(thread.pu, Some(kernel[i][0]), "{file}: cores thread {i}");
+            assert_eq!(thread.core, Some(i), "{file}: cores thread {i}'s core");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} files with kernel cores");
 }
 
 #[test]

@@ -425,15 +425,16 @@ struct Scope {
 /// Objects of `kind` inside `scope`, as hwloc-calc 2.9 counts them: the object has CPUs or NUMA
 /// nodes, its CPUs (if any) are in the scope's and its nodes (if any) are in the scope's, in
 /// logical order. So a package whose PUs are all disallowed, or a CPU-less NUMA node, still takes
-/// an index (and adds no CPU).
+/// an index (and adds no CPU). A type hwloc put on several levels (where hwloc-calc refuses the
+/// location) is counted across them, in machine order.
 fn objects_inside<'t>(
     topology: &'t Topology,
     kind: ObjKind,
     scope: &Scope,
 ) -> Vec<&'t TopologyObject> {
     topology
-        .hwloc()
-        .objects_with_type(kind.object_type())
+        .objects_in_order(kind.object_type())
+        .into_iter()
         .filter(|obj| {
             let cpus = obj.cpuset().map(|s| s.clone_target()).unwrap_or_default();
             let nodes = obj.nodeset().map(|s| s.clone_target()).unwrap_or_default();

@@ -207,7 +207,7 @@ pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
             let mut left = pus.clone();
             left -= &usable;
             (!taken.is_empty() && !left.is_empty())
-                .then(|| (core.logical_index(), taken, set_to_vec(&left)))
+                .then(|| (topology.logical_index(core), taken, set_to_vec(&left)))
         })
         .collect();
     if !split.is_empty() {
@@ -251,7 +251,7 @@ pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
         .into_iter()
         .filter_map(|l3| {
             let pus = part_in(&usable, &l3.cpuset()?.clone_target());
-            (!pus.is_empty()).then(|| (l3.logical_index(), pus))
+            (!pus.is_empty()).then(|| (topology.logical_index(l3), pus))
         })
         .collect();
     if caches.len() >= 2 {

@@ -1,0 +1,15 @@
+#!/bin/sh
+# 4 sockets x 8 cores x 2 threads, 4 NUMA nodes with non-default distances: the topology and its
+# distance matrix, CPU sets across sockets and nodes, spread placement (hwloc-distrib's answer)
+# and where its threads run (OpenMP, and pthreads placed one by one by the pinning library).
+#@ sockets=4 cores=8 threads=2 nodes=4 mem=4096 dist="0,1,12 0,2,21 0,3,31 1,2,17 1,3,26 2,3,14" timeout=400
+. /lib/vm/lib.sh
+
+machine
+for loc in numa:3 package:2.core:5 core:17 pu:63 'all ~numa:0' numa:1.pu:even; do
+  both $loc
+done
+check "place spread" coretune place --json --policy spread --threads 8
+check "hwloc-distrib --single 8" hwloc-distrib --single 8
+check "run spread" coretune run --place spread --threads 8 -- where 1
+check "pin spread" coretune run --place spread --threads 8 -- threads 8 300
