@@ -71,7 +71,8 @@ pub(crate) struct Exit(pub(crate) u8);
 
 /// hwloc-calc 2.9 dies with SIGABRT here; a shell reports 128 + 6.
 pub(crate) const ABORTED: u8 = 134;
-/// hwloc-calc 2.9 dies with SIGSEGV on a malformed XML file; a shell reports 128 + 11.
+/// hwloc-calc 2.9 dies with SIGSEGV (a malformed XML file, a Misc object without a name); a
+/// shell reports 128 + 11.
 pub(crate) const CRASHED: u8 = 139;
 
 /// Standard output and error as a C program has them: output buffered (a line at a time on a
@@ -158,6 +159,11 @@ impl Printer {
                 self.out.clear();
                 eprintln!("coretune {tool}: {assertion} ({tool} 2.9 aborts here)");
                 ExitCode::from(ABORTED)
+            }
+            CalcStop::Crash(why) => {
+                self.out.clear();
+                eprintln!("coretune {tool}: {why} ({tool} 2.9 crashes here)");
+                ExitCode::from(CRASHED)
             }
             _ => {
                 self.flush_out();

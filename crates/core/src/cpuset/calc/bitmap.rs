@@ -187,10 +187,15 @@ pub fn systemd_dbus_string(set: &Bitmap) -> Option<String> {
     Some(out)
 }
 
-/// libhwloc 2.9 stops on an assertion for this input (a hwloc-format string whose first word is
-/// empty, such as `,0x1`); hwloc-calc then dies with SIGABRT. The message is the assertion's.
+/// Where hwloc-calc 2.9 dies on this input instead of answering.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Assertion(pub(crate) &'static str);
+pub(crate) enum Assertion {
+    /// libhwloc fails an assertion (a hwloc-format string whose first word is empty, such as
+    /// `,0x1`) and the program dies with SIGABRT; the message is the assertion's.
+    Abort(&'static str),
+    /// The program dereferences a null pointer and dies with SIGSEGV; the message says where.
+    Crash(&'static str),
+}
 
 /// `hwloc_bitmap_sscanf`: the set (zeroed on a parse failure) and whether it parsed.
 pub(crate) fn parse_hwloc(s: &str) -> Result<(Bitmap, bool), Assertion> {
@@ -215,7 +220,7 @@ pub(crate) fn parse_hwloc(s: &str) -> Result<(Bitmap, bool), Assertion> {
         let (val, used) = strtoul(&b[current..], 16);
         let next = current + used;
         if count <= 0 {
-            return Err(Assertion(
+            return Err(Assertion::Abort(
                 "bitmap.c:395: hwloc_bitmap_sscanf: Assertion `count > 0' failed.",
             ));
         }

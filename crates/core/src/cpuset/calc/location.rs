@@ -281,9 +281,21 @@ fn process_location<'t>(
                 }
             }
             (b'=', Some(ObjectType::Misc)) => {
-                let found = topology
-                    .objects_with_type(ObjectType::Misc)
-                    .find(|o| o.name().is_some_and(|n| n.to_bytes() == after.as_bytes()));
+                // hwloc-calc compares each Misc object's name in turn with strcmp, and crashes
+                // on the first one without a name (QEMU's memory modules are such objects).
+                let mut found = None;
+                for obj in topology.objects_with_type(ObjectType::Misc) {
+                    match obj.name() {
+                        None => {
+                            return Err(Assertion::Crash("a Misc object without a name"));
+                        }
+                        Some(n) if n.to_bytes() == after.as_bytes() => {
+                            found = Some(obj);
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                }
                 match found {
                     Some(obj) => Some(vec![obj]),
                     None => {
@@ -543,7 +555,7 @@ fn object_range<'t>(
         return Ok(false);
     };
     if range.amount == -1 && range.wrap {
-        return Err(Assertion(
+        return Err(Assertion::Abort(
             "hwloc-calc.h:318: hwloc_calc_append_object_range: Assertion `amount != -1 || !wrap' failed.",
         ));
     }

@@ -58,6 +58,9 @@ pub enum CalcStop {
     /// in a shell); the message is the assertion's.
     #[error("{0}")]
     Abort(String),
+    /// hwloc-calc 2.9 dies with SIGSEGV here (status 139 in a shell); the message says why.
+    #[error("{0}")]
+    Crash(String),
     /// hwloc-calc exits with this status after printing its message.
     #[error("exit status {0}")]
     Exit(u8),
@@ -65,7 +68,10 @@ pub enum CalcStop {
 
 impl From<Assertion> for CalcStop {
     fn from(a: Assertion) -> Self {
-        CalcStop::Abort(a.0.to_owned())
+        match a {
+            Assertion::Abort(why) => CalcStop::Abort(why.to_owned()),
+            Assertion::Crash(why) => CalcStop::Crash(why.to_owned()),
+        }
     }
 }
 
