@@ -209,20 +209,28 @@ fn fleets_on_a_real_slurm_cluster() {
         }
     };
     let started = Instant::now();
-    dry_run_submits_nothing_and_sbatch_accepts_its_scripts(&cluster);
-    eprintln!("dry run: {:.1} s", started.elapsed().as_secs_f64());
-    let t = Instant::now();
-    two_partitions_make_one_report_with_a_fleet_wide_setting(&cluster);
-    eprintln!("fleet: {:.1} s", t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    an_array_task_on_a_measured_node_adds_nothing(&cluster);
-    eprintln!("job array: {:.1} s", t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    srun_lines_bind_where_they_say(&cluster);
-    eprintln!("srun binding: {:.1} s", t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(&cluster);
-    eprintln!("cancel and resume: {:.1} s", t.elapsed().as_secs_f64());
+    type Part = (&'static str, fn(&Cluster));
+    let parts: [Part; 5] = [
+        (
+            "dry run",
+            dry_run_submits_nothing_and_sbatch_accepts_its_scripts,
+        ),
+        (
+            "fleet",
+            two_partitions_make_one_report_with_a_fleet_wide_setting,
+        ),
+        ("job array", an_array_task_on_a_measured_node_adds_nothing),
+        ("srun binding", srun_lines_bind_where_they_say),
+        (
+            "cancel and resume",
+            a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing,
+        ),
+    ];
+    for (name, part) in parts {
+        let t = Instant::now();
+        part(&cluster);
+        eprintln!("{name}: {:.1} s", t.elapsed().as_secs_f64());
+    }
     eprintln!(
         "Slurm tests: {:.1} s in all",
         started.elapsed().as_secs_f64()
