@@ -57,7 +57,7 @@ struct ReadmeDoctests;
 
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
 pub use scope::Scope;
-pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, TraceSample};
+pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};
 
 use job::Job;
 use registry::Registry;

@@ -19,10 +19,6 @@ const SPIN_ROUNDS: u32 = 32;
 /// `yield_now`, as crossbeam-utils' `Backoff` does (`SPIN_LIMIT` 6).
 const SPIN_LIMIT: u32 = 6;
 
-/// Tasks a worker runs under one throttle permit before it gives the permit back and
-/// takes it again, so that a lowered limit takes effect within this many tasks.
-const PERMIT_REFRESH_TASKS: u32 = 64;
-
 thread_local! {
     static CURRENT: OnceCell<WorkerThread> = const { OnceCell::new() };
 }
@@ -34,7 +30,6 @@ pub(crate) struct WorkerThread {
     registry: Arc<Registry>,
     local: Worker<Job>,
     holds_permit: Cell<bool>,
-    tasks_under_permit: Cell<u32>,
     submitters: RefCell<submitter::Cache>,
 }
 
@@ -67,7 +62,6 @@ pub(crate) fn run(registry: Arc<Registry>, index: usize, local: Worker<Job>, sta
         registry,
         local,
         holds_permit: Cell::new(false),
-        tasks_under_permit: Cell::new(0),
         submitters: RefCell::default(),
     };
     CURRENT.with(|current| {
@@ -164,10 +158,14 @@ impl WorkerThread {
     }
 
     /// Runs one job under the throttle, handing a panic to the panic handler.
+    ///
+    /// A worker keeps its permit from one job to the next, as a `ThrottleSeat` does (see
+    /// `throttle.rs`): it gives it back when it goes to sleep, or before a job when the
+    /// limit was lowered below the permits held, so a limit costs a hand-off only then.
     pub(crate) fn execute(&self, job: Job) {
         let throttle = self.registry.throttle.as_deref();
-        if throttle.is_some() {
-            if self.tasks_under_permit.get() >= PERMIT_REFRESH_TASKS {
+        if let Some(throttle) = throttle {
+            if self.holds_permit.get() && throttle.is_over_limit() {
                 self.release_permit();
             }
             self.take_permit();
@@ -176,8 +174,6 @@ impl WorkerThread {
             self.registry.handle_panic(payload);
         }
         if let Some(throttle) = throttle {
-            self.tasks_under_permit
-                .set(self.tasks_under_permit.get() + 1);
             throttle.record_completions(1);
         }
     }
@@ -186,7 +182,6 @@ impl WorkerThread {
         if let Some(throttle) = &self.registry.throttle {
             if !self.holds_permit.replace(true) {
                 throttle.acquire_permit();
-                self.tasks_under_permit.set(0);
             }
         }
     }

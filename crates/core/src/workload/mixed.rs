@@ -162,21 +162,24 @@ impl Workload for Mixed {
         let next = AtomicUsize::new(0);
         run_workers("mixed", config, tracker, |_, probe| {
             let mut local = 0u64;
+            // The permit covers the whole task, blocking included, as a pool thread stays
+            // taken while its task blocks: the limit is how many tasks are in flight, and its
+            // best value is the sizing rule's cores × (1 + b/c). The seat keeps it from one
+            // task to the next (no hand-off per task); it is taken before the task index, so
+            // a thread waiting for a permit holds no task back.
+            let mut seat = config.throttle.map(coretune_pool::Throttle::seat);
             loop {
+                if let Some(seat) = &mut seat {
+                    seat.hold();
+                }
                 let task = next.fetch_add(1, Ordering::Relaxed);
                 if task >= tasks {
                     break;
                 }
-                {
-                    // The permit covers the whole task, blocking included, as a pool thread
-                    // stays taken while its task blocks: the limit is how many tasks are in
-                    // flight, and its best value is the sizing rule's cores × (1 + b/c).
-                    let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
-                    local ^= compute(task, self.rounds);
-                    runs[task].fetch_add(1, Ordering::Relaxed);
-                    if !self.params.block.is_zero() {
-                        std::thread::sleep(self.params.block);
-                    }
+                local ^= compute(task, self.rounds);
+                runs[task].fetch_add(1, Ordering::Relaxed);
+                if !self.params.block.is_zero() {
+                    std::thread::sleep(self.params.block);
                 }
                 // One unit of work for an adaptive throttle's throughput samples.
                 if let Some(throttle) = config.throttle {

@@ -162,9 +162,10 @@ pub struct RunConfig<'a> {
     pub steal_order: Option<Vec<Vec<usize>>>,
     /// Called on worker `i`'s thread before it does any work (after pinning).
     pub start_hook: Option<StartHook>,
-    /// At most this many workers run at once: each workload holds a permit around its unit of
-    /// work (a sum slice, a raymesh block, a whole mixed task, its blocking included, as a pool
-    /// thread stays taken while its task blocks).
+    /// At most this many workers run at once: each workload holds a permit
+    /// ([`coretune_pool::ThrottleSeat`], kept from one unit to the next) over its units of work
+    /// (a pass over a sum slice, a raymesh block, a whole mixed task, its blocking included, as a
+    /// pool thread stays taken while its task blocks) and reports each finished unit.
     pub throttle: Option<&'a coretune_pool::Throttle>,
 }
 

@@ -637,8 +637,12 @@ impl Workload for RayMesh {
         let out: Vec<AtomicU64> = (0..total).map(|_| AtomicU64::new(UNWRITTEN)).collect();
         let next = AtomicUsize::new(0);
         run_workers("raymesh", config, tracker, |_, probe| {
+            // A permit per block, kept from one block to the next (no hand-off per block).
+            let mut seat = config.throttle.map(coretune_pool::Throttle::seat);
             loop {
-                let _permit = config.throttle.map(coretune_pool::Throttle::acquire);
+                if let Some(seat) = &mut seat {
+                    seat.hold();
+                }
                 let start = next.fetch_add(BLOCK, Ordering::Relaxed);
                 if start >= total {
                     break;
