@@ -4,7 +4,13 @@
 #
 #   scripts/bench-workloads.sh [SECTION...]        R=5 by default; R=7 scripts/... for more
 #
-# Sections: raymesh sum spawn (the default set), place, adaptive-mixed, adaptive-raymesh, all.
+# Sections: raymesh sum spawn (the default set), place, adaptive-mixed, adaptive-raymesh,
+# adaptive-sum, all. The adaptive-* sections run each workload at its default size (SIZE=small
+# or SIZE=large to change it) under no throttle, a ladder of fixed limits and the adaptive one,
+# and print each limit's whole-run throughput as a ratio to the best fixed limit's, then per
+# adaptive run its ratio, when it settled (the first time after which its limit stays within
+# one step of its final value; in seconds and as a share of the run) and how often it moved
+# after that.
 #
 # Method: release build once; then, per section, R repetitions, and within each repetition every
 # configuration of the section once, in order (A B C A B C ..., so drift in the machine's load
@@ -25,8 +31,9 @@ sections=("$@")
 if [ ${#sections[@]} -eq 0 ]; then
     sections=(raymesh sum spawn)
 elif [ "${sections[0]}" = all ]; then
-    sections=(raymesh sum spawn place adaptive-mixed adaptive-raymesh)
+    sections=(raymesh sum spawn place adaptive-mixed adaptive-raymesh adaptive-sum)
 fi
+size=${SIZE:+--size $SIZE}
 
 # run SECTION WARMUP LABEL|ARGS... : R interleaved repetitions of every configuration.
 run() {
@@ -118,32 +125,46 @@ elif section in ("sum", "place", "spawn"):
               f"| {med(col(runs, lambda r: r['migrations'] or 0)):,.0f} |")
 else:  # adaptive-*: throughput, higher is better
     unit = rows[0][1][0]["throughput"]["unit"]
-    tput = {label: med(col(runs, lambda r: r["throughput"]["value"])) for label, runs in rows}
+    if unit == "ns/item":  # sum: lower is better; compare items per second instead
+        def value(r):
+            return 1e9 / r["throughput"]["value"]
+        unit = "items/s"
+    else:
+        def value(r):
+            return r["throughput"]["value"]
+    tput = {label: med(col(runs, value)) for label, runs in rows}
     fixed = {l: t for l, t in tput.items() if l != "adaptive"}
     best_label = max(fixed, key=fixed.get)
+    best = fixed[best_label]
     print(f"| throttle | {unit} (median) | min | max | ratio to best fixed ({best_label}) "
           "| wall s | invol. cs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, runs in rows:
-        v = col(runs, lambda r: r["throughput"]["value"])
+        v = col(runs, value)
         print(f"| {label} | {f(med(v), 1)} | {f(min(v), 1)} | {f(max(v), 1)} "
-              f"| {med(v) / fixed[best_label]:.3f} "
+              f"| {med(v) / best:.3f} "
               f"| {f(med(col(runs, lambda r: r['wall_s'])))} "
               f"| {med(col(runs, lambda r: r['ctx_switches']['involuntary'])):,.0f} |")
     adaptive = dict(rows).get("adaptive", [])
-    print("\nAdaptive runs' traces (settled = the second half of each run's samples):\n")
-    print("| run | samples | limits visited | settled limits | most frequent settled limit "
-          "| largest distance from it | final limit |")
-    print("| ---: | ---: | --- | --- | ---: | ---: | ---: |")
+    print("\nAdaptive runs (settled = the first time after which the limit stays within one step "
+          "of its final value; moves after it = limit changes from then on):\n")
+    print("| run | throughput ratio to best fixed | samples | limits visited | settled at s "
+          "| settled at (share of run) | moves after | final limit |")
+    print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for i, r in enumerate(adaptive, 1):
-        limits = [s["limit"] for s in r["throttle_trace"]]
-        if not limits:
-            print(f"| {i} | 0 | – | – | – | – | – |")
+        trace = r["throttle_trace"]
+        ratio = value(r) / best
+        if not trace:
+            print(f"| {i} | {ratio:.3f} | 0 | – | – | – | – | – |")
             continue
-        half = limits[len(limits) // 2:]
-        mode = max(set(half), key=half.count)
-        print(f"| {i} | {len(limits)} | {min(limits)}–{max(limits)} | {min(half)}–{max(half)} "
-              f"| {mode} | {max(abs(l - mode) for l in half)} | {limits[-1]} |")
+        limits = [s["limit"] for s in trace]
+        final = limits[-1]
+        out = [k for k, l in enumerate(limits) if abs(l - final) > 1]
+        settled = trace[out[-1]]["t_s"] if out else 0.0
+        after = limits[out[-1] + 1:] if out else limits
+        moves = sum(1 for a, b in zip(after, after[1:]) if a != b)
+        print(f"| {i} | {ratio:.3f} | {len(limits)} | {min(limits)}–{max(limits)} "
+              f"| {settled:.3f} | {settled / r['wall_s']:.1%} | {moves} | {final} |")
 EOF
 }
 
@@ -183,16 +204,22 @@ for section in "${sections[@]}"; do
             "batch, --place spread|spawn --pool coretune --batch --place spread"
         ;;
     adaptive-mixed)
-        mixed="mixed --threads 32 --tasks 30000"
-        configs=()
-        for k in 1 2 4 6 8 10 12 16 24 32; do configs+=("$k|$mixed --throttle $k"); done
+        mixed="mixed --threads 32 $size"
+        configs=("none|$mixed")
+        for k in 2 4 8 12 16 24 32; do configs+=("$k|$mixed --throttle $k"); done
         run adaptive-mixed 0 "${configs[@]}" "adaptive|$mixed --throttle adaptive"
         ;;
     adaptive-raymesh)
-        ray="raymesh --threads 16 --rays 2000000"
-        configs=()
-        for k in 1 2 3 4 6 8 16; do configs+=("$k|$ray --throttle $k"); done
+        ray="raymesh --threads 16 $size"
+        configs=("none|$ray")
+        for k in 1 2 4 8 16; do configs+=("$k|$ray --throttle $k"); done
         run adaptive-raymesh 0 "${configs[@]}" "adaptive|$ray --throttle adaptive"
+        ;;
+    adaptive-sum)
+        sum="sum $size"
+        configs=("none|$sum")
+        for k in 1 2 4 8 16 32 64; do configs+=("$k|$sum --throttle $k"); done
+        run adaptive-sum 0 "${configs[@]}" "adaptive|$sum --throttle adaptive"
         ;;
     *)
         echo "unknown section '$section'" >&2

@@ -134,7 +134,7 @@ pub use sweep::{
     Outcome, Plan, PlanCost, PlanEstimate, Progress, Recommendation, RunCounts, RunLine, RunLog,
     RunResult, RunSettings, RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy,
     SweepError, SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThreadView,
-    ThrottleSpec, TypeLoss, UslRow, apply_lines, default_threads, execute, monitor_file,
+    ThrottleSpec, ThrottleTrace, TypeLoss, UslRow, apply_lines, default_threads, execute, monitor_file,
     parse_threads, recommend, substitute, summarize, timestamped_dir,
 };
 

@@ -23,8 +23,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// At most K workers compute at once (a counting semaphore), cores or pus for the machine's
-    /// count, or 'adaptive': a limit that climbs from the core count while measured throughput
-    /// improves; default: no throttle.
+    /// count, or 'adaptive': a limit that starts at the thread count and moves (halving, then
+    /// single steps) while measured throughput improves; default: no throttle.
     #[arg(long, value_name = "K|adaptive")]
     throttle: Option<ThrottleSpec>,
     /// Placement: os (no pinning), compact, spread, cores, round-robin.

@@ -156,6 +156,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             .collect(),
         samples,
         places,
+        throttle_traces: Vec::new(),
     };
     for (name, svg) in [
         ("utilisation.svg", utilisation_plot(&view)?),

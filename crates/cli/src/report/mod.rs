@@ -95,6 +95,14 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
             svg::residency_plot(view).context("rendering residency.svg")?,
             "Share of each thread's samples on each CPU, with its migrations.",
         ),
+        (
+            "throttle.svg",
+            "plot-throttle",
+            svg::throttle_plot(view).context("rendering throttle.svg")?,
+            "The adaptive throttle in each run (--throttle adaptive): the limit it chose over time \
+             (top) and the throughput it measured in each sample (bottom); at most the first 8 \
+             runs are drawn, all are in runs.jsonl.",
+        ),
     ];
     for (file, id, svg, caption) in per_run {
         if let Some(svg) = svg {

@@ -4,7 +4,8 @@
 //! 95% interval), speedup and efficiency against the ideal line, and a heat map of family ×
 //! thread count. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
 //! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map
-//! with each thread's migrations.
+//! with each thread's migrations. From the adaptive-throttle runs ([`RunView::throttle_traces`]):
+//! the limit and the measured throughput over each run's time, one line per run.
 //!
 //! Every plot is 800 px wide, axis labels carry units.
 
@@ -549,6 +550,91 @@ pub(crate) fn residency_plot(view: &RunView) -> anyhow::Result<Option<String>> {
         cells,
         y_label_width: label_width(longest),
     })?))
+}
+
+/// Runs drawn in the throttle plot at most (the first ones; the caption says so).
+pub(crate) const MAX_TRACES_SHOWN: usize = 8;
+
+/// The adaptive throttle over time: its limit (top) and the throughput measured in each sample
+/// (bottom), one line per run (None when no run kept a trace).
+pub(crate) fn throttle_plot(view: &RunView) -> anyhow::Result<Option<String>> {
+    let traces: Vec<_> = view
+        .throttle_traces
+        .iter()
+        .take(MAX_TRACES_SHOWN)
+        .collect();
+    if traces.is_empty() {
+        return Ok(None);
+    }
+    let samples = || traces.iter().flat_map(|t| t.samples.iter());
+    let t_max = samples().map(|s| s.t_s).fold(0.0, f64::max).max(1e-3);
+    #[allow(clippy::cast_precision_loss)]
+    let limit_max = samples().map(|s| s.limit).max().unwrap_or(1) as f64;
+    let tput_max = samples().map(|s| s.throughput).fold(0.0, f64::max);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root
+            .titled("Adaptive throttle: limit and throughput over time", (FONT, 22))
+            .map_err(err)?;
+        let (upper, lower) = root.split_vertically(300);
+        #[allow(clippy::cast_precision_loss)]
+        let panels: [(&DrawingArea<SVGBackend<'_>, Shift>, &str, f64, &dyn Fn(&coretune_core::ThrottleSample) -> f64); 2] = [
+            (&upper, "limit (workers at once)", top(limit_max), &|s| s.limit as f64),
+            (&lower, "throughput (units/s)", top(tput_max), &|s| s.throughput),
+        ];
+        for (panel, (area, y_desc, y_max, value)) in panels.into_iter().enumerate() {
+            let mut chart = ChartBuilder::on(area)
+                .margin(15)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..t_max * 1.02, 0f64..y_max)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_desc("time since the run started (s)")
+                .y_desc(y_desc)
+                .label_style((FONT, 14))
+                .axis_desc_style((FONT, 16))
+                .draw()
+                .map_err(err)?;
+            for (i, trace) in traces.iter().enumerate() {
+                let c = colour(i);
+                // The limit is a step function: it holds from one sample to the next.
+                let points: Vec<(f64, f64)> = if panel == 0 {
+                    trace
+                        .samples
+                        .windows(2)
+                        .flat_map(|w| [(w[0].t_s, value(&w[0])), (w[1].t_s, value(&w[0]))])
+                        .chain(trace.samples.last().map(|s| (s.t_s, value(s))))
+                        .collect()
+                } else {
+                    trace.samples.iter().map(|s| (s.t_s, value(s))).collect()
+                };
+                let series = chart
+                    .draw_series(LineSeries::new(points, c.stroke_width(2)))
+                    .map_err(err)?;
+                if panel == 0 {
+                    series.label(trace.label.as_str()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+                }
+            }
+            if panel == 0 {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .label_font((FONT, 13))
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Some(out))
 }
 
 /// A summary plot as a file reporter.

@@ -257,6 +257,7 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
             .collect(),
         samples,
         places,
+        throttle_traces: Vec::new(),
     };
     let util = svg::utilisation_plot(&view).unwrap().unwrap();
     let t = texts(&util);

@@ -154,14 +154,15 @@ impl ThrottleSpec {
     }
 
     /// A fresh throttle for one run of `threads` workers on `machine`, or `None` for no
-    /// throttle. The adaptive one moves between 1 and `threads`, starting at the core count.
+    /// throttle. The adaptive one moves between 1 and `threads`, starting at `threads` (no
+    /// limit in force; see `coretune_pool`'s throttle docs for why).
     pub fn build(self, threads: usize, machine: MachineCounts) -> Option<coretune_pool::Throttle> {
         match self {
             ThrottleSpec::Adaptive => Some(coretune_pool::Throttle::adaptive(
                 coretune_pool::AdaptiveConfig {
                     min: 1,
                     max: threads.max(1),
-                    initial: machine.cores.clamp(1, threads.max(1)),
+                    initial: threads.max(1),
                     ..coretune_pool::AdaptiveConfig::default()
                 },
             )),

@@ -70,7 +70,9 @@ pub(crate) use folder::civil_date;
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
 pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};
-pub use report::{ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, UslRow};
+pub use report::{
+    ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, ThrottleTrace, UslRow,
+};
 pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
 pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};

@@ -15,7 +15,7 @@ use crate::machine::MachineRecord;
 use crate::pin::{Mechanism, PinRecord};
 use crate::stats::{UslFit, usl_fit};
 use crate::watch::{CpuPlace, Sample};
-use crate::workload::{RunRecord, Throughput};
+use crate::workload::{RunRecord, ThrottleSample, Throughput};
 
 /// Version of `summary.json`; see `docs/summary.schema.json`.
 pub const SUMMARY_SCHEMA: &str = "coretune-summary/1";
@@ -282,6 +282,35 @@ pub struct RunView {
     pub threads: Vec<ThreadView>,
     /// Where each CPU sits (core, L3, NUMA node), for grouping the per-CPU graphs.
     pub places: Vec<CpuPlace>,
+    /// Every measured run of an adaptive throttle, with its trace (time, limit, throughput),
+    /// in run order (empty when the sweep had none).
+    pub throttle_traces: Vec<ThrottleTrace>,
+}
+
+/// One run's adaptive-throttle trace, for the report's throttle plot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThrottleTrace {
+    /// Which run ("run 12: 32 threads, place os, throttle adaptive").
+    pub label: String,
+    /// Its samples, oldest first.
+    pub samples: Vec<ThrottleSample>,
+}
+
+impl ThrottleTrace {
+    /// The traces of every measured, successful run in `lines` that kept one.
+    pub fn of_runs(lines: &[RunLine]) -> Vec<Self> {
+        lines
+            .iter()
+            .filter(|l| !l.warmup && l.status == Status::Ok)
+            .filter_map(|l| {
+                let samples = &l.record.as_ref()?.throttle_trace;
+                (!samples.is_empty()).then(|| ThrottleTrace {
+                    label: format!("run {}: {}", l.seq, l.config),
+                    samples: samples.clone(),
+                })
+            })
+            .collect()
+    }
 }
 
 impl RunView {
@@ -315,9 +344,13 @@ impl RunView {
             .iter()
             .rev()
             .find_map(|l| samples_of(l.seq).map(|s| (*l, s)));
+        let throttle_traces = ThrottleTrace::of_runs(lines);
         let Some((line, samples)) = monitored.or_else(|| pool.last().map(|l| (*l, Vec::new())))
         else {
-            return Self::default();
+            return Self {
+                throttle_traces,
+                ..Self::default()
+            };
         };
         let workers = line
             .record
@@ -354,6 +387,7 @@ impl RunView {
             samples,
             threads,
             places: places.to_vec(),
+            throttle_traces,
         }
     }
 }
