@@ -481,6 +481,24 @@ fn adaptive_throttle_is_a_grid_value_with_its_trace_logged() {
     );
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("adaptive"), "{table}");
+
+    // The trace is drawn in the report, and `coretune report` redraws it from the folder.
+    let plot = std::fs::read_to_string(dir.join("throttle.svg")).unwrap();
+    assert!(
+        plot.contains("throttle adaptive"),
+        "the run's label in the legend"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<figure id=\"plot-throttle\">"));
+    std::fs::remove_file(dir.join("throttle.svg")).unwrap();
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    util::assert_ok(&util::coretune().arg("report").arg(&dir).output().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("throttle.svg")).unwrap(),
+        plot
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<figure id=\"plot-throttle\">"));
 }
 
 #[test]

@@ -134,8 +134,8 @@ pub use sweep::{
     Outcome, Plan, PlanCost, PlanEstimate, Progress, Recommendation, RunCounts, RunLine, RunLog,
     RunResult, RunSettings, RunView, Runner, SUMMARY_SCHEMA, SWEEP_SCHEMA, Status, Strategy,
     SweepError, SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThreadView,
-    ThrottleSpec, ThrottleTrace, TypeLoss, UslRow, apply_lines, default_threads, execute, monitor_file,
-    parse_threads, recommend, substitute, summarize, timestamped_dir,
+    ThrottleSpec, ThrottleTrace, TypeLoss, UslRow, apply_lines, default_threads, execute,
+    monitor_file, parse_threads, recommend, substitute, summarize, timestamped_dir,
 };
 
 // Sweeps across a Slurm cluster.

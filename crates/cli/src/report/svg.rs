@@ -558,11 +558,7 @@ pub(crate) const MAX_TRACES_SHOWN: usize = 8;
 /// The adaptive throttle over time: its limit (top) and the throughput measured in each sample
 /// (bottom), one line per run (None when no run kept a trace).
 pub(crate) fn throttle_plot(view: &RunView) -> anyhow::Result<Option<String>> {
-    let traces: Vec<_> = view
-        .throttle_traces
-        .iter()
-        .take(MAX_TRACES_SHOWN)
-        .collect();
+    let traces: Vec<_> = view.throttle_traces.iter().take(MAX_TRACES_SHOWN).collect();
     if traces.is_empty() {
         return Ok(None);
     }
@@ -576,13 +572,25 @@ pub(crate) fn throttle_plot(view: &RunView) -> anyhow::Result<Option<String>> {
         let root = SVGBackend::with_string(&mut out, (WIDTH, 640)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let root = root
-            .titled("Adaptive throttle: limit and throughput over time", (FONT, 22))
+            .titled(
+                "Adaptive throttle: limit and throughput over time",
+                (FONT, 22),
+            )
             .map_err(err)?;
         let (upper, lower) = root.split_vertically(300);
         #[allow(clippy::cast_precision_loss)]
-        let panels: [(&DrawingArea<SVGBackend<'_>, Shift>, &str, f64, &dyn Fn(&coretune_core::ThrottleSample) -> f64); 2] = [
-            (&upper, "limit (workers at once)", top(limit_max), &|s| s.limit as f64),
-            (&lower, "throughput (units/s)", top(tput_max), &|s| s.throughput),
+        let panels: [(
+            &DrawingArea<SVGBackend<'_>, Shift>,
+            &str,
+            f64,
+            &dyn Fn(&coretune_core::ThrottleSample) -> f64,
+        ); 2] = [
+            (&upper, "limit (workers at once)", top(limit_max), &|s| {
+                s.limit as f64
+            }),
+            (&lower, "throughput (units/s)", top(tput_max), &|s| {
+                s.throughput
+            }),
         ];
         for (panel, (area, y_desc, y_max, value)) in panels.into_iter().enumerate() {
             let mut chart = ChartBuilder::on(area)

@@ -289,6 +289,59 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
 }
 
 #[test]
+fn throttle_plot_draws_limit_and_throughput_per_run() {
+    use coretune_core::{ThrottleSample, ThrottleTrace};
+    let trace = |run: usize, limits: &[usize]| ThrottleTrace {
+        label: format!("run {run}: 8 threads, place os, throttle adaptive"),
+        samples: limits
+            .iter()
+            .enumerate()
+            .map(|(i, &limit)| ThrottleSample {
+                t_s: 0.01 * (i + 1) as f64,
+                limit,
+                throughput: 1000.0 + 10.0 * limit as f64,
+            })
+            .collect(),
+    };
+    let view = RunView {
+        throttle_traces: vec![trace(3, &[8, 8, 4, 4, 8, 8]), trace(7, &[8, 4, 8, 7, 8])],
+        ..RunView::default()
+    };
+    let plot = svg::throttle_plot(&view).unwrap().unwrap();
+    let t = texts(&plot);
+    for label in [
+        "Adaptive throttle: limit and throughput over time",
+        "limit (workers at once)",
+        "throughput (units/s)",
+        "run 3: 8 threads, place os, throttle adaptive",
+        "run 7: 8 threads, place os, throttle adaptive",
+    ] {
+        assert!(t.iter().any(|x| x == label), "{label} not in {t:?}");
+    }
+    assert_eq!(
+        t.iter()
+            .filter(|x| *x == "time since the run started (s)")
+            .count(),
+        2
+    );
+    // Two runs in two panels, plus the legend's two samples (the axes are 1 px wide).
+    let lines = |svg: &str| svg.matches("stroke-width=\"2\" points=").count();
+    assert_eq!(lines(&plot), 2 * 2 + 2);
+    // The limit is drawn as steps: 6 samples give 2 × 5 + 1 points.
+    let first = plot.split("stroke-width=\"2\" points=").nth(1).unwrap();
+    let points = &first[1..first.find("\"/>").unwrap()];
+    assert_eq!(points.split_whitespace().count(), 11, "{points}");
+    // Only the first MAX_TRACES_SHOWN runs are drawn.
+    let many = RunView {
+        throttle_traces: (0..20).map(|i| trace(i, &[2, 1])).collect(),
+        ..RunView::default()
+    };
+    let plot = svg::throttle_plot(&many).unwrap().unwrap();
+    assert_eq!(lines(&plot), 3 * svg::MAX_TRACES_SHOWN);
+    assert!(svg::throttle_plot(&RunView::default()).unwrap().is_none());
+}
+
+#[test]
 fn html_snapshot_without_plots_and_self_contained_with_them() {
     let report = fixed_report();
     let page = html::render(&report, &[]);

@@ -162,7 +162,7 @@ impl ThrottleSpec {
                 coretune_pool::AdaptiveConfig {
                     min: 1,
                     max: threads.max(1),
-                    initial: threads.max(1),
+                    initial: None,
                     ..coretune_pool::AdaptiveConfig::default()
                 },
             )),
