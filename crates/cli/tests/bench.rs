@@ -92,7 +92,7 @@ fn throttle_is_a_limit_or_adaptive_and_adaptive_runs_log_a_trace() {
     assert_eq!(adaptive["throttle"], "adaptive");
     assert_eq!(adaptive["verified"], true, "{adaptive}");
     // 400 tasks that each sleep 800 µs on 4 threads last at least 80 ms; a sample closes every
-    // 32 completions (and 1 ms), so the trace has several.
+    // 16 completions (and 1 ms), so the trace has several.
     let trace = adaptive["throttle_trace"].as_array().unwrap();
     assert!(!trace.is_empty(), "{adaptive}");
     for s in trace {
