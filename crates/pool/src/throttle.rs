@@ -962,7 +962,7 @@ mod tests {
 
     /// The first sample after which the limit stays within one step of its final value.
     fn settled_at(limits: &[usize]) -> usize {
-        let last = *limits.last().unwrap();
+        let last = *limits.last().expect("a run has samples");
         limits
             .iter()
             .rposition(|l| l.abs_diff(last) > 1)

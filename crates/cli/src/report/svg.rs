@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use coretune_core::{ConfigRow, FleetReport, RunView, SweepReport};
+use coretune_core::{ConfigRow, FleetReport, RunView, SweepReport, ThrottleSample};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -552,6 +552,15 @@ pub(crate) fn residency_plot(view: &RunView) -> anyhow::Result<Option<String>> {
     })?))
 }
 
+/// One panel of the throttle plot: where, its y axis' label and top, what it draws of a
+/// sample.
+type Panel<'a, 'b> = (
+    &'a DrawingArea<SVGBackend<'b>, Shift>,
+    &'static str,
+    f64,
+    &'a dyn Fn(&ThrottleSample) -> f64,
+);
+
 /// Runs drawn in the throttle plot at most (the first ones; the caption says so).
 pub(crate) const MAX_TRACES_SHOWN: usize = 8;
 
@@ -579,18 +588,16 @@ pub(crate) fn throttle_plot(view: &RunView) -> anyhow::Result<Option<String>> {
             .map_err(err)?;
         let (upper, lower) = root.split_vertically(300);
         #[allow(clippy::cast_precision_loss)]
-        let panels: [(
-            &DrawingArea<SVGBackend<'_>, Shift>,
-            &str,
-            f64,
-            &dyn Fn(&coretune_core::ThrottleSample) -> f64,
-        ); 2] = [
-            (&upper, "limit (workers at once)", top(limit_max), &|s| {
-                s.limit as f64
-            }),
-            (&lower, "throughput (units/s)", top(tput_max), &|s| {
-                s.throughput
-            }),
+        let limit_of = |s: &ThrottleSample| s.limit as f64;
+        let throughput_of = |s: &ThrottleSample| s.throughput;
+        let panels: [Panel<'_, '_>; 2] = [
+            (&upper, "limit (workers at once)", top(limit_max), &limit_of),
+            (
+                &lower,
+                "throughput (units/s)",
+                top(tput_max),
+                &throughput_of,
+            ),
         ];
         for (panel, (area, y_desc, y_max, value)) in panels.into_iter().enumerate() {
             let mut chart = ChartBuilder::on(area)
