@@ -147,9 +147,10 @@ else:  # adaptive-*: throughput, higher is better
               f"| {med(col(runs, lambda r: r['ctx_switches']['involuntary'])):,.0f} |")
     adaptive = dict(rows).get("adaptive", [])
     print("\nAdaptive runs (settled = the first time after which the limit stays within one step "
-          "of its final value; moves after it = limit changes from then on):\n")
+          "of its final value; changes after = how often the limit changed from then on, each "
+          "within that step: the settled climber's probes):\n")
     print("| run | throughput ratio to best fixed | samples | limits visited | settled at s "
-          "| settled at (share of run) | moves after | final limit |")
+          "| settled at (share of run) | changes after | final limit |")
     print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for i, r in enumerate(adaptive, 1):
         trace = r["throttle_trace"]
