@@ -14,7 +14,10 @@
 #        one busy-looping process per CPU at normal priority (started and stopped here). Each
 #        of ROUNDS rounds (default 5) runs every peer once, in an order rotated per round, so
 #        drift hits all alike. Prints one Markdown table per condition: median, min, max
-#        ns/item, the ratio to coretune spawn and to the fastest peer of the same table.
+#        ns/item, the ratio to coretune spawn and to the fastest peer of the same table, and
+#        the medians of the process's CPU time per item (user + system: what the pool costs
+#        the machine, and the figure that decides throughput when the CPUs are shared) and
+#        of its voluntary and involuntary context switches.
 # wake:  `cargo bench -p coretune-pool --bench spawn` restricted to coretune spawn: prints the
 #        idle pool's CPU use and the wake-up latency of one spawn into a sleeping pool
 #        (coretune and rayon, 500 samples, median and p99).
@@ -48,14 +51,18 @@ start_competitors() {
   done
 }
 
-# Prints one ns/item figure for peer $1.
+# Prints one line for peer $1: wall ns/item, CPU ns/item (user + system time of the whole
+# process over the same span), voluntary and involuntary context switches, tab-separated.
 run_peer() {
+  local coretune_fields
+  coretune_fields="[.throughput.value, (.runs[0].user_s + .runs[0].sys_s) * 1e9 / $ITEMS,
+    .runs[0].voluntary_ctx_switches, .runs[0].involuntary_ctx_switches] | @tsv"
   case $1 in
-  go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk '{print $1}' ;;
+  go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk -v OFS='\t' '{print $1, $3, $5, $6}' ;;
   batch) "$BIN" bench spawn --pool coretune --batch --items "$ITEMS" --threads "$THREADS" \
-    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   *) "$BIN" bench spawn --pool "$1" --items "$ITEMS" --threads "$THREADS" \
-    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   esac
 }
 
@@ -72,6 +79,11 @@ label() {
   esac
 }
 
+# Median of column $2 of file $1 (tab-separated, one run per line).
+median() {
+  cut -f"$2" "$1" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
 # Runs ROUNDS interleaved rounds of every peer and prints the Markdown table.
 table() {
   local title=$1 dir
@@ -86,17 +98,18 @@ table() {
     done
   done
   echo
-  echo "| pool | ns/item (median of $ROUNDS) | min | max | ÷ coretune spawn | ÷ fastest |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  echo "| pool | ns/item (median of $ROUNDS) | min | max | ÷ coretune spawn | ÷ fastest | CPU ns/item (median) | vol. cs | invol. cs |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
   local base fastest
-  base=$(sort -g "$dir/coretune" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  fastest=$(for peer in "${peers[@]}"; do
-    sort -g "$dir/$peer" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-  done | sort -g | head -1)
+  base=$(median "$dir/coretune" 1)
+  fastest=$(for peer in "${peers[@]}"; do median "$dir/$peer" 1; done | sort -g | head -1)
   for peer in "${peers[@]}"; do
-    sort -g "$dir/$peer" | awk -v name="$(label "$peer")" -v base="$base" -v fastest="$fastest" \
+    cut -f1 "$dir/$peer" | sort -g | awk -v name="$(label "$peer")" -v base="$base" \
+      -v fastest="$fastest" -v cpu="$(median "$dir/$peer" 2)" -v vol="$(median "$dir/$peer" 3)" \
+      -v invol="$(median "$dir/$peer" 4)" \
       '{a[NR]=$1} END {m=a[int((NR+1)/2)];
-        printf "| %s | %.1f | %.1f | %.1f | %.2f× | %.2f× |\n", name, m, a[1], a[NR], m/base, m/fastest}'
+        printf "| %s | %.1f | %.1f | %.1f | %.2f× | %.2f× | %.1f | %d | %d |\n",
+          name, m, a[1], a[NR], m/base, m/fastest, cpu, vol, invol}'
   done
   echo
   echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
