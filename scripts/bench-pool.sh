@@ -2,8 +2,10 @@
 # Measures coretune-pool against its peers, quiet and under contention (BENCHMARKS.md, "Pool
 # overhead: quiet and contended").
 #
-#   scripts/bench-pool.sh [spawn] [wake]           both by default
+#   scripts/bench-pool.sh [spawn] [wake] [ab]      spawn and wake by default
 #   ITEMS=100000 ROUNDS=1 scripts/bench-pool.sh spawn   a quick check that it runs
+#   BASE=main scripts/bench-pool.sh ab                  this checkout against revision BASE
+#   BASE_BIN=/path/to/coretune scripts/bench-pool.sh ab   ... against a binary built before
 #
 # spawn: `coretune bench spawn` (one process per run: 2 workers, ITEMS items, default 10M, the
 #        pool built before the clock starts, time from the first submission until the main
@@ -18,6 +20,9 @@
 #        the medians of the process's CPU time per item (user + system: what the pool costs
 #        the machine, and the figure that decides throughput when the CPUs are shared) and
 #        of its voluntary and involuntary context switches.
+# ab:    coretune spawn and spawn_batch of this checkout against the same built from git
+#        revision BASE (default main; a temporary worktree, its own target directory), in the
+#        same interleaved rounds, quiet and contended: the A/B for a change to the pool.
 # wake:  `cargo bench -p coretune-pool --bench spawn` restricted to coretune spawn: prints the
 #        idle pool's CPU use and the wake-up latency of one spawn into a sleeping pool
 #        (coretune and rayon, 500 samples, median and p99).
@@ -61,6 +66,10 @@ run_peer() {
   go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk -v OFS='\t' '{print $1, $3, $5, $6}' ;;
   batch) "$BIN" bench spawn --pool coretune --batch --items "$ITEMS" --threads "$THREADS" \
     --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
+  base) "$BASE_BIN" bench spawn --pool coretune --items "$ITEMS" --threads "$THREADS" \
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
+  base-batch) "$BASE_BIN" bench spawn --pool coretune --batch --items "$ITEMS" \
+    --threads "$THREADS" --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   *) "$BIN" bench spawn --pool "$1" --items "$ITEMS" --threads "$THREADS" \
     --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   esac
@@ -76,6 +85,8 @@ label() {
   crossbeam) echo "crossbeam Injector" ;;
   mutex) echo "Mutex+Condvar" ;;
   go) echo "Go channel pool" ;;
+  base) echo "coretune spawn at $BASE" ;;
+  base-batch) echo "coretune spawn_batch at $BASE" ;;
   esac
 }
 
@@ -135,13 +146,39 @@ for section in "${sections[@]}"; do
     table "contended: ${#competitors[@]} busy-looping processes, one per CPU"
     stop_competitors
     ;;
+  ab)
+    cargo build --release --locked -p coretune >&2
+    BIN=${CARGO_TARGET_DIR:-target}/release/coretune
+    base_dir=
+    if [ -n "${BASE_BIN:-}" ]; then
+      BASE=${BASE:-$BASE_BIN}
+    else
+      BASE=${BASE:-main}
+      base_dir=$(mktemp -d)
+      git worktree add --detach "$base_dir/src" "$BASE" >&2
+      (cd "$base_dir/src" && CARGO_TARGET_DIR="$base_dir/target" \
+        cargo build --release --locked -p coretune >&2)
+      BASE_BIN=$base_dir/target/release/coretune
+      BASE="$BASE ($(git rev-parse --short "$BASE"))"
+    fi
+    peers=(coretune base batch base-batch)
+    echo "== ab: this checkout ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', modified')) against $BASE: $ITEMS items, $THREADS workers, $ROUNDS interleaved rounds"
+    table "quiet"
+    start_competitors
+    table "contended: ${#competitors[@]} busy-looping processes, one per CPU"
+    stop_competitors
+    if [ -n "$base_dir" ]; then
+      git worktree remove --force "$base_dir/src"
+      rm -rf "$base_dir"
+    fi
+    ;;
   wake)
     echo "== wake-up latency and idle CPU ($(cut -d' ' -f1-3 /proc/loadavg) loadavg before)"
     SPAWN_BENCH_ONLY="coretune spawn" cargo bench --locked -p coretune-pool --bench spawn 2>/dev/null |
       grep -E "idle|wake-up|^[0-9]+ items|coretune spawn"
     ;;
   *)
-    echo "unknown section '$section' (spawn, wake)" >&2
+    echo "unknown section '$section' (spawn, wake, ab)" >&2
     exit 2
     ;;
   esac
