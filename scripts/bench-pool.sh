@@ -2,8 +2,10 @@
 # Measures coretune-pool against its peers, quiet and under contention (BENCHMARKS.md, "Pool
 # overhead: quiet and contended").
 #
-#   scripts/bench-pool.sh [spawn] [wake]           both by default
+#   scripts/bench-pool.sh [spawn] [wake] [ab]      spawn and wake by default
 #   ITEMS=100000 ROUNDS=1 scripts/bench-pool.sh spawn   a quick check that it runs
+#   BASE=main scripts/bench-pool.sh ab                  this checkout against revision BASE
+#   BASE_BIN=/path/to/coretune scripts/bench-pool.sh ab   ... against a binary built before
 #
 # spawn: `coretune bench spawn` (one process per run: 2 workers, ITEMS items, default 10M, the
 #        pool built before the clock starts, time from the first submission until the main
@@ -14,7 +16,13 @@
 #        one busy-looping process per CPU at normal priority (started and stopped here). Each
 #        of ROUNDS rounds (default 5) runs every peer once, in an order rotated per round, so
 #        drift hits all alike. Prints one Markdown table per condition: median, min, max
-#        ns/item, the ratio to coretune spawn and to the fastest peer of the same table.
+#        ns/item, the ratio to coretune spawn and to the fastest peer of the same table, and
+#        the medians of the process's CPU time per item (user + system: what the pool costs
+#        the machine, and the figure that decides throughput when the CPUs are shared) and
+#        of its voluntary and involuntary context switches.
+# ab:    coretune spawn and spawn_batch of this checkout against the same built from git
+#        revision BASE (default main; a temporary worktree, its own target directory), in the
+#        same interleaved rounds, quiet and contended: the A/B for a change to the pool.
 # wake:  `cargo bench -p coretune-pool --bench spawn` restricted to coretune spawn: prints the
 #        idle pool's CPU use and the wake-up latency of one spawn into a sleeping pool
 #        (coretune and rayon, 500 samples, median and p99).
@@ -48,14 +56,22 @@ start_competitors() {
   done
 }
 
-# Prints one ns/item figure for peer $1.
+# Prints one line for peer $1: wall ns/item, CPU ns/item (user + system time of the whole
+# process over the same span), voluntary and involuntary context switches, tab-separated.
 run_peer() {
+  local coretune_fields
+  coretune_fields="[.throughput.value, (.runs[0].user_s + .runs[0].sys_s) * 1e9 / $ITEMS,
+    .runs[0].voluntary_ctx_switches, .runs[0].involuntary_ctx_switches] | @tsv"
   case $1 in
-  go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk '{print $1}' ;;
+  go) "$GOPOOL" -items "$ITEMS" -workers "$THREADS" | awk -v OFS='\t' '{print $1, $3, $5, $6}' ;;
   batch) "$BIN" bench spawn --pool coretune --batch --items "$ITEMS" --threads "$THREADS" \
-    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
+  base) "$BASE_BIN" bench spawn --pool coretune --items "$ITEMS" --threads "$THREADS" \
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
+  base-batch) "$BASE_BIN" bench spawn --pool coretune --batch --items "$ITEMS" \
+    --threads "$THREADS" --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   *) "$BIN" bench spawn --pool "$1" --items "$ITEMS" --threads "$THREADS" \
-    --runs 1 --warmup 0 --json | jq '.throughput.value' ;;
+    --runs 1 --warmup 0 --json | jq -r "$coretune_fields" ;;
   esac
 }
 
@@ -69,7 +85,14 @@ label() {
   crossbeam) echo "crossbeam Injector" ;;
   mutex) echo "Mutex+Condvar" ;;
   go) echo "Go channel pool" ;;
+  base) echo "coretune spawn at $BASE" ;;
+  base-batch) echo "coretune spawn_batch at $BASE" ;;
   esac
+}
+
+# Median of column $2 of file $1 (tab-separated, one run per line).
+median() {
+  cut -f"$2" "$1" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
 # Runs ROUNDS interleaved rounds of every peer and prints the Markdown table.
@@ -86,17 +109,18 @@ table() {
     done
   done
   echo
-  echo "| pool | ns/item (median of $ROUNDS) | min | max | ÷ coretune spawn | ÷ fastest |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  echo "| pool | ns/item (median of $ROUNDS) | min | max | ÷ coretune spawn | ÷ fastest | CPU ns/item (median) | vol. cs | invol. cs |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
   local base fastest
-  base=$(sort -g "$dir/coretune" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  fastest=$(for peer in "${peers[@]}"; do
-    sort -g "$dir/$peer" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-  done | sort -g | head -1)
+  base=$(median "$dir/coretune" 1)
+  fastest=$(for peer in "${peers[@]}"; do median "$dir/$peer" 1; done | sort -g | head -1)
   for peer in "${peers[@]}"; do
-    sort -g "$dir/$peer" | awk -v name="$(label "$peer")" -v base="$base" -v fastest="$fastest" \
+    cut -f1 "$dir/$peer" | sort -g | awk -v name="$(label "$peer")" -v base="$base" \
+      -v fastest="$fastest" -v cpu="$(median "$dir/$peer" 2)" -v vol="$(median "$dir/$peer" 3)" \
+      -v invol="$(median "$dir/$peer" 4)" \
       '{a[NR]=$1} END {m=a[int((NR+1)/2)];
-        printf "| %s | %.1f | %.1f | %.1f | %.2f× | %.2f× |\n", name, m, a[1], a[NR], m/base, m/fastest}'
+        printf "| %s | %.1f | %.1f | %.1f | %.2f× | %.2f× | %.1f | %d | %d |\n",
+          name, m, a[1], a[NR], m/base, m/fastest, cpu, vol, invol}'
   done
   echo
   echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -122,13 +146,39 @@ for section in "${sections[@]}"; do
     table "contended: ${#competitors[@]} busy-looping processes, one per CPU"
     stop_competitors
     ;;
+  ab)
+    cargo build --release --locked -p coretune >&2
+    BIN=${CARGO_TARGET_DIR:-target}/release/coretune
+    base_dir=
+    if [ -n "${BASE_BIN:-}" ]; then
+      BASE=${BASE:-$BASE_BIN}
+    else
+      BASE=${BASE:-main}
+      base_dir=$(mktemp -d)
+      git worktree add --detach "$base_dir/src" "$BASE" >&2
+      (cd "$base_dir/src" && CARGO_TARGET_DIR="$base_dir/target" \
+        cargo build --release --locked -p coretune >&2)
+      BASE_BIN=$base_dir/target/release/coretune
+      BASE="$BASE ($(git rev-parse --short "$BASE"))"
+    fi
+    peers=(coretune base batch base-batch)
+    echo "== ab: this checkout ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', modified')) against $BASE: $ITEMS items, $THREADS workers, $ROUNDS interleaved rounds"
+    table "quiet"
+    start_competitors
+    table "contended: ${#competitors[@]} busy-looping processes, one per CPU"
+    stop_competitors
+    if [ -n "$base_dir" ]; then
+      git worktree remove --force "$base_dir/src"
+      rm -rf "$base_dir"
+    fi
+    ;;
   wake)
     echo "== wake-up latency and idle CPU ($(cut -d' ' -f1-3 /proc/loadavg) loadavg before)"
     SPAWN_BENCH_ONLY="coretune spawn" cargo bench --locked -p coretune-pool --bench spawn 2>/dev/null |
       grep -E "idle|wake-up|^[0-9]+ items|coretune spawn"
     ;;
   *)
-    echo "unknown section '$section' (spawn, wake)" >&2
+    echo "unknown section '$section' (spawn, wake, ab)" >&2
     exit 2
     ;;
   esac

@@ -6,7 +6,9 @@
 //
 //	go run gopool.go -items 10000000 -workers 2
 //
-// prints one line: "<ns per item> ns/item".
+// prints one line: "<ns per item> ns/item <CPU ns per item> cpu-ns/item <voluntary>
+// <involuntary> cs": wall time per item, the process's user + system CPU time per item over
+// the same span, and its voluntary and involuntary context switches (getrusage).
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -39,15 +42,26 @@ func main() {
 			close(done)
 		}
 	}
+	var before, after syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		panic(err)
+	}
 	start := time.Now()
 	for i := 0; i < *items; i++ {
 		tasks <- item
 	}
 	<-done
 	elapsed := time.Since(start)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		panic(err)
+	}
 	close(tasks)
 	if remaining.Load() != 0 {
 		panic("items lost")
 	}
-	fmt.Printf("%.2f ns/item\n", float64(elapsed.Nanoseconds())/float64(*items))
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	fmt.Printf("%.2f ns/item %.2f cpu-ns/item %d %d cs\n",
+		float64(elapsed.Nanoseconds())/float64(*items),
+		float64(cpu.Nanoseconds())/float64(*items),
+		after.Nvcsw-before.Nvcsw, after.Nivcsw-before.Nivcsw)
 }

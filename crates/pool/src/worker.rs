@@ -13,6 +13,10 @@ use std::sync::Arc;
 /// rayon-core's `ROUNDS_UNTIL_SLEEPY`. With [`back_off`], 26 of the 32 rounds yield the
 /// CPU, so the search outlasts the gaps of a busy producer (which then never pays a
 /// sleep and wake-up) while a truly idle pool reaches sleep quickly (`tests/idle.rs`).
+/// Only the worker holding the yield token searches that long ([`Search`]): each yield
+/// that lets another thread run counts as an involuntary context switch, and 64 idle
+/// workers yielding in turn showed up as 1,600 of them a run of `bench sum` (`sleep.rs`,
+/// "What the protocol costs").
 const SPIN_ROUNDS: u32 = 32;
 
 /// Rounds of busy spinning (doubling each round) before back-off turns to
@@ -95,7 +99,9 @@ impl WorkerThread {
 
     fn main_loop(&self) {
         let registry = &*self.registry;
-        self.work_until(|| registry.is_terminating() && !registry.has_work_for(self.index));
+        self.work_until(Search::Shared, || {
+            registry.is_terminating() && !registry.has_work_for(self.index)
+        });
         self.release_permit();
     }
 
@@ -103,34 +109,50 @@ impl WorkerThread {
     /// `Sleep::wake_specific` if it fell asleep meanwhile.
     pub(crate) fn wait_until(&self, latch: &Latch) {
         let held_permit = self.holds_permit.get();
-        self.work_until(|| latch.probe());
+        self.work_until(Search::Full, || latch.probe());
         if held_permit {
             self.take_permit();
         }
     }
 
     /// Runs jobs until `is_done()`. When there are none it backs off for
-    /// `SPIN_ROUNDS`, then gives back its throttle permit and sleeps, with `is_done`
-    /// part of the final look (see `sleep.rs`).
-    fn work_until(&self, is_done: impl Fn() -> bool) {
+    /// `SPIN_ROUNDS` (or only `SPIN_LIMIT` if `search` is `Shared` and another worker
+    /// holds the yield token), then gives back its throttle permit and sleeps, with
+    /// `is_done` part of the final look (see `sleep.rs`).
+    fn work_until(&self, search: Search, is_done: impl Fn() -> bool) {
         let registry = &*self.registry;
+        let sleep = &registry.sleep;
         let mut idle_rounds = 0;
+        let mut holds_token = false;
         while !is_done() {
             if let Some(job) = self.find_work() {
+                if std::mem::take(&mut holds_token) {
+                    sleep.release_yield_token();
+                }
                 self.execute(job);
                 idle_rounds = 0;
                 continue;
             }
-            if idle_rounds < SPIN_ROUNDS {
+            let may_search = idle_rounds < SPIN_LIMIT || search == Search::Full || holds_token || {
+                holds_token = sleep.take_yield_token();
+                holds_token
+            };
+            if may_search && idle_rounds < SPIN_ROUNDS {
                 back_off(idle_rounds);
                 idle_rounds += 1;
                 continue;
             }
+            if std::mem::take(&mut holds_token) {
+                sleep.release_yield_token();
+            }
             self.release_permit();
-            registry.sleep.sleep(self.index, || {
+            sleep.sleep(self.index, || {
                 is_done() || registry.has_work_for(self.index)
             });
             idle_rounds = 0;
+        }
+        if holds_token {
+            sleep.release_yield_token();
         }
     }
 
@@ -193,6 +215,17 @@ impl WorkerThread {
             }
         }
     }
+}
+
+/// How long an idle worker searches before it sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Search {
+    /// The idle loop: the spinning rounds, then the yielding ones only while holding the
+    /// pool's yield token (at most one such worker, Go's spinning-thread rule), so that
+    /// idle workers do not take turns on CPUs that busy threads need.
+    Shared,
+    /// Waiting on a latch (`join`, `scope`): every round, since the caller waits for it.
+    Full,
 }
 
 /// One round of back-off: spin `2^round` times while `round < SPIN_LIMIT`, then yield

@@ -219,3 +219,55 @@ fn a_pool_without_cpus_reports_none() {
     assert_eq!(pool.steal_order(1), &[0]);
     assert_eq!(pool.steal_order(9), &[] as &[usize]);
 }
+
+/// `wakeups_are_never_lost` (stress.rs) with every thread pinned: two workers share the
+/// submitter's CPU, a third sits on another one with a steal order that skips worker 0,
+/// and the submitter is itself a pinned worker of a second pool. Single spawns after gaps
+/// that land in every phase of a worker's way to sleep; a lost wake-up hangs the task and
+/// `wait_for` fails after 20 s. The sleep protocol's fence pair (`membarrier` against a
+/// compiler fence, `src/sleep.rs`) must hold whether sleeper and submitter share a CPU or not.
+#[test]
+#[cfg(target_os = "linux")]
+fn pinned_wakeups_are_never_lost() {
+    let cpu = allowed("self")[0];
+    let last = allowed("self").last().copied().unwrap_or(cpu);
+    let pool = Arc::new(
+        ThreadPoolBuilder::new()
+            .num_threads(3)
+            .cpus(vec![vec![cpu], vec![cpu], vec![last]])
+            .steal_order(vec![vec![1, 2], vec![0, 2], vec![1]])
+            .build()
+            .unwrap(),
+    );
+    let submitter = ThreadPoolBuilder::new()
+        .num_threads(1)
+        .cpus(vec![vec![cpu]])
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    {
+        let (pool, done, finished) = (Arc::clone(&pool), Arc::clone(&done), Arc::clone(&finished));
+        submitter.spawn(move || {
+            for round in 0..1500 {
+                match round % 4 {
+                    0 => {}
+                    1 => (0..(round % 97) * 10).for_each(|_| std::hint::spin_loop()),
+                    2 => std::thread::sleep(std::time::Duration::from_micros(
+                        (round % 13) as u64 * 5,
+                    )),
+                    _ => std::thread::sleep(std::time::Duration::from_micros(300)),
+                }
+                let done_clone = Arc::clone(&done);
+                pool.spawn(move || {
+                    done_clone.fetch_add(1, Ordering::Release);
+                });
+                wait_for(&done, round + 1);
+            }
+            finished.fetch_add(1, Ordering::Release);
+        });
+    }
+    wait_for(&finished, 1);
+    drop(submitter);
+    assert_eq!(done.load(Ordering::Acquire), 1500);
+}
