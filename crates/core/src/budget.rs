@@ -158,19 +158,22 @@ impl fmt::Display for CpuBudget {
         if let Some(cpuset) = &self.cgroup_cpuset {
             if cpuset.cpus.len() < self.topology_pus.len() {
                 let (cpus, file) = (format_list(&cpuset.cpus), cpuset.file.display());
-                write!(f, "; cgroup cpuset {cpus} ({file})")?;
+                let name = sys::LIMIT_NAMES.cpuset;
+                write!(f, "; {name} {cpus} ({file})")?;
             }
         }
         match &self.quota {
             Some(q) => write!(
                 f,
-                "; cgroup quota {} CPUs → budget {}",
+                "; {} {} CPUs → budget {}",
+                sys::LIMIT_NAMES.quota,
                 trim_float(q.cpus),
                 trim_float(self.budget)
             )?,
             None => write!(
                 f,
-                "; no cgroup CPU quota → budget {}",
+                "; {} → budget {}",
+                sys::LIMIT_NAMES.no_quota,
                 trim_float(self.budget)
             )?,
         }

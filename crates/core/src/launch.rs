@@ -18,12 +18,13 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::placement::Placement;
-use crate::sys;
+use crate::sys::{self, ResourceUsage, Tree};
 
 /// The thread-count environment for `threads` threads, plus OpenMP's placement variables when a
 /// pinned placement is given (see the module table).
@@ -106,6 +107,17 @@ pub enum LaunchError {
         /// This process's uid.
         me: String,
     },
+    /// The process may not be changed by this user, on a system without uids (Windows: another
+    /// user's or an elevated process, from a prompt that is not elevated).
+    #[error(
+        "pid {pid}: {error}: changing another user's or an elevated process needs an elevated prompt"
+    )]
+    AccessDenied {
+        /// The pid.
+        pid: u32,
+        /// The OS error.
+        error: io::Error,
+    },
     /// The kernel refused the set for a thread.
     #[error("thread {tid} of pid {pid}: {error}{hint}")]
     Affinity {
@@ -121,8 +133,9 @@ pub enum LaunchError {
 }
 
 /// Finds the program a command would run, as `execvp` does: a name with a `/` is a path, any
-/// other name is looked up in the directories of `PATH`. Called before anything runs, so a typo
-/// is one clear error rather than a sweep of failed runs.
+/// other name is looked up in the directories of `PATH` (on Windows also with each extension of
+/// `PATHEXT`, and a name with `\\` or a drive is a path). Called before anything runs, so a
+/// typo is one clear error rather than a sweep of failed runs.
 ///
 /// # Errors
 ///
@@ -135,10 +148,19 @@ pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
     if program.is_empty() {
         return Err(not_found());
     }
-    if program.contains('/') {
+    if sys::is_path(program) {
         let path = Path::new(program);
         if !path.exists() {
-            return Err(not_found());
+            // `prog` for `prog.exe` on Windows.
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            return name
+                .and_then(|name| {
+                    sys::executable_candidates(dir, &name)
+                        .into_iter()
+                        .find(|p| sys::is_executable_file(p))
+                })
+                .ok_or_else(not_found);
         }
         return if sys::is_executable_file(path) {
             Ok(path.to_path_buf())
@@ -151,51 +173,160 @@ pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
     }
     let dirs = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&dirs)
-        .map(|dir| dir.join(program))
+        .flat_map(|dir| sys::executable_candidates(&dir, program))
         .find(|p| sys::is_executable_file(p))
         .ok_or_else(not_found)
 }
 
+/// The command that runs `script` in the system's shell: `sh -c SCRIPT`, on Windows
+/// `cmd /C SCRIPT`.
+pub fn shell_command(script: &str) -> Command {
+    sys::shell_command(script)
+}
+
+/// The system's shell program: `sh`, on Windows `cmd`.
+pub(crate) fn shell_program() -> String {
+    sys::shell_command("")
+        .get_program()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
-/// forwarded to it, and returns its exit status.
+/// forwarded to it, and returns its exit status. With a `timeout`, the program is started in a
+/// process tree of its own (a process group, on Windows a job object), which is killed as a
+/// whole when the time is up: `Ok(None)`.
 ///
 /// # Errors
 ///
 /// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
 /// refuses), [`LaunchError::Wait`].
-pub fn run(cmd: Command, cpus: Option<&CpuSet>) -> Result<ExitStatus, LaunchError> {
+pub fn run(
+    cmd: Command,
+    cpus: Option<&CpuSet>,
+    timeout: Option<Duration>,
+) -> Result<Option<ExitStatus>, LaunchError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let mut child = spawn(cmd, cpus)?;
+    let tree = if timeout.is_some() {
+        Tree::Own
+    } else {
+        Tree::Shared
+    };
+    let mut child = Launched::start(cmd, cpus, tree)?;
     // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
-    // process group.
+    // process group (without a timeout; with one, coretune's own exit ends it).
     let _ = sys::forward_signals_to(child.id());
-    child
-        .wait()
-        .map_err(|error| LaunchError::Wait { program, error })
+    let wait_error = |error| LaunchError::Wait {
+        program: program.clone(),
+        error,
+    };
+    let Some(limit) = timeout else {
+        return child.wait().map(Some).map_err(wait_error);
+    };
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(wait_error)? {
+            return Ok(Some(status));
+        }
+        if start.elapsed() > limit {
+            child.kill();
+            child.wait().map_err(wait_error)?;
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
-/// Starts `cmd` bound to `cpus` (when given) and returns the running child; the caller waits
-/// (a sweep does, with a timeout).
+/// Starts `cmd` bound to `cpus` (when given) and returns the running program, which stays in
+/// coretune's process group (the terminal's Ctrl-C reaches both); the caller waits.
 ///
 /// # Errors
 ///
 /// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
 /// refuses).
-pub fn spawn(mut cmd: Command, cpus: Option<&CpuSet>) -> Result<std::process::Child, LaunchError> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    if let Some(cpus) = cpus {
-        sys::bind_before_exec(&mut cmd, cpus).map_err(|error| LaunchError::Spawn {
+pub fn spawn(cmd: Command, cpus: Option<&CpuSet>) -> Result<Launched, LaunchError> {
+    Launched::start(cmd, cpus, Tree::Shared)
+}
+
+/// [`spawn`] in a process tree of its own (a process group; on Windows a job object that ends
+/// with coretune), which [`Launched::kill`] ends with everything the program started: a sweep's
+/// runs, whose stdio is closed.
+///
+/// # Errors
+///
+/// As [`spawn`].
+pub(crate) fn spawn_own_tree(cmd: Command, cpus: Option<&CpuSet>) -> Result<Launched, LaunchError> {
+    Launched::start(cmd, cpus, Tree::Own)
+}
+
+/// A program coretune started, with the processes it starts.
+#[derive(Debug)]
+pub struct Launched {
+    child: Child,
+    tree: sys::ChildTree,
+}
+
+impl Launched {
+    fn start(mut cmd: Command, cpus: Option<&CpuSet>, tree: Tree) -> Result<Self, LaunchError> {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let spawn_error = |error| LaunchError::Spawn {
             program: program.clone(),
             error,
+        };
+        sys::prepare_child(&mut cmd, cpus, tree).map_err(spawn_error)?;
+        let mut child = cmd.spawn().map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => LaunchError::CommandNotFound {
+                program: program.clone(),
+            },
+            _ => spawn_error(source),
         })?;
+        match sys::ChildTree::adopt(&child, cpus, tree) {
+            Ok(tree) => Ok(Self { child, tree }),
+            Err(error) => {
+                // Started but not placed (on Windows still suspended): it must not run.
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(spawn_error(error))
+            }
+        }
     }
-    cmd.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => LaunchError::CommandNotFound { program },
-        _ => LaunchError::Spawn {
-            program,
-            error: source,
-        },
-    })
+
+    /// The program's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its exit status if it has ended.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of the wait.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    /// Waits for it to end.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of the wait.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.child.wait()
+    }
+
+    /// Ends it and what it started (its process group; on Windows its job object), or the
+    /// program alone where its tree cannot be reached.
+    pub fn kill(&mut self) {
+        if self.tree.kill().is_err() {
+            let _ = self.child.kill();
+        }
+    }
+
+    /// The CPU time and peak memory of the whole tree so far, where the OS keeps them for it
+    /// (Windows: the job object's accounting); `None` elsewhere.
+    pub(crate) fn usage(&self) -> Option<ResourceUsage> {
+        self.tree.usage()
+    }
 }
 
 /// The exit code a launcher should end with for a child's status: its code, or 128 + the signal
@@ -215,14 +346,16 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 ///
 /// [`LaunchError::NoSuchProcess`], [`LaunchError::PermissionDenied`] (another user's process),
 /// [`LaunchError::Affinity`] when the kernel refuses the set for a thread.
-pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<i32>, LaunchError> {
+pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
     let no_such_process = || LaunchError::NoSuchProcess { pid };
     let id = i32::try_from(pid).map_err(|_| no_such_process())?;
     let tids = sys::thread_ids(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
+    let results =
+        sys::rebind_threads(id, &tids, cpus).map_err(|e| affinity_error(pid, id, id, e))?;
     let mut bound = Vec::new();
-    for tid in tids {
-        if bind_one(pid, id, tid, cpus)? {
-            bound.push(tid);
+    for (tid, set, result) in results {
+        if bound_or_gone(pid, id, tid, result)? {
+            bound.push((tid, set));
         }
     }
     if bound.is_empty() {
@@ -282,32 +415,45 @@ pub fn repin_process(
 /// Binds thread `tid` of process `pid` (`id`) to `cpus`: `Ok(false)` when the thread has gone
 /// meanwhile.
 fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchError> {
-    match sys::set_task_affinity(tid, cpus) {
+    bound_or_gone(pid, id, tid, sys::set_task_affinity(tid, cpus))
+}
+
+/// The outcome of binding thread `tid` of process `pid` (`id`): `Ok(false)` when the thread has
+/// gone meanwhile.
+fn bound_or_gone(pid: u32, id: i32, tid: i32, result: io::Result<()>) -> Result<bool, LaunchError> {
+    match result {
         Ok(()) => Ok(true),
         // A thread that exited meanwhile.
         Err(e) if sys::is_no_such_task(&e) => Ok(false),
-        // EPERM.
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            Err(LaunchError::PermissionDenied {
+        Err(e) => Err(affinity_error(pid, id, tid, e)),
+    }
+}
+
+fn affinity_error(pid: u32, id: i32, tid: i32, error: io::Error) -> LaunchError {
+    match error.kind() {
+        // EPERM; ERROR_ACCESS_DENIED on Windows.
+        io::ErrorKind::PermissionDenied => match sys::process_uid(Path::new(sys::PROC_DIR), id) {
+            Ok(owner) => LaunchError::PermissionDenied {
                 pid,
-                owner: uid_text(sys::process_uid(Path::new(sys::PROC_DIR), id)),
+                owner: owner.to_string(),
                 me: uid_text(sys::own_uid()),
-            })
-        }
-        Err(source) => {
-            // EINVAL.
-            let hint = if source.kind() == io::ErrorKind::InvalidInput {
-                " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)"
-            } else {
-                ""
-            };
-            Err(LaunchError::Affinity {
-                pid,
-                tid,
-                error: source,
-                hint,
-            })
-        }
+            },
+            // No uids here (Windows): the OS error says it.
+            Err(_) => LaunchError::AccessDenied { pid, error },
+        },
+        // EINVAL.
+        io::ErrorKind::InvalidInput => LaunchError::Affinity {
+            pid,
+            tid,
+            error,
+            hint: " (none of these CPUs is allowed to it: its cgroup cpuset excludes them)",
+        },
+        _ => LaunchError::Affinity {
+            pid,
+            tid,
+            error,
+            hint: "",
+        },
     }
 }
 
@@ -362,7 +508,7 @@ mod test {
             err.to_string(),
             format!("no process with pid {}", u32::MAX - 1)
         );
-        let err = run(Command::new("/nonexistent/coretune-test-cmd"), None).unwrap_err();
+        let err = run(Command::new("/nonexistent/coretune-test-cmd"), None, None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "'/nonexistent/coretune-test-cmd': command not found"

@@ -44,6 +44,7 @@
 mod budget;
 mod cpuset;
 mod fleet;
+mod groups;
 mod launch;
 mod machine;
 mod measure;
@@ -82,6 +83,7 @@ pub use cpuset::{
     parse_list, resolve as resolve_cpus, systemd_dbus_string, taskset_string,
     warnings as cpu_set_warnings,
 };
+pub use groups::{GROUP_SIZE, GroupMask, GroupSource, ProcessorGroups, is_windows};
 pub use placement::{
     Binding, DistribError, DistribOptions, MAX_THREADS, Placement, PlacementError, Policy,
     ThreadPlacement, distribute, hwloc_distrib, plan,
@@ -89,8 +91,8 @@ pub use placement::{
 
 // Applying a placement to programs.
 pub use launch::{
-    LaunchError, affinity_of, exit_code, find_program, rebind_process, repin_process,
-    run as run_program, spawn as spawn_program, thread_count, thread_env,
+    LaunchError, Launched, affinity_of, exit_code, find_program, rebind_process, repin_process,
+    run as run_program, shell_command, spawn as spawn_program, thread_count, thread_env,
 };
 
 // Thread-by-thread placement of other programs.

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::{self, MigrationCounter, ResourceUsage, UsageOf};
+use crate::sys::{self, MigrationCounter, ResourceUsage, SwitchCounter, UsageOf};
 
 /// Where a migration count came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,10 @@ pub struct ThreadRecord {
     pub migrations: Option<u64>,
     /// Where [`ThreadRecord::migrations`] came from.
     pub migrations_source: Option<MigrationSource>,
+    /// This thread's context switches while it worked (voluntary and involuntary together: what
+    /// Windows counts per thread), when readable.
+    #[serde(default)]
+    pub ctx_switches: Option<u64>,
 }
 
 /// The measurements of one run.
@@ -80,16 +84,19 @@ pub struct Measurement {
     /// System CPU time of the whole process.
     #[serde(rename = "sys_s", with = "seconds")]
     pub sys: Duration,
-    /// Voluntary context switches (the thread blocked).
-    pub voluntary_ctx_switches: u64,
-    /// Involuntary context switches (the thread was preempted).
-    pub involuntary_ctx_switches: u64,
+    /// Voluntary context switches (the thread blocked); `None` where the OS does not count
+    /// them apart from involuntary ones (Windows), or the count could not be read: absent, never
+    /// written as 0.
+    pub voluntary_ctx_switches: Option<u64>,
+    /// Involuntary context switches (the thread was preempted); `None` likewise.
+    pub involuntary_ctx_switches: Option<u64>,
     /// CPU migrations, when known.
     pub migrations: Option<u64>,
     /// Where [`Measurement::migrations`] came from.
     pub migrations_source: MigrationSource,
-    /// Peak resident set size in bytes.
-    pub peak_rss_bytes: u64,
+    /// Peak resident set size in bytes (on Windows the peak working set), `None` when it could not
+    /// be read.
+    pub peak_rss_bytes: Option<u64>,
     /// Whether the peak is the run's own or the process's lifetime peak.
     pub peak_rss_source: RssSource,
     /// What each worker thread recorded, by worker index.
@@ -190,6 +197,7 @@ pub struct ThreadTracker {
 pub struct ThreadProbe {
     record: ThreadRecord,
     migrations: Option<MigrationCounter>,
+    switches: Option<SwitchCounter>,
 }
 
 impl ThreadProbe {
@@ -218,6 +226,7 @@ impl ThreadTracker {
                 ..ThreadRecord::default()
             },
             migrations,
+            switches: SwitchCounter::open().ok(),
         };
         probe.sample();
         probe
@@ -226,6 +235,7 @@ impl ThreadTracker {
     /// Called on the worker thread as it ends: a last sample and its migration count.
     pub fn finish(&self, mut probe: ThreadProbe) {
         probe.sample();
+        probe.record.ctx_switches = probe.switches.as_mut().and_then(|c| c.read().ok());
         let perf = probe.migrations.as_mut().and_then(|c| c.read().ok());
         (probe.record.migrations, probe.record.migrations_source) = match perf {
             Some(n) => (Some(n), Some(MigrationSource::Perf)),
@@ -294,7 +304,7 @@ impl Probe {
             .then(|| threads.iter().filter_map(|t| t.migrations).sum());
         let hwm = self.run_peak.then(|| sys::peak_rss_bytes().ok()).flatten();
         let (peak_rss_bytes, peak_rss_source) = match hwm {
-            Some(bytes) => (bytes, RssSource::Run),
+            Some(bytes) => (Some(bytes), RssSource::Run),
             None => (maxrss, RssSource::Process),
         };
         Measurement {
@@ -314,8 +324,9 @@ impl Probe {
 
 /// Measures a child process run by the caller: wall time, and the CPU time, context switches and
 /// peak RSS of waited-for children (`getrusage(RUSAGE_CHILDREN)` before and after, so the caller
-/// must wait for the child before [`ChildProbe::finish`] and run one child at a time). Migrations
-/// of another process are not counted.
+/// must wait for the child before [`ChildProbe::finish`] and run one child at a time), or, where
+/// the OS keeps them for the program's whole process tree (Windows: its job object), those.
+/// Migrations of another process are not counted.
 #[derive(Debug)]
 pub struct ChildProbe {
     start: Instant,
@@ -338,9 +349,19 @@ impl ChildProbe {
 
     /// Stops measuring, after the child was waited for.
     pub fn finish(self) -> Measurement {
+        self.finish_with(None)
+    }
+
+    /// [`ChildProbe::finish`] with the tree's own accounting when the OS keeps one.
+    pub(crate) fn finish_with(self, tree: Option<ResourceUsage>) -> Measurement {
         let wall = self.start.elapsed();
-        let end = sys::resource_usage(UsageOf::Children).ok();
-        let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
+        let (user, sys, vcs, ivcs, maxrss) = match tree {
+            Some(tree) => usage_delta(Some(&ResourceUsage::default()), Some(&tree)),
+            None => {
+                let end = sys::resource_usage(UsageOf::Children).ok();
+                usage_delta(self.usage.as_ref(), end.as_ref())
+            }
+        };
         Measurement {
             wall,
             user,
@@ -357,22 +378,22 @@ impl ChildProbe {
 }
 
 /// user, sys, voluntary and involuntary switches between two `getrusage` readings, and the
-/// later reading's peak RSS in bytes; zeros when either reading failed.
+/// later reading's peak RSS in bytes; the times are zero when either reading failed (the wall
+/// time still stands), the counts absent.
 fn usage_delta(
     a: Option<&ResourceUsage>,
     b: Option<&ResourceUsage>,
-) -> (Duration, Duration, u64, u64, u64) {
+) -> (Duration, Duration, Option<u64>, Option<u64>, Option<u64>) {
+    let count = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
     match (a, b) {
         (Some(a), Some(b)) => (
             b.user.saturating_sub(a.user),
             b.system.saturating_sub(a.system),
-            b.voluntary_ctx_switches
-                .saturating_sub(a.voluntary_ctx_switches),
-            b.involuntary_ctx_switches
-                .saturating_sub(a.involuntary_ctx_switches),
-            b.max_rss_bytes,
+            count(a.voluntary_ctx_switches, b.voluntary_ctx_switches),
+            count(a.involuntary_ctx_switches, b.involuntary_ctx_switches),
+            (b.max_rss_bytes > 0).then_some(b.max_rss_bytes),
         ),
-        _ => (Duration::ZERO, Duration::ZERO, 0, 0, 0),
+        _ => (Duration::ZERO, Duration::ZERO, None, None, None),
     }
 }
 
@@ -402,6 +423,7 @@ mod test {
                 cpus_seen: BTreeMap::from([(1, 3), (12, 1)]),
                 migrations: Some(2),
                 migrations_source: Some(MigrationSource::Perf),
+                ctx_switches: Some(5),
             }],
         };
         let text = serde_json::to_string(&line).unwrap();
@@ -445,14 +467,14 @@ mod test {
         assert!(m.wall >= Duration::from_millis(65), "{m:?}");
         // Two threads used 60 ms of CPU each; getrusage may be tick-sampled (4 ms at HZ=250).
         assert!(m.user + m.sys >= Duration::from_millis(100), "{m:?}");
-        assert!(m.voluntary_ctx_switches >= 2, "{m:?}");
+        assert!(m.voluntary_ctx_switches.unwrap() >= 2, "{m:?}");
         assert_eq!(m.threads.len(), 2);
         for (i, t) in m.threads.iter().enumerate() {
             assert_eq!(t.worker, i);
             assert!(t.tid > 0);
             assert!(t.cpus_seen.values().sum::<u64>() >= 3, "{t:?}");
         }
-        assert!(m.peak_rss_bytes > 0);
+        assert!(m.peak_rss_bytes.unwrap() > 0);
         assert_ne!(m.migrations_source, MigrationSource::Unavailable, "{m:?}");
     }
 
@@ -462,11 +484,11 @@ mod test {
             wall: Duration::from_millis(1500),
             user: Duration::from_millis(250),
             sys: Duration::ZERO,
-            voluntary_ctx_switches: 3,
-            involuntary_ctx_switches: 4,
+            voluntary_ctx_switches: Some(3),
+            involuntary_ctx_switches: Some(4),
             migrations: Some(1),
             migrations_source: MigrationSource::Perf,
-            peak_rss_bytes: 4096,
+            peak_rss_bytes: Some(4096),
             peak_rss_source: RssSource::Run,
             threads: vec![],
         };

@@ -17,16 +17,56 @@ fn child_starts_bound_and_running_process_is_rebound() {
         "grep Cpus_allowed_list /proc/self/status > {}",
         out.display()
     ));
-    let status = run(cmd, Some(&set_from_indexes([0]))).unwrap();
-    assert!(status.success());
+    let status = run(cmd, Some(&set_from_indexes([0])), None).unwrap();
+    assert!(status.unwrap().success());
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(text.split_whitespace().nth(1), Some("0"), "{text}");
 
     let mut sleeper = Command::new("sleep").arg("5").spawn().unwrap();
     let pid = sleeper.id();
-    let tids = rebind_process(pid, &set_from_indexes([0])).unwrap();
-    assert_eq!(tids, vec![i32::try_from(pid).unwrap()]);
-    assert_eq!(set_to_vec(&affinity_of(tids[0]).unwrap()), vec![0]);
+    let bound = rebind_process(pid, &set_from_indexes([0])).unwrap();
+    assert_eq!(
+        bound,
+        vec![(i32::try_from(pid).unwrap(), set_from_indexes([0]))]
+    );
+    assert_eq!(set_to_vec(&affinity_of(bound[0].0).unwrap()), vec![0]);
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
+}
+
+/// At the timeout the program and what it started end together: a shell whose background child
+/// would otherwise outlive it.
+#[test]
+fn a_timeout_kills_the_whole_process_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
+    let start = std::time::Instant::now();
+    let status = run(cmd, None, Some(std::time::Duration::from_millis(500))).unwrap();
+    assert!(status.is_none(), "killed, not ended: {status:?}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let child: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Killed with its group: gone, or a zombie until init reaps it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        if stat.is_empty() || state == Some("Z") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sleep {child} still runs: {stat}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -50,6 +50,11 @@
 //!
 //! `pthread_create` is found with `dlsym(RTLD_NEXT)` in the constructor, or at the first call
 //! when another library's constructor creates a thread before this one's has run.
+//!
+//! The library is Linux-only (`LD_PRELOAD`, glibc's `pthread_create`); on every other system
+//! the crate builds empty, and coretune places a program's threads another way there (the
+//! process CPU set, or a running program's threads one by one: `coretune run --pid`).
+#![cfg(target_os = "linux")]
 
 mod plan;
 mod runtime;

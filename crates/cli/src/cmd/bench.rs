@@ -305,10 +305,13 @@ fn print_run(out: &mut impl std::io::Write, n: usize, p: &Progress<'_>) -> std::
         m.wall.as_secs_f64(),
         m.user.as_secs_f64(),
         m.sys.as_secs_f64(),
-        m.voluntary_ctx_switches,
-        m.involuntary_ctx_switches,
+        m.voluntary_ctx_switches
+            .map_or("-".into(), |n| n.to_string()),
+        m.involuntary_ctx_switches
+            .map_or("-".into(), |n| n.to_string()),
         m.migrations.map_or("-".into(), |n| n.to_string()),
-        format!("{} MiB", m.peak_rss_bytes >> 20),
+        m.peak_rss_bytes
+            .map_or("-".into(), |b| format!("{} MiB", b >> 20)),
         r.throughput.to_string(),
         if r.verified {
             "yes".to_owned()

@@ -3,6 +3,7 @@
 //! library — or rebind (`--cpus`) or re-pin (`--place`) a running process (`--pid`).
 
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -43,12 +44,26 @@ pub(crate) struct RunArgs {
     /// this running process instead of starting a command.
     #[arg(long, conflicts_with = "command")]
     pid: Option<u32>,
+    /// Kill the program and everything it started after this many seconds, and exit 124 (as
+    /// GNU timeout does). The program then runs in a process tree of its own: a process group
+    /// on Linux (as `timeout` without --foreground: a program reading the terminal stops), a job
+    /// object on Windows.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "pid")]
+    timeout: Option<f64>,
     /// The command and its arguments.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
+/// The exit code of a program killed at `--timeout`, as GNU timeout's.
+const TIMED_OUT: u8 = 124;
+
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let timeout = match args.timeout {
+        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+        Some(t) => bail!("--timeout {t}: give a positive number of seconds"),
+        None => None,
+    };
     // Binding only makes sense on the machine this runs on; devices are loaded when --cpus may
     // name one (`os=eth0`).
     let topo = Topology::load_with(
@@ -99,7 +114,13 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         (_, None) => {}
     }
-    let status = run_program(cmd, process_set.as_ref()).context("run")?;
+    let Some(status) = run_program(cmd, process_set.as_ref(), timeout).context("run")? else {
+        eprintln!(
+            "coretune: run: {program} killed after the timeout ({:.1} s), with everything it started",
+            timeout.map_or(0.0, |t| t.as_secs_f64())
+        );
+        return Ok(ExitCode::from(TIMED_OUT));
+    };
     let code = exit_code(status);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
@@ -135,14 +156,32 @@ fn repin(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every thread of `pid` to `cpus`, as `taskset -a -p` does.
+/// Every thread of `pid` to `cpus`, as `taskset -a -p` does (on Windows, across processor
+/// groups, each thread to one group's part: then each part is listed).
 fn bind_all(pid: u32, cpus: &coretune_core::CpuSet) -> anyhow::Result<ExitCode> {
-    let tids = rebind_process(pid, cpus).context("run --pid")?;
-    eprintln!(
-        "coretune: pid {pid}: {} thread{} bound to CPUs {}",
-        tids.len(),
-        if tids.len() == 1 { "" } else { "s" },
-        format_list(&set_to_vec(cpus))
-    );
+    let bound = rebind_process(pid, cpus).context("run --pid")?;
+    let mut parts: Vec<(String, usize)> = Vec::new();
+    for (_, set) in &bound {
+        let list = format_list(&set_to_vec(set));
+        match parts.iter_mut().find(|(l, _)| *l == list) {
+            Some((_, n)) => *n += 1,
+            None => parts.push((list, 1)),
+        }
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if let [(list, n)] = &parts[..] {
+        eprintln!(
+            "coretune: pid {pid}: {n} thread{} bound to CPUs {list}",
+            plural(*n)
+        );
+    } else {
+        eprintln!(
+            "coretune: pid {pid}: {} threads bound, each within one processor group:",
+            bound.len()
+        );
+        for (list, n) in parts {
+            eprintln!("  {n} thread{} to CPUs {list}", plural(n));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,6 @@
 //! so standard output holds only the summary.
 
 use std::io::Write as _;
-use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -83,11 +82,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             let mut cmd = Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
             if args.json {
-                let err = std::io::stderr()
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .context("duplicating standard error")?;
-                cmd.stdout(Stdio::from(err));
+                // The program's output goes to standard error: standard output is the JSON.
+                cmd.stdout(Stdio::from(std::io::stderr()));
             }
             let child =
                 coretune_core::spawn_program(cmd, None).with_context(|| args.command[0].clone())?;

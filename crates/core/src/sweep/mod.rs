@@ -130,6 +130,8 @@ impl RunLine {
 }
 
 /// How a runner's attempt ended, before it is logged.
+// One per run, moved once into the log: boxing the record would save nothing measurable.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Outcome {
     /// The run completed (verified or not: the record says).
@@ -679,10 +681,10 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
                 speedup: None,
                 efficiency: None,
                 voluntary_ctx_switches: field(&|r| {
-                    Some(r.measurement.voluntary_ctx_switches as f64)
+                    r.measurement.voluntary_ctx_switches.map(|n| n as f64)
                 }),
                 involuntary_ctx_switches: field(&|r| {
-                    Some(r.measurement.involuntary_ctx_switches as f64)
+                    r.measurement.involuntary_ctx_switches.map(|n| n as f64)
                 }),
                 migrations: field(&|r| r.measurement.migrations.map(|m| m as f64)),
                 busy_runs: runs.iter().filter(|l| l.noise.busy).count(),

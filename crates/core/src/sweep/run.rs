@@ -121,7 +121,7 @@ impl<'t> Runner<'t> {
                 // A placeholder in the program's own name is resolved per run; `sh` runs a
                 // shell command.
                 let inspected = if shell {
-                    launch::find_program("sh")
+                    launch::find_program(&launch::shell_program())
                         .ok()
                         .map(|p| pin::inspect_program(&p))
                 } else if program.contains('{') {
@@ -259,7 +259,11 @@ impl<'t> Runner<'t> {
                     None => {
                         let cpus = format_list(&set_to_vec(&placement.union()));
                         let name = substitute(&argv[0], config, &cpus);
-                        let path = if *shell { "sh".into() } else { name };
+                        let path = if *shell {
+                            launch::shell_program()
+                        } else {
+                            name
+                        };
                         inspected = launch::find_program(&path)
                             .map(|p| pin::inspect_program(&p))
                             .unwrap_or(ProgramInfo {
@@ -374,7 +378,7 @@ impl<'t> Runner<'t> {
     ) -> Outcome {
         let cpus = format_list(&set_to_vec(&placement.union()));
         if let Some(prep) = prepare {
-            match Command::new("sh").arg("-c").arg(prep).status() {
+            match launch::shell_command(prep).status() {
                 Ok(s) if s.success() => {}
                 Ok(s) => return Outcome::Failed(format!("--prepare exited with {s}")),
                 Err(e) => return Outcome::Failed(format!("--prepare: {e}")),
@@ -382,9 +386,7 @@ impl<'t> Runner<'t> {
         }
         let words = substitute_all(argv, c, &cpus);
         let mut cmd = if shell {
-            let mut cmd = Command::new("sh");
-            cmd.arg("-c").arg(words.join(" "));
-            cmd
+            launch::shell_command(&words.join(" "))
         } else {
             let mut cmd = Command::new(PathBuf::from(&words[0]));
             cmd.args(&words[1..]);
@@ -407,7 +409,7 @@ impl<'t> Runner<'t> {
         }
         let restrict = c.is_restricted().then(|| placement.union());
         let probe = ChildProbe::start();
-        let mut child = match launch::spawn(cmd, restrict.as_ref()) {
+        let mut child = match launch::spawn_own_tree(cmd, restrict.as_ref()) {
             Ok(child) => child,
             Err(e) => return Outcome::Failed(e.to_string()),
         };
@@ -418,13 +420,13 @@ impl<'t> Runner<'t> {
                 Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
             }
             if self.settings.timeout.is_some_and(|t| probe.elapsed() > t) {
-                let _ = child.kill();
+                child.kill();
                 let _ = child.wait();
                 return Outcome::Timeout;
             }
             std::thread::sleep(Duration::from_micros(200));
         };
-        let measurement = probe.finish();
+        let measurement = probe.finish_with(child.usage());
         if crate::sys::stopped_by_request(status) {
             return Outcome::Stopped(format!(
                 "{} was ended by signal {}",

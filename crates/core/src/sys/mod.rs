@@ -8,6 +8,7 @@
 //! | `mod.rs` | the interface: the OS-independent types below and the one list of functions every OS module provides |
 //! | `error.rs` | [`SysError`], which keeps the file, pid or call it failed on |
 //! | `linux/affinity.rs` | `sched_setaffinity`/`sched_getaffinity`, binding a child before `exec` |
+//! | `linux/child.rs` | a started program's process tree (its own process group when asked), killing it, the shell |
 //! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one, a daemon's SIGHUP/SIGINT/SIGTERM through a `signalfd` |
 //! | `linux/counters.rs` | `getrusage`, the perf `cpu-migrations` counter, `sched_getcpu`, `gettid` |
 //! | `linux/proc.rs` | through procfs: processes and parents, what a rule matches on (`exe`, `cmdline`, `cgroup`, uids), threads (`stat`: name, CPU last run on, start time), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
@@ -25,7 +26,8 @@
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits; owner and mode, reading without following a link, durable writes of saved state |
 //! | `state.rs` | saved state written durably (standard library only, every OS) |
-//! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`) |
+//! | `windows/` | Windows, one file per concern (see its module docs): group affinity of threads and processes, starting a program suspended in a job object, counters, processes and threads through ToolHelp snapshots, per-CPU times, the host, the CPU budget (affinity, CPU sets, job CPU rate) |
+//! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`); Windows takes from it what has no Windows meaning (cgroups, systemd, the process-event connector) |
 //!
 //! Functions that read files take the directory they read under — `proc_dir` (`/proc`, see
 //! `PROC_DIR`) or `root` (`/`) — so tests can lay a fake tree out in a temporary folder.
@@ -36,33 +38,41 @@ use std::time::Duration;
 
 mod error;
 mod state;
-// The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc.
+// The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc,
+// `windows/` calls the Windows API.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod linux;
-// Compiled in Linux test builds too, so the fallback is type-checked against the interface.
+// Compiled in Linux test builds too, so the fallback is type-checked against the interface;
+// Windows takes from it what has no Windows meaning.
 #[cfg(any(not(target_os = "linux"), test))]
 mod unsupported;
+#[cfg(windows)]
+#[allow(unsafe_code)]
+mod windows;
 
 #[cfg(target_os = "linux")]
 use linux as os;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 use unsupported as os;
+#[cfg(windows)]
+use windows as os;
 
 pub use error::SysError;
 
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
-    bind_before_exec, exit_signal, forward_signals_to, is_executable_file, is_no_such_task,
-    open_program, set_task_affinity, stopped_by_request, task_affinity,
+    ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file,
+    is_no_such_task, is_path, open_program, prepare_child, rebind_threads, set_task_affinity,
+    shell_command, stopped_by_request, task_affinity,
 };
 
 // Counters of this process and of the calling thread.
 #[cfg(test)]
 pub(crate) use os::thread_cpu_time;
 pub(crate) use os::{
-    MigrationCounter, current_cpu, current_tid, own_cpu_ticks, peak_rss_bytes, reset_peak_rss,
-    resource_usage, thread_migrations,
+    MigrationCounter, SwitchCounter, current_cpu, current_tid, own_cpu_ticks, peak_rss_bytes,
+    reset_peak_rss, resource_usage, thread_migrations,
 };
 
 // Machine-wide activity.
@@ -73,8 +83,8 @@ pub(crate) use os::{
     PROC_DIR, own_threads, own_uid, process_state, process_uid, processes, thread_ids, threads,
 };
 
-// The inputs of the CPU budget.
-pub(crate) use os::{allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
+// The inputs of the CPU budget, and what the budget calls them.
+pub(crate) use os::{LIMIT_NAMES, allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
 
 // The host, for the reproducibility record.
 pub(crate) use os::{cpu_governor, cpu_model, host_name, kernel_release};
@@ -96,6 +106,39 @@ pub(crate) use os::{
     cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, systemctl, systemd_booted,
     write_cgroup_file,
 };
+
+/// The descriptor a daemon waits on for process events: a file descriptor where there is one
+/// (the Linux connector's socket), a placeholder elsewhere (no events source exists there).
+#[cfg(unix)]
+pub(crate) type EventsFd<'a> = std::os::fd::BorrowedFd<'a>;
+/// The descriptor a daemon waits on for process events: none exists on this system.
+#[cfg(not(unix))]
+pub(crate) type EventsFd<'a> = std::marker::PhantomData<&'a ()>;
+
+/// Whether a started program gets a process tree of its own, which [`ChildTree::kill`] ends as a
+/// whole (a sweep's runs and `run --timeout`), or stays in coretune's (an interactive `run`:
+/// the terminal's Ctrl-C and job control reach it as they reach coretune).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tree {
+    /// Its own: Linux puts it in a process group of its own, Windows in a job object that
+    /// also kills it should coretune die.
+    Own,
+    /// coretune's process group; on Windows a job object all the same (it is how the CPU time
+    /// and peak memory of the whole tree are read), without kill-on-close.
+    Shared,
+}
+
+/// What the CPU budget calls this system's restrictions (cgroup cpuset and quota on Linux, CPU
+/// sets and a job's CPU rate cap on Windows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LimitNames {
+    /// The restriction to a set of CPUs.
+    pub(crate) cpuset: &'static str,
+    /// The cap on CPU time.
+    pub(crate) quota: &'static str,
+    /// "No cap".
+    pub(crate) no_quota: &'static str,
+}
 
 /// What the rules match a process on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +162,8 @@ pub(crate) struct ProcessFacts {
 }
 
 /// One event of the kernel's process-event connector.
+// Only Linux's connector makes them; elsewhere the daemon polls.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProcEvent {
     /// Process `pid` called `exec`; `timestamp_ns` on the monotonic clock.
@@ -151,6 +196,8 @@ pub(crate) enum ProcEvent {
 }
 
 /// A signal a daemon acts on.
+// Only Linux's signalfd makes them.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DaemonSignal {
     /// SIGHUP: read the configuration again.
@@ -283,10 +330,11 @@ pub(crate) struct ResourceUsage {
     pub(crate) user: Duration,
     /// System CPU time.
     pub(crate) system: Duration,
-    /// Voluntary context switches (the thread blocked).
-    pub(crate) voluntary_ctx_switches: u64,
-    /// Involuntary context switches (the thread was preempted).
-    pub(crate) involuntary_ctx_switches: u64,
+    /// Voluntary context switches (the thread blocked); `None` where the OS does not count them
+    /// apart (Windows counts a thread's switches without telling why).
+    pub(crate) voluntary_ctx_switches: Option<u64>,
+    /// Involuntary context switches (the thread was preempted); `None` likewise.
+    pub(crate) involuntary_ctx_switches: Option<u64>,
     /// Peak resident set size, in bytes (of the largest child, for [`UsageOf::Children`]).
     pub(crate) max_rss_bytes: u64,
 }
@@ -324,7 +372,6 @@ pub(crate) struct CgroupLimits {
 mod test {
     use std::collections::BTreeMap;
     use std::io;
-    use std::os::fd::BorrowedFd;
     use std::path::{Path, PathBuf};
     use std::process::{Command, ExitStatus};
     use std::time::Duration;
@@ -343,9 +390,14 @@ mod test {
             };
         }
         type Cpus = Result<Vec<usize>, SysError>;
+        type RebindResult = io::Result<Vec<(i32, CpuSet, io::Result<()>)>>;
         type Text = Result<String, SysError>;
         same!(
-            bind_before_exec: fn(&mut Command, &CpuSet) -> io::Result<()>,
+            prepare_child: fn(&mut Command, Option<&CpuSet>, Tree) -> io::Result<()>,
+            rebind_threads: fn(i32, &[i32], &CpuSet) -> RebindResult,
+            shell_command: fn(&str) -> Command,
+            is_path: fn(&str) -> bool,
+            executable_candidates: fn(&Path, &str) -> Vec<PathBuf>,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
             stopped_by_request: fn(ExitStatus) -> bool,
@@ -405,6 +457,7 @@ mod test {
             systemctl: fn(&[&str]) -> Text,
         );
         let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
+        let _: [LimitNames; 2] = [linux::LIMIT_NAMES, unsupported::LIMIT_NAMES];
         macro_rules! counter {
             ($os:ident) => {
                 let _: fn() -> Result<$os::MigrationCounter, SysError> =
@@ -415,16 +468,38 @@ mod test {
         }
         counter!(linux);
         counter!(unsupported);
+        macro_rules! switches {
+            ($os:ident) => {
+                let _: fn() -> Result<$os::SwitchCounter, SysError> = $os::SwitchCounter::open;
+                let _: fn(&mut $os::SwitchCounter) -> Result<u64, SysError> =
+                    $os::SwitchCounter::read;
+            };
+        }
+        switches!(linux);
+        switches!(unsupported);
+        macro_rules! child {
+            ($os:ident) => {
+                let _: fn(
+                    &std::process::Child,
+                    Option<&CpuSet>,
+                    Tree,
+                ) -> io::Result<$os::ChildTree> = $os::ChildTree::adopt;
+                let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::kill;
+                let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::usage;
+            };
+        }
+        child!(linux);
+        child!(unsupported);
         macro_rules! daemon {
             ($os:ident) => {
                 let _: fn() -> Result<$os::ProcEvents, SysError> = $os::ProcEvents::open;
                 let _: fn(&mut $os::ProcEvents, &mut Vec<ProcEvent>) -> Result<(), SysError> =
                     $os::ProcEvents::read;
                 let _: fn() -> Result<$os::DaemonSignals, SysError> = $os::DaemonSignals::install;
-                let _: for<'a> fn(&'a $os::ProcEvents) -> BorrowedFd<'a> = $os::ProcEvents::fd;
+                let _: for<'a> fn(&'a $os::ProcEvents) -> EventsFd<'a> = $os::ProcEvents::fd;
                 let _: for<'a> fn(
                     &mut $os::DaemonSignals,
-                    Option<BorrowedFd<'a>>,
+                    Option<EventsFd<'a>>,
                     Option<Duration>,
                 ) -> Result<Woken, SysError> = $os::DaemonSignals::wait;
             };

@@ -2,9 +2,11 @@
 //! [`SysError::Unsupported`] (`io::ErrorKind::Unsupported` for the `std::io` ones), except
 //! where doing nothing is the right answer (no thread is ever "gone", no exit signal is known).
 
+// Windows takes only part of this module (see `sys/windows/mod.rs`).
+#![cfg_attr(windows, allow(dead_code))]
+
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::Duration;
@@ -12,8 +14,8 @@ use std::time::Duration;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
-    CgroupLimits, CpuStat, CpusetHierarchy, FileMeta, ProcEvent, ProcessFacts, ProcessInfo,
-    ProgramFile, ResourceUsage, SysError, ThreadInfo, UsageOf, Woken,
+    CgroupLimits, CpuStat, CpusetHierarchy, EventsFd, FileMeta, ProcEvent, ProcessFacts,
+    ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf, Woken,
 };
 
 /// Where Linux keeps `/proc`; nothing reads it here.
@@ -30,8 +32,77 @@ fn io_unsupported<T>() -> io::Result<T> {
     ))
 }
 
-pub(crate) fn bind_before_exec(_cmd: &mut Command, _cpus: &CpuSet) -> io::Result<()> {
-    io_unsupported()
+/// The restrictions of the Linux names (nothing is read here).
+pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
+    cpuset: "cgroup cpuset",
+    quota: "cgroup quota",
+    no_quota: "no cgroup CPU quota",
+};
+
+/// Each thread in turn, as [`set_task_affinity`] does it (which fails here).
+pub(crate) fn rebind_threads(
+    _pid: i32,
+    tids: &[i32],
+    cpus: &CpuSet,
+) -> io::Result<Vec<(i32, CpuSet, io::Result<()>)>> {
+    Ok(tids
+        .iter()
+        .map(|&tid| (tid, cpus.clone(), set_task_affinity(tid, cpus)))
+        .collect())
+}
+
+/// Without a CPU set the command runs as it is; with one it cannot be bound here.
+pub(crate) fn prepare_child(
+    _cmd: &mut Command,
+    cpus: Option<&CpuSet>,
+    _tree: Tree,
+) -> io::Result<()> {
+    match cpus {
+        Some(_) => io_unsupported(),
+        None => Ok(()),
+    }
+}
+
+/// No process tree is tracked: the caller kills the program alone.
+#[derive(Debug)]
+pub(crate) struct ChildTree;
+
+impl ChildTree {
+    pub(crate) fn adopt(
+        _child: &std::process::Child,
+        _cpus: Option<&CpuSet>,
+        _tree: Tree,
+    ) -> io::Result<Self> {
+        Ok(Self)
+    }
+
+    pub(crate) fn kill(&self) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "ending a process tree is only implemented for Linux and Windows",
+        ))
+    }
+
+    pub(crate) fn usage(&self) -> Option<ResourceUsage> {
+        None
+    }
+}
+
+/// `sh -c SCRIPT`, as on every Unix.
+pub(crate) fn shell_command(script: &str) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(script);
+    cmd
+}
+
+/// A name with a `/` is a path, as `execvp` takes it.
+pub(crate) fn is_path(program: &str) -> bool {
+    program.contains('/')
+}
+
+/// Just `dir/name`.
+pub(crate) fn executable_candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    vec![dir.join(name)]
 }
 
 pub(crate) fn set_task_affinity(_tid: i32, _cpus: &CpuSet) -> io::Result<()> {
@@ -72,6 +143,20 @@ impl MigrationCounter {
 
     pub(crate) fn read(&mut self) -> Result<u64, SysError> {
         unsupported("counting CPU migrations")
+    }
+}
+
+/// No per-thread count: [`SwitchCounter::open`] always fails.
+#[derive(Debug)]
+pub(crate) struct SwitchCounter;
+
+impl SwitchCounter {
+    pub(crate) fn open() -> Result<Self, SysError> {
+        unsupported("counting a thread's context switches")
+    }
+
+    pub(crate) fn read(&mut self) -> Result<u64, SysError> {
+        unsupported("counting a thread's context switches")
     }
 }
 
@@ -319,7 +404,7 @@ impl ProcEvents {
         unsupported("the process-event connector")
     }
 
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> EventsFd<'_> {
         unreachable!("ProcEvents cannot be opened here")
     }
 
@@ -339,7 +424,7 @@ impl DaemonSignals {
 
     pub(crate) fn wait(
         &mut self,
-        _events: Option<BorrowedFd<'_>>,
+        _events: Option<EventsFd<'_>>,
         _timeout: Option<Duration>,
     ) -> Result<Woken, SysError> {
         Ok(Woken::default())

@@ -283,6 +283,7 @@ impl Workload for Spawn {
                 cpus_seen: cpu.map(|c| (c, 1)).into_iter().collect(),
                 migrations: Some(n),
                 migrations_source: Some(MigrationSource::SchedStat),
+                ctx_switches: None,
             });
         }
         #[allow(clippy::cast_precision_loss)]

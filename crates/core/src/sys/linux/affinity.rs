@@ -94,6 +94,20 @@ pub(crate) fn task_affinity(tid: i32) -> io::Result<CpuSet> {
     }
 }
 
+/// Binds each of `tids` (threads of process `pid`) to `cpus`, as `taskset -a -p` does: each
+/// thread with the set and the outcome.
+pub(crate) fn rebind_threads(
+    _pid: i32,
+    tids: &[i32],
+    cpus: &CpuSet,
+) -> io::Result<Vec<(i32, CpuSet, io::Result<()>)>> {
+    let words = mask_words(cpus);
+    Ok(tids
+        .iter()
+        .map(|&tid| (tid, cpus.clone(), set_affinity_raw(tid, &words)))
+        .collect())
+}
+
 /// Whether `error` says the thread (or process) no longer exists (ESRCH).
 pub(crate) fn is_no_such_task(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::ESRCH)

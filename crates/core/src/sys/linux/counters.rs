@@ -25,8 +25,8 @@ pub(crate) fn resource_usage(of: UsageOf) -> Result<ResourceUsage, SysError> {
     Ok(ResourceUsage {
         user: duration(usage.user_time()),
         system: duration(usage.system_time()),
-        voluntary_ctx_switches: count(usage.voluntary_context_switches()),
-        involuntary_ctx_switches: count(usage.involuntary_context_switches()),
+        voluntary_ctx_switches: Some(count(usage.voluntary_context_switches())),
+        involuntary_ctx_switches: Some(count(usage.involuntary_context_switches())),
         max_rss_bytes: count(usage.max_rss()) * 1024,
     })
 }

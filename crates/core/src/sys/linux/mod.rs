@@ -4,6 +4,7 @@
 mod affinity;
 mod cgroup;
 mod cgroup_write;
+mod child;
 mod clock;
 mod counters;
 mod cpu_stat;
@@ -19,8 +20,16 @@ mod sysfs;
 mod systemd;
 mod users;
 
-pub(crate) use affinity::{bind_before_exec, is_no_such_task, set_task_affinity, task_affinity};
+pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use cgroup::cgroup_limits;
+pub(crate) use child::{ChildTree, executable_candidates, is_path, prepare_child, shell_command};
+
+/// What the budget calls Linux's restrictions.
+pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
+    cpuset: "cgroup cpuset",
+    quota: "cgroup quota",
+    no_quota: "no cgroup CPU quota",
+};
 pub(crate) use cgroup_write::{
     cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, write_cgroup_file,
 };
@@ -41,7 +50,7 @@ pub(crate) use proc::{
     processes, reset_peak_rss, thread_ids, threads,
 };
 pub(crate) use proc_events::ProcEvents;
-pub(crate) use sched::thread_migrations;
+pub(crate) use sched::{SwitchCounter, thread_migrations};
 pub(crate) use signals::{DaemonSignals, exit_signal, forward_signals_to, stopped_by_request};
 pub(crate) use sysfs::{cpu_governor, isolated_cpus, online_cpus};
 pub(crate) use systemd::{systemctl, systemd_booted};

@@ -234,7 +234,7 @@ impl ProcEvents {
     }
 
     /// The socket, for waiting on it.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> crate::sys::EventsFd<'_> {
         // SAFETY: the descriptor belongs to `self.socket`, which lives as long as the borrow.
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }

@@ -2,7 +2,7 @@
 //! SIGHUP/SIGINT/SIGTERM read from a `signalfd`.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -101,7 +101,7 @@ impl DaemonSignals {
     /// [`SysError::Call`] when `poll` or reading the signal fails.
     pub(crate) fn wait(
         &mut self,
-        events: Option<BorrowedFd<'_>>,
+        events: Option<crate::sys::EventsFd<'_>>,
         timeout: Option<Duration>,
     ) -> Result<Woken, SysError> {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};

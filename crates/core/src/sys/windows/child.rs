@@ -1,0 +1,249 @@
+//! A started program: created suspended, put in a job object (its whole process tree, ended
+//! together and accounted together), placed on its CPU set before its first instruction
+//! ([`crate::groups::place_new_process`]), then resumed. Also the shell (`cmd /C`), how a command
+//! name is found (`PATHEXT`), Ctrl-C while a program runs, and exit statuses.
+
+use std::io;
+use std::os::windows::io::AsRawHandle;
+use std::os::windows::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+
+use hwlocality::cpu::cpuset::CpuSet;
+use windows_sys::Win32::Foundation::{
+    DUPLICATE_SAME_ACCESS, DuplicateHandle, FILETIME, HANDLE, STATUS_CONTROL_C_EXIT,
+};
+use windows_sys::Win32::System::Console::SetConsoleCtrlHandler;
+use windows_sys::Win32::System::JobObjects::{
+    AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+    JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
+    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
+};
+use windows_sys::Win32::System::ProcessStatus::{GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
+use windows_sys::Win32::System::Threading::{
+    CREATE_SUSPENDED, GetCurrentProcess, GetProcessTimes, ResumeThread, THREAD_SUSPEND_RESUME,
+};
+
+use super::affinity::place_suspended;
+use super::handle::{Handle, check, filetime, hundred_ns, open_thread};
+use super::processes::thread_list;
+use crate::sys::{ResourceUsage, Tree};
+
+/// Every program starts suspended, so that it is in its job object and on its CPU set before it
+/// runs an instruction (and before it can start a process of its own outside the job).
+pub(crate) fn prepare_child(
+    cmd: &mut Command,
+    _cpus: Option<&CpuSet>,
+    _tree: Tree,
+) -> io::Result<()> {
+    cmd.creation_flags(CREATE_SUSPENDED);
+    Ok(())
+}
+
+/// A started program's process tree: its job object, and its own handle.
+#[derive(Debug)]
+pub(crate) struct ChildTree {
+    job: Handle,
+    process: Handle,
+}
+
+impl ChildTree {
+    /// Takes charge of `child`, started suspended by [`prepare_child`]: into a job object (which
+    /// ends with coretune for [`Tree::Own`]), onto `cpus`, then running.
+    pub(crate) fn adopt(child: &Child, cpus: Option<&CpuSet>, tree: Tree) -> io::Result<Self> {
+        let process = duplicate(child.as_raw_handle() as HANDLE)?;
+        // SAFETY: no security attributes and no name (both null): an anonymous job.
+        let job = Handle::new(unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) })?;
+        if tree == Tree::Own {
+            let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
+            limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+            // SAFETY: `job` is a valid job handle; `limits` is an initialised structure of the
+            // class's type and size, only read.
+            check(unsafe {
+                SetInformationJobObject(
+                    job.raw(),
+                    JobObjectExtendedLimitInformation,
+                    (&raw const limits).cast(),
+                    std::mem::size_of_val(&limits) as u32,
+                )
+            })?;
+        }
+        // SAFETY: both handles are valid (the process handle has the access a child handle
+        // has, PROCESS_ALL_ACCESS, duplicated with the same access).
+        check(unsafe { AssignProcessToJobObject(job.raw(), process.raw()) })?;
+        let threads = thread_list(child.id())?;
+        if let (Some(cpus), Some(&main)) = (cpus, threads.first()) {
+            place_suspended(child.id(), main, cpus)?;
+        }
+        for tid in threads {
+            let thread = open_thread(tid, THREAD_SUSPEND_RESUME)?;
+            // SAFETY: `thread` is valid with THREAD_SUSPEND_RESUME. The call returns the previous
+            // suspend count, or u32::MAX on failure.
+            if unsafe { ResumeThread(thread.raw()) } == u32::MAX {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(Self { job, process })
+    }
+
+    /// Ends every process of the job (exit code 1).
+    pub(crate) fn kill(&self) -> io::Result<()> {
+        // SAFETY: `self.job` is a valid job handle with JOB_OBJECT_TERMINATE (a creator's handle
+        // has all access).
+        check(unsafe { TerminateJobObject(self.job.raw(), 1) })
+    }
+
+    /// The CPU time of the whole tree (the job's accounting, ended processes included; the
+    /// program's own times where the job keeps none, as Wine's does not) and the program's peak
+    /// working set. Windows counts context switches per thread and forgets them with the thread:
+    /// absent.
+    pub(crate) fn usage(&self) -> Option<ResourceUsage> {
+        let mut info = JOBOBJECT_BASIC_ACCOUNTING_INFORMATION::default();
+        // SAFETY: `self.job` is a valid job handle with JOB_OBJECT_QUERY; `info` is a writable
+        // structure of the class's type and size; the returned length is not asked for.
+        let job = check(unsafe {
+            QueryInformationJobObject(
+                self.job.raw(),
+                JobObjectBasicAccountingInformation,
+                (&raw mut info).cast(),
+                std::mem::size_of_val(&info) as u32,
+                std::ptr::null_mut(),
+            )
+        })
+        .ok()
+        .filter(|()| info.TotalProcesses > 0 && info.TotalUserTime + info.TotalKernelTime > 0)
+        .map(|()| {
+            (
+                hundred_ns(u64::try_from(info.TotalUserTime).unwrap_or(0)),
+                hundred_ns(u64::try_from(info.TotalKernelTime).unwrap_or(0)),
+            )
+        });
+        let (user, system) = match job {
+            Some(times) => times,
+            None => process_times(&self.process)?,
+        };
+        Some(ResourceUsage {
+            user,
+            system,
+            voluntary_ctx_switches: None,
+            involuntary_ctx_switches: None,
+            max_rss_bytes: peak_working_set(self.process.raw()).unwrap_or(0),
+        })
+    }
+}
+
+/// This process's own copy of `handle`, with the same access.
+fn duplicate(handle: HANDLE) -> io::Result<Handle> {
+    let mut out: HANDLE = std::ptr::null_mut();
+    // SAFETY: `handle` is a valid handle of this process (the child's, owned by `Child` for the
+    // duration of the call); source and target are this process (pseudo-handles); `out` is
+    // writable.
+    check(unsafe {
+        DuplicateHandle(
+            GetCurrentProcess(),
+            handle,
+            GetCurrentProcess(),
+            &mut out,
+            0,
+            0,
+            DUPLICATE_SAME_ACCESS,
+        )
+    })?;
+    Handle::new(out)
+}
+
+/// User and kernel time of a process.
+pub(super) fn process_times(
+    process: &Handle,
+) -> Option<(std::time::Duration, std::time::Duration)> {
+    process_times_raw(process.raw())
+}
+
+/// User and kernel time of the process behind `process` (a handle or pseudo-handle).
+pub(super) fn process_times_raw(
+    process: HANDLE,
+) -> Option<(std::time::Duration, std::time::Duration)> {
+    let mut t = [FILETIME::default(); 4];
+    let [c, e, k, u] = &mut t;
+    // SAFETY: `process` is valid with PROCESS_QUERY_LIMITED_INFORMATION (or the current process's
+    // pseudo-handle); the four FILETIMEs are writable.
+    check(unsafe { GetProcessTimes(process, c, e, k, u) }).ok()?;
+    Some((filetime(t[3]), filetime(t[2])))
+}
+
+/// The peak working set of a process, in bytes.
+pub(super) fn peak_working_set(process: HANDLE) -> Option<u64> {
+    let mut counters = PROCESS_MEMORY_COUNTERS {
+        cb: std::mem::size_of::<PROCESS_MEMORY_COUNTERS>() as u32,
+        ..PROCESS_MEMORY_COUNTERS::default()
+    };
+    // SAFETY: `process` is valid with PROCESS_QUERY_LIMITED_INFORMATION (or the current
+    // process's pseudo-handle); `counters` is writable and `cb` is its size.
+    check(unsafe { GetProcessMemoryInfo(process, &mut counters, counters.cb) }).ok()?;
+    u64::try_from(counters.PeakWorkingSetSize).ok()
+}
+
+/// `cmd /C SCRIPT`, the script passed as written (`raw_arg`: cmd.exe does its own parsing, which
+/// quoting for C programs would break).
+pub(crate) fn shell_command(script: &str) -> Command {
+    let mut cmd = Command::new("cmd");
+    cmd.arg("/C").raw_arg(script);
+    cmd
+}
+
+/// A name with a `/`, `\` or drive colon is a path; any other is looked up on `PATH`.
+pub(crate) fn is_path(program: &str) -> bool {
+    program.contains(['/', '\\', ':'])
+}
+
+/// The extensions a command may have (`PATHEXT`, `.COM;.EXE;.BAT;.CMD` when unset), lowercase.
+fn path_extensions() -> Vec<String> {
+    std::env::var("PATHEXT")
+        .unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".to_owned())
+        .split(';')
+        .filter(|e| e.starts_with('.') && e.len() > 1)
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// The files a command name may be in a directory of `PATH`: the name as given when it has an
+/// extension, then the name with each extension of `PATHEXT`, as `cmd.exe` looks.
+pub(crate) fn executable_candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if Path::new(name).extension().is_some() {
+        out.push(dir.join(name));
+    }
+    out.extend(
+        path_extensions()
+            .into_iter()
+            .map(|ext| dir.join(format!("{name}{ext}"))),
+    );
+    out
+}
+
+/// Whether `path` is a file with an executable extension (`PATHEXT`): Windows has no execute bit.
+pub(crate) fn is_executable_file(path: &Path) -> bool {
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy().to_ascii_lowercase()));
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && extension.is_some_and(|e| path_extensions().contains(&e))
+}
+
+/// While a program runs, Ctrl-C and Ctrl-Break reach it directly (it shares the console);
+/// coretune ignores them from now on, so that it waits for the program and reports how it ended.
+pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {
+    // SAFETY: no handler routine (None) with TRUE: the documented way to ignore Ctrl-C.
+    check(unsafe { SetConsoleCtrlHandler(None, 1) })
+}
+
+/// Windows has no signals: no exit is one.
+pub(crate) fn exit_signal(_status: ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Whether a program ended because Ctrl-C or Ctrl-Break was pressed (`STATUS_CONTROL_C_EXIT`).
+pub(crate) fn stopped_by_request(status: ExitStatus) -> bool {
+    status.code() == Some(STATUS_CONTROL_C_EXIT)
+}
