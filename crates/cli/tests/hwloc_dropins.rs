@@ -8,7 +8,8 @@
 //! (`core:9-` past the last core, `N-M` with M < N - 1, a negative width); coretune's answer to
 //! those is checked in core's unit tests. Each hwloc tool runs under `timeout`, and a case it
 //! does not finish is discarded rather than failed.
-
+// Not built for Windows: the references are Debian's hwloc-calc and hwloc-distrib programs: Linux only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
 mod util;

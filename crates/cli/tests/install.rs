@@ -1,6 +1,8 @@
 //! What an installed coretune ships beside the binary: `coretune completions SHELL` for every shell
 //! clap_complete knows, `coretune man` (one page, or one per command with `--out`), and the
 //! Makefile's `install-files` and `uninstall`, run against the binary under test.
+// Not built for Windows: the Makefile's install and uninstall, and the Unix shells' completions: Linux only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
 mod util;

@@ -6,7 +6,8 @@
 //! The test programs are built here from `tests/data/pin/` (gcc, rustc, go). What they print,
 //! one line per thread in creation order (main first; OpenMP: by thread number):
 //! `thread <i> tid <tid> affinity <cpu list> seen <cpu list>`.
-
+// Not built for Windows: the pinning library is preloaded into ELF programs (LD_PRELOAD): Linux only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
 mod util;

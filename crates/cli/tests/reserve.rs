@@ -1,5 +1,7 @@
 //! `coretune reserve`: on a cgroup made by the test (then `--undo` puts its files back byte for
 //! byte), and the systemd way through a fake `systemctl` on `PATH` that records its arguments.
+// Not built for Windows: cgroup cpusets and systemd: Linux only (README, "Windows": what is not there).
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
 mod util;

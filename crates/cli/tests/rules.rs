@@ -5,6 +5,8 @@
 //! print `SKIPPED` otherwise. Every test matches programs by names only it uses (copies of
 //! `sleep`, a small threaded C program), so tests running side by side never match each other's
 //! processes.
+// Not built for Windows: the rules daemon reads /proc and the kernel's process-event connector: Linux only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
 mod util;

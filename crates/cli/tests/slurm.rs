@@ -3,7 +3,8 @@
 //! partitions over the node standing for two node types. The scenarios share one cluster and run
 //! in order in one test (dry run first, while the queue is empty). Needs root; skipped with a
 //! note otherwise, or when Slurm is not installed (`scripts/setup.sh --test` installs it).
-
+// Not built for Windows: a real Slurm cluster of Debian's daemons on this host: Linux only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
 mod util;

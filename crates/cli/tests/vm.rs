@@ -7,6 +7,8 @@
 //! here. The guests run the release binary, so these tests run in the release pass
 //! (`cargo test --release --test vm`, part of `make test`); they skip, saying so, only where QEMU
 //! cannot run. `make vm-shell` boots a guest by hand (see the README).
+// Not built for Windows: QEMU guests booting Linux, checked against the guest's kernel: Linux hosts only.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
 #[path = "vm/guest.rs"]

@@ -181,7 +181,21 @@ fn warnings_name_cpus_and_reasons() {
             .iter()
             .any(|w| matches!(w, Warning::SpansL3 { caches } if caches.len() == 4))
     );
-    let wide = coretune_core::resolve_cpus("60-70", &topo, &ResolveOptions::default()).unwrap();
+    // Windows would make two groups of four NUMA nodes of 12 PUs of this machine: Linux's CPUs
+    // 60-70 (SMT siblings of 12-22, nodes 2 and 3) are all in the first, numa:3 and numa:4
+    // are one in each.
+    let one_group =
+        coretune_core::resolve_cpus("60-70", &topo, &ResolveOptions::default()).unwrap();
+    assert!(
+        !one_group
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::CrossesProcessorGroups { .. })),
+        "{:?}",
+        one_group.warnings
+    );
+    let wide =
+        coretune_core::resolve_cpus("numa:3 numa:4", &topo, &ResolveOptions::default()).unwrap();
     assert!(wide.warnings.iter().any(|w| matches!(
         w,
         Warning::CrossesProcessorGroups { groups } if groups.len() == 2

@@ -148,4 +148,3 @@ mod test {
         assert_eq!(largest_group(&[130]), Some((2, 0b100)));
     }
 }
-

@@ -27,6 +27,7 @@ use hwlocality::object::types::ObjectType;
 
 use super::{CpuSetError, MAX_CPU};
 use super::{format_list, parse_list};
+use crate::groups::GroupMask;
 
 /// How a term combines with the set built so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,6 +213,9 @@ pub enum Atom {
     /// Any other hwloc-calc location (devices, groups, cache variants), as written; evaluated
     /// by hwloc-calc's engine, and refused where hwloc-calc would only warn.
     Hwloc(String),
+    /// Windows masks (`win:FC`, `win:0:FF,1:3`): one per processor group, resolved on the
+    /// machine's groups (hwloc's numbering on a Windows topology, modelled on any other).
+    WindowsGroups(Vec<GroupMask>),
 }
 
 /// One operator and atom, with the text it came from.
@@ -326,6 +330,10 @@ impl fmt::Display for CpuSetExpr {
                 Atom::CpusFrom { cpus, from } if cpus.is_empty() => write!(f, "{from}-")?,
                 Atom::CpusFrom { cpus, from } => write!(f, "{},{from}-", format_list(cpus))?,
                 Atom::Hwloc(text) => f.write_str(text)?,
+                Atom::WindowsGroups(masks) => {
+                    let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
+                    write!(f, "win:{}", parts.join(","))?;
+                }
                 Atom::Location(levels) => {
                     for (j, level) in levels.iter().enumerate() {
                         if j > 0 {
@@ -398,7 +406,7 @@ fn parse_atom(body: &str) -> Result<Atom, AtomError> {
         return parse_binary(bin).map(Atom::Cpus);
     }
     if let Some(win) = lower.strip_prefix("win:") {
-        return parse_windows(win).map(Atom::Cpus);
+        return parse_windows(win).map(Atom::WindowsGroups);
     }
     if let Some(mask) = lower.strip_prefix("mask_cpu:") {
         let hex = mask.strip_prefix("0x").unwrap_or(mask);
@@ -562,46 +570,50 @@ fn parse_binary(bin: &str) -> Result<Vec<usize>, AtomError> {
     Ok(cpus)
 }
 
-/// `win:HEX` (processor group 0) or `win:G:HEX,G:HEX` (one mask per 64-CPU group).
-fn parse_windows(text: &str) -> Result<Vec<usize>, AtomError> {
+/// `win:HEX` (processor group 0) or `win:G:HEX,G:HEX` (one mask per processor group), by group.
+fn parse_windows(text: &str) -> Result<Vec<GroupMask>, AtomError> {
     if !text.contains(':') {
         if text.is_empty() {
             return Err(AtomError::Syntax("'win:' needs a hex mask".to_owned()));
         }
-        return windows_group(0, text);
+        return Ok(vec![windows_group(0, text)?]);
     }
-    let mut cpus = Vec::new();
+    let mut masks: Vec<GroupMask> = Vec::new();
     for part in text.split(',') {
         let Some((group, hex)) = part.split_once(':') else {
             return Err(AtomError::Syntax(format!(
-                "'{part}' is not GROUP:HEX (e.g. 1:FF for CPUs 64-71)"
+                "'{part}' is not GROUP:HEX (e.g. 1:FF for processor group 1's first 8 CPUs)"
             )));
         };
         let group = parse_index(group)?;
-        cpus.extend(windows_group(group, hex)?);
+        let group = u16::try_from(group)
+            .ok()
+            .filter(|&g| usize::from(g) * 64 <= MAX_CPU)
+            .ok_or_else(|| {
+                AtomError::Syntax(format!(
+                    "processor group {group} is past the largest supported"
+                ))
+            })?;
+        let m = windows_group(group, hex)?;
+        match masks.iter_mut().find(|x| x.group == group) {
+            Some(x) => x.mask |= m.mask,
+            None => masks.push(m),
+        }
     }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+    masks.sort();
+    Ok(masks)
 }
 
-fn windows_group(group: usize, hex: &str) -> Result<Vec<usize>, AtomError> {
+fn windows_group(group: u16, hex: &str) -> Result<GroupMask, AtomError> {
     let hex = hex.strip_prefix("0x").unwrap_or(hex);
     if hex.is_empty() || hex.len() > 16 {
         return Err(AtomError::Syntax(format!(
             "'{hex}' is not a 64-bit hex mask (1 to 16 hex digits)"
         )));
     }
-    let cpus = hex_value(hex)?;
-    let base = group
-        .checked_mul(64)
-        .filter(|&b| b <= MAX_CPU)
-        .ok_or_else(|| {
-            AtomError::Syntax(format!(
-                "processor group {group} is past the largest supported"
-            ))
-        })?;
-    Ok(cpus.into_iter().map(|c| c + base).collect())
+    let mask = u64::from_str_radix(hex, 16)
+        .map_err(|_| AtomError::Syntax(format!("'{hex}' is not a hex mask")))?;
+    Ok(GroupMask { group, mask })
 }
 
 fn parse_location(body: &str) -> Result<Vec<Level>, AtomError> {

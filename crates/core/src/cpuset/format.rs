@@ -6,7 +6,8 @@ use std::str::FromStr;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use super::format_list;
-use crate::topology::set_to_vec;
+use crate::groups::{GroupMask, ProcessorGroups};
+use crate::topology::{Topology, set_to_vec};
 
 /// A way to write a CPU set down.
 ///
@@ -24,11 +25,13 @@ pub enum Format {
     /// Parseable.
     Taskset,
     /// Windows `start /affinity` hex with coretune's `win:` prefix: `win:FC` for processor group
-    /// 0, `win:0:FFFFFFFFFFFFFFFF,1:3` (one mask per 64-CPU group, with its number) otherwise.
-    /// Parseable. hwloc numbers Windows CPUs `64 × group + bit`, which is what this assumes.
+    /// 0, `win:0:FFFFFFFFFFFFFFFF,1:3` (one mask per processor group, with its number)
+    /// otherwise. Parseable. With a topology ([`Format::render_on`]) the masks are that machine's
+    /// processor groups (modelled for a machine not seen on Windows, see `ProcessorGroups`);
+    /// without, hwloc's numbering of Windows CPUs, `64 × group + bit`.
     Windows,
     /// PowerShell's `(Get-Process).ProcessorAffinity`: the group-0 mask in decimal. Fails for CPUs
-    /// past 63, which `ProcessorAffinity` cannot express.
+    /// of other groups, which `ProcessorAffinity` cannot express.
     PowerShell,
     /// `0b1010`, most significant bit first. Parseable.
     Binary,
@@ -74,27 +77,65 @@ impl Format {
         )
     }
 
-    /// Writes `set` in this format.
+    /// Writes `set` in this format; [`Format::Windows`] and [`Format::PowerShell`] in hwloc's
+    /// numbering of Windows CPUs (CPU `n` is bit `n % 64` of group `n / 64`).
     ///
     /// # Errors
     ///
-    /// [`FormatError::TooWide`] for [`Format::PowerShell`] when the set has CPUs past 63.
+    /// [`FormatError::TooWide`] for [`Format::PowerShell`] when the set has CPUs past group 0.
     pub fn render(self, set: &CpuSet) -> Result<String, FormatError> {
+        let cpus = set_to_vec(set);
+        self.render_groups(set, &ProcessorGroups::numbered(cpus.iter().copied()))
+    }
+
+    /// Writes `set` in this format for `topology`: [`Format::Windows`] and
+    /// [`Format::PowerShell`] with the machine's processor groups, read from a Windows topology or
+    /// modelled for any other (so a plan made from a Linux machine's XML gives the masks that
+    /// machine would take on Windows); the other formats as [`Format::render`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Format::render`], and [`FormatError::NotInGroups`] for CPUs the topology does not
+    /// have.
+    pub fn render_on(self, set: &CpuSet, topology: &Topology) -> Result<String, FormatError> {
+        match self {
+            Format::Windows | Format::PowerShell => {
+                self.render_groups(set, &ProcessorGroups::of(topology))
+            }
+            _ => self.render(set),
+        }
+    }
+
+    fn render_groups(self, set: &CpuSet, groups: &ProcessorGroups) -> Result<String, FormatError> {
         let cpus = set_to_vec(set);
         Ok(match self {
             Format::List | Format::Numactl | Format::Systemd | Format::Likwid => format_list(&cpus),
             Format::Hwloc => hwloc_string(&cpus),
             Format::Taskset => format!("0x{}", hex_digits(&cpus, false)),
             Format::Slurm => format!("mask_cpu:0x{}", hex_digits(&cpus, false)),
-            Format::Windows => windows_string(&cpus),
-            Format::PowerShell => {
-                if let Some(&past) = cpus.iter().find(|&&c| c >= 64) {
-                    return Err(FormatError::TooWide {
-                        format: self,
-                        cpu: past,
-                    });
+            Format::Windows | Format::PowerShell => {
+                let (masks, unplaced) = groups.split(&cpus);
+                if let Some(&cpu) = unplaced.first() {
+                    return Err(FormatError::NotInGroups { format: self, cpu });
                 }
-                cpus.iter().map(|&c| 1u64 << c).sum::<u64>().to_string()
+                match self {
+                    Format::Windows => windows_string(&masks),
+                    _ => match masks.as_slice() {
+                        [] => "0".to_owned(),
+                        [GroupMask { group: 0, mask }] => mask.to_string(),
+                        _ => {
+                            let past = cpus
+                                .iter()
+                                .copied()
+                                .find(|&c| groups.locate(c).is_some_and(|(g, _)| g != 0))
+                                .unwrap_or(0);
+                            return Err(FormatError::TooWide {
+                                format: self,
+                                cpu: past,
+                            });
+                        }
+                    },
+                }
             }
             Format::Binary => {
                 let Some(&last) = cpus.last() else {
@@ -166,11 +207,19 @@ pub enum FormatError {
     )]
     Unknown(String),
     /// The format cannot express a CPU this far up.
-    #[error("{format} cannot express CPU {cpu} (only CPUs 0-63 of processor group 0)")]
+    #[error("{format} cannot express CPU {cpu} (only the CPUs of processor group 0)")]
     TooWide {
         /// The format.
         format: Format,
         /// The first CPU it cannot express.
+        cpu: usize,
+    },
+    /// The machine's processor groups have no such CPU (it is not one of its PUs).
+    #[error("{format}: CPU {cpu} is in none of this machine's processor groups")]
+    NotInGroups {
+        /// The format.
+        format: Format,
+        /// The first such CPU.
         cpu: usize,
     },
 }
@@ -222,20 +271,12 @@ fn hex_digits(cpus: &[usize], upper: bool) -> String {
     if upper { out.to_ascii_uppercase() } else { out }
 }
 
-fn windows_string(cpus: &[usize]) -> String {
-    let mut groups: Vec<(usize, u64)> = Vec::new();
-    for &c in cpus {
-        let g = c / 64;
-        match groups.last_mut() {
-            Some((last, mask)) if *last == g => *mask |= 1 << (c % 64),
-            _ => groups.push((g, 1 << (c % 64))),
-        }
-    }
-    match groups.as_slice() {
+fn windows_string(masks: &[GroupMask]) -> String {
+    match masks {
         [] => "win:0".to_owned(),
-        [(0, mask)] => format!("win:{mask:X}"),
+        [GroupMask { group: 0, mask }] => format!("win:{mask:X}"),
         _ => {
-            let parts: Vec<String> = groups.iter().map(|(g, m)| format!("{g}:{m:X}")).collect();
+            let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
             format!("win:{}", parts.join(","))
         }
     }

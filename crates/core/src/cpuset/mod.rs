@@ -326,6 +326,14 @@ fn eval_atom(
             Ok(set_from_indexes(cpus.iter().copied()))
         }
         Atom::Kind(sel) => eval_kind(topology, term, *sel),
+        Atom::WindowsGroups(masks) => {
+            let groups = crate::groups::ProcessorGroups::of(topology);
+            let cpus = groups.cpus(masks).map_err(|reason| CpuSetError::Location {
+                part: term.text.clone(),
+                reason,
+            })?;
+            Ok(set_from_indexes(cpus))
+        }
         Atom::CpusFrom { cpus, from } => {
             // Open-ended: whatever of it the machine has.
             let complete = topology.hwloc().complete_cpuset().clone_target();

@@ -6,6 +6,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::types::ObjectType;
 
 use super::format_list;
+use crate::groups::ProcessorGroups;
 use crate::topology::{Topology, set_to_vec};
 
 /// Something about a CPU set worth knowing before measuring on it.
@@ -34,7 +35,8 @@ pub enum Warning {
         /// For each L3: its logical index and the set's PUs under it.
         caches: Vec<(usize, Vec<usize>)>,
     },
-    /// The set crosses a Windows processor group boundary (64 CPUs each).
+    /// The set crosses a Windows processor group boundary (at most 64 CPUs each: the machine's
+    /// groups on a Windows topology, the groups Windows would make of it otherwise).
     CrossesProcessorGroups {
         /// For each group: its number and the set's CPUs in it.
         groups: Vec<(usize, Vec<usize>)>,
@@ -258,13 +260,14 @@ pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
         out.push(Warning::SpansL3 { caches });
     }
 
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    for cpu in set.iter_set().map(usize::from) {
-        match groups.last_mut() {
-            Some((g, cpus)) if *g == cpu / 64 => cpus.push(cpu),
-            _ => groups.push((cpu / 64, vec![cpu])),
+    let model = ProcessorGroups::of(topology);
+    let mut by_group: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for cpu in set_to_vec(&usable) {
+        if let Some((g, _)) = model.locate(cpu) {
+            by_group.entry(usize::from(g)).or_default().push(cpu);
         }
     }
+    let groups: Vec<(usize, Vec<usize>)> = by_group.into_iter().collect();
     if groups.len() >= 2 {
         out.push(Warning::CrossesProcessorGroups { groups });
     }
