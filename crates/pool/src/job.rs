@@ -15,13 +15,19 @@
 //! deques (crossbeam-deque) store `Job` values inline in their own buffers, which are
 //! allocated in blocks, so a small task costs no allocation of its own.
 //!
+//! A [`SmallJob`] is the same scheme with one word of payload (16 bytes), for `spawn`ed
+//! closures of at most one word, which a submitter's ring holds (`ring.rs`): four jobs per
+//! cache line instead of two. It is never boxed: a larger closure becomes a `Job`
+//! instead. Both are [`RawJob`] with a different payload size.
+//!
 //! The function pointer is monomorphised per closure type and knows how to either run
 //! or drop the closure in the payload; `Job::run` calls it once and forgets the job,
 //! `Drop` calls it to drop an unrun job. Exactly one of the two happens, so the closure
 //! is consumed exactly once.
 //!
-//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark)
-//! and the `membarrier` call of the sleep protocol (`sys.rs`).
+//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark),
+//! slots of the submitters' rings (`ring.rs`, BENCHMARKS.md "tried in session 6") and the
+//! `membarrier` call of the sleep protocol (`sys.rs`).
 
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 

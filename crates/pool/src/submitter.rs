@@ -1,26 +1,35 @@
-//! Submitter queues: one FIFO deque per (thread outside the pool, pool) pair.
+//! Submitter queues: one ring and one FIFO deque per (thread outside the pool, pool) pair.
 //!
 //! A `spawn` from outside the pool used to go to crossbeam's `Injector`, whose push
 //! takes a compare-and-swap on the tail plus a read-modify-write of the slot's state,
-//! both on lines the workers read. A thread that submits now owns a crossbeam
+//! both on lines the workers read. A thread that submits then owned a crossbeam
 //! `Worker` deque (single producer: a slot write and a release store of `back`) and
-//! the workers steal batches from it like from each other. The deque's buffer and its
-//! reclamation are crossbeam's; this module is safe code.
+//! the workers steal batches from it like from each other. That push still read `front`
+//! (which every steal writes) and stored 32-byte jobs, two per cache line; so a `spawn`ed
+//! closure of at most one word now goes to the thread's ring (`ring.rs`: 16-byte jobs,
+//! the consumers' cursor read about once per lap). The deque keeps everything else
+//! (larger closures, scoped jobs, batch runners) and takes the ring's overflow: once a
+//! job went there, small closures follow it until the deque is seen empty, so that the
+//! ring drains and the workers, which look in the ring first, reach the deque (nothing
+//! starves, and jobs are taken roughly in the order they were pushed). The deque's buffer
+//! and its reclamation are crossbeam's; the ring's `unsafe` is in `ring.rs`.
 //!
 //! # Lifecycle
 //!
-//! - A thread's first push to a pool creates its deque, kept in a thread-local list
-//!   keyed by the pool's id, and registers the deque's stealer with the pool under a
-//!   mutex, bumping `version` so that workers refresh their cached copy of the list.
-//! - When the thread exits, its deque handle is dropped and the entry is marked dead;
-//!   jobs still queued stay stealable (the stealer shares the buffer). Dead, empty
-//!   entries are pruned at the next registration.
+//! - A thread's first push to a pool creates its ring and deque, kept in a thread-local
+//!   list keyed by the pool's id, and registers the ring and the deque's stealer with the
+//!   pool under a mutex, bumping `version` so that workers refresh their cached copy of
+//!   the list.
+//! - When the thread exits, its push ends are dropped and the entry is marked dead; jobs
+//!   still queued stay stealable (the entry shares the ring and the deque's buffer). Dead,
+//!   empty entries are pruned at the next registration.
 //! - A thread-local entry whose pool is gone is pruned at the thread's next new
 //!   registration. Pushes during thread-local destruction, or re-entrant ones, fall
 //!   back to the injector.
 //!
 //! The sleep protocol is unchanged: a worker's final look before sleeping checks every
-//! registered stealer under the mutex, and the registration happens before the push.
+//! registered ring and stealer under the mutex, and the registration happens before the
+//! push.
 
 use crate::job::{Job, SmallJob};
 use crate::registry::{Registry, retry};
