@@ -15,13 +15,19 @@
 //! deques (crossbeam-deque) store `Job` values inline in their own buffers, which are
 //! allocated in blocks, so a small task costs no allocation of its own.
 //!
+//! A [`SmallJob`] is the same scheme with one word of payload (16 bytes), for `spawn`ed
+//! closures of at most one word, which a submitter's ring holds (`ring.rs`): four jobs per
+//! cache line instead of two. It is never boxed: a larger closure becomes a `Job`
+//! instead. Both are [`RawJob`] with a different payload size.
+//!
 //! The function pointer is monomorphised per closure type and knows how to either run
 //! or drop the closure in the payload; `Job::run` calls it once and forgets the job,
 //! `Drop` calls it to drop an unrun job. Exactly one of the two happens, so the closure
 //! is consumed exactly once.
 //!
-//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark)
-//! and the `membarrier` call of the sleep protocol (`sys.rs`).
+//! The pool's other `unsafe` code: slots of batch arrays (`batch.rs`, same benchmark),
+//! slots of the submitters' rings (`ring.rs`, BENCHMARKS.md "tried in session 6") and the
+//! `membarrier` call of the sleep protocol (`sys.rs`).
 
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 
@@ -29,30 +35,40 @@ use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 /// `Arc` (a scoped job) or three references; 4 words per job in total.
 const INLINE_WORDS: usize = 3;
 
-type Payload = [MaybeUninit<usize>; INLINE_WORDS];
+/// Inline storage of a job with `WORDS` words of payload.
+type Payload<const WORDS: usize> = [MaybeUninit<usize>; WORDS];
 
 /// Runs (`run == true`) or drops (`false`) the closure stored in the payload.
 ///
 /// Safety contract of every such function: `payload` holds a live closure of the type
-/// the function was instantiated for, stored as `Job::store` does, and it is called at
+/// the function was instantiated for, stored as `RawJob::store` does, and it is called at
 /// most once per stored closure.
-type Vtable = unsafe fn(payload: *mut Payload, run: bool);
+type Vtable<const WORDS: usize> = unsafe fn(payload: *mut Payload<WORDS>, run: bool);
 
-/// A unit of work queued in the pool.
+/// A type-erased closure: a function pointer and `WORDS` words of payload.
+pub(crate) struct RawJob<const WORDS: usize> {
+    vtable: Vtable<WORDS>,
+    payload: Payload<WORDS>,
+}
+
+/// A unit of work queued in the pool's deques and injectors: a closure of up to three
+/// words inline, a larger one boxed (32 bytes in all).
 ///
 /// Scoped jobs borrow from their scope; [`Job::new_scoped`] erases that lifetime and the
 /// scope guarantees the job has run before the borrow ends.
-pub(crate) struct Job {
-    vtable: Vtable,
-    payload: Payload,
-}
+pub(crate) type Job = RawJob<INLINE_WORDS>;
 
-// SAFETY: every constructor requires the stored closure to be `Send`, and a `Job` only
+/// A `'static` closure of at most one word, stored inline (16 bytes in all): what a
+/// submitter's ring holds (`ring.rs`), four to a cache line where a [`Job`] fits two.
+/// Built only by [`SmallJob::try_new`], never boxed.
+pub(crate) type SmallJob = RawJob<1>;
+
+// SAFETY: every constructor requires the stored closure to be `Send`, and a job only
 // gives access to the closure by value (running or dropping it), so sending the job
 // sends the closure.
-unsafe impl Send for Job {}
+unsafe impl<const WORDS: usize> Send for RawJob<WORDS> {}
 
-impl std::fmt::Debug for Job {
+impl<const WORDS: usize> std::fmt::Debug for RawJob<WORDS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Job")
     }
@@ -78,26 +94,52 @@ impl Job {
     }
 
     fn store<F: FnOnce() + Send>(f: F) -> Self {
-        let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
-        let fits =
-            size_of::<F>() <= size_of::<Payload>() && align_of::<F>() <= align_of::<Payload>();
-        if fits {
-            // SAFETY: `payload` is valid for writes of `size_of::<F>()` bytes at an
-            // alignment of at least `align_of::<F>()` (checked just above).
-            unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
-            Job {
-                vtable: run_inline::<F>,
-                payload,
-            }
-        } else {
-            let boxed: *mut F = Box::into_raw(Box::new(f));
-            // SAFETY: a thin pointer is one word, the payload's first element.
-            unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
-            Job {
-                vtable: run_boxed::<F>,
-                payload,
+        match Self::try_inline(f) {
+            Ok(job) => job,
+            Err(f) => {
+                let mut payload: Payload<INLINE_WORDS> = [MaybeUninit::uninit(); INLINE_WORDS];
+                let boxed: *mut F = Box::into_raw(Box::new(f));
+                // SAFETY: a thin pointer is one word, the payload's first element.
+                unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
+                Job {
+                    vtable: run_boxed::<F, INLINE_WORDS>,
+                    payload,
+                }
             }
         }
+    }
+}
+
+impl SmallJob {
+    /// Wraps `f` if it fits in one word (and a word's alignment); else hands it back.
+    pub(crate) fn try_new<F: FnOnce() + Send + 'static>(f: F) -> Result<Self, F> {
+        Self::try_inline(f)
+    }
+
+    /// The same closure as a [`Job`] (for a submitter's deque, when its ring is full, or
+    /// a worker's own deque).
+    pub(crate) fn into_job(self) -> Job {
+        // A `SmallJob` holds a `'static` closure (`try_new`), so this one is `'static`.
+        Job::new(move || self.run())
+    }
+}
+
+impl<const WORDS: usize> RawJob<WORDS> {
+    /// Moves `f` into the payload if it fits; else hands it back.
+    fn try_inline<F: FnOnce() + Send>(f: F) -> Result<Self, F> {
+        let fits = size_of::<F>() <= size_of::<Payload<WORDS>>()
+            && align_of::<F>() <= align_of::<Payload<WORDS>>();
+        if !fits {
+            return Err(f);
+        }
+        let mut payload: Payload<WORDS> = [MaybeUninit::uninit(); WORDS];
+        // SAFETY: `payload` is valid for writes of `size_of::<F>()` bytes at an
+        // alignment of at least `align_of::<F>()` (checked just above).
+        unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
+        Ok(RawJob {
+            vtable: run_inline::<F, WORDS>,
+            payload,
+        })
     }
 
     /// Runs the job.
@@ -109,9 +151,9 @@ impl Job {
     }
 }
 
-impl Drop for Job {
+impl<const WORDS: usize> Drop for RawJob<WORDS> {
     fn drop(&mut self) {
-        // SAFETY: a `Job` that is dropped was not run (`run` forgets it), so the payload
+        // SAFETY: a job that is dropped was not run (`run` forgets it), so the payload
         // still holds the closure `vtable` was made for; this consumes it once.
         unsafe { (self.vtable)(&mut self.payload, false) }
     }
@@ -120,7 +162,7 @@ impl Drop for Job {
 /// # Safety
 ///
 /// See [`Vtable`]: `payload` holds a live `F` written in place.
-unsafe fn run_inline<F: FnOnce()>(payload: *mut Payload, run: bool) {
+unsafe fn run_inline<F: FnOnce(), const WORDS: usize>(payload: *mut Payload<WORDS>, run: bool) {
     // SAFETY: per the contract, an initialised `F` is stored at `payload`; reading moves
     // it out, and the caller never reads it again.
     let f = unsafe { payload.cast::<F>().read() };
@@ -132,7 +174,7 @@ unsafe fn run_inline<F: FnOnce()>(payload: *mut Payload, run: bool) {
 /// # Safety
 ///
 /// See [`Vtable`]: `payload` holds a pointer from `Box::<F>::into_raw`.
-unsafe fn run_boxed<F: FnOnce()>(payload: *mut Payload, run: bool) {
+unsafe fn run_boxed<F: FnOnce(), const WORDS: usize>(payload: *mut Payload<WORDS>, run: bool) {
     // SAFETY: per the contract, the first word is a pointer from `Box::into_raw` that
     // was not turned back into a box yet; doing so once takes ownership again.
     let f = unsafe { Box::from_raw(payload.cast::<*mut F>().read()) };

@@ -42,6 +42,7 @@ mod latch;
 #[cfg(not(loom))]
 pub mod peers;
 mod registry;
+mod ring;
 mod scope;
 mod sleep;
 mod submitter;
@@ -210,7 +211,7 @@ impl ThreadPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.registry.push(Job::new(task));
+        self.registry.spawn(task);
     }
 
     /// Spawns every task of `tasks`, checking for sleeping workers once for the whole

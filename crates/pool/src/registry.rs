@@ -82,6 +82,23 @@ impl Registry {
         self.push_each(std::iter::once(job));
     }
 
+    /// Queues a detached `'static` task: on the current worker's own deque if called
+    /// from a worker of this pool, else on the calling thread's submitter queues (its
+    /// ring if the closure is one word). Wakes a sleeper if there is one.
+    pub(crate) fn spawn<F: FnOnce() + Send + 'static>(self: &Arc<Self>, task: F) {
+        let task = WorkerThread::with_current(|worker| match worker {
+            Some(worker) if worker.is_in(self) => {
+                worker.push_local(Job::new(task));
+                None
+            }
+            _ => Some(task),
+        });
+        if let Some(task) = task {
+            submitter::spawn(self, task);
+        }
+        self.sleep.notify_new_jobs(1);
+    }
+
     /// Queues many jobs: arrays of up to `BATCH_JOBS` jobs, each behind one runner per
     /// worker (`batch.rs`); a short tail goes job by job.
     pub(crate) fn push_batch(self: &Arc<Self>, jobs: impl Iterator<Item = Job>) {
@@ -130,6 +147,10 @@ impl Registry {
 
     /// Moves a batch from the injector into `local` and returns one job of it.
     pub(crate) fn steal_injected(&self, local: &crossbeam_deque::Worker<Job>) -> Option<Job> {
+        // `is_empty` is two loads; an empty `steal_batch_and_pop` also issues a fence.
+        if self.injector.is_empty() {
+            return None;
+        }
         retry(|| self.injector.steal_batch_and_pop(local))
     }
 

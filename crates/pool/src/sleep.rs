@@ -59,6 +59,9 @@
 //!   the search's spinning. Where the push's time goes is not settled: the samples fall
 //!   on the store of the job into the deque slot (lines the workers' steals last read),
 //!   but without hardware counters on this machine that is a hint, not a measurement.
+//!   Since then a `spawn`ed closure of one word goes to the submitter's ring of 16-byte
+//!   jobs (`ring.rs`), which took `spawn` to 0.36× the CPU per item (BENCHMARKS.md,
+//!   session 6); the protocol around the push is the same.
 //! - **The search's yields are involuntary context switches.** A worker whose
 //!   `yield_now` lets another thread run is counted by the kernel as preempted
 //!   (`nivcsw`), not as sleeping. `bench sum` (64 workers on 2 CPUs, each idle once at

@@ -1,29 +1,39 @@
-//! Submitter queues: one FIFO deque per (thread outside the pool, pool) pair.
+//! Submitter queues: one ring and one FIFO deque per (thread outside the pool, pool) pair.
 //!
 //! A `spawn` from outside the pool used to go to crossbeam's `Injector`, whose push
 //! takes a compare-and-swap on the tail plus a read-modify-write of the slot's state,
-//! both on lines the workers read. A thread that submits now owns a crossbeam
+//! both on lines the workers read. A thread that submits then owned a crossbeam
 //! `Worker` deque (single producer: a slot write and a release store of `back`) and
-//! the workers steal batches from it like from each other. The deque's buffer and its
-//! reclamation are crossbeam's; this module is safe code.
+//! the workers steal batches from it like from each other. That push still read `front`
+//! (which every steal writes) and stored 32-byte jobs, two per cache line; so a `spawn`ed
+//! closure of at most one word now goes to the thread's ring (`ring.rs`: 16-byte jobs,
+//! the consumers' cursor read about once per lap). The deque keeps everything else
+//! (larger closures, scoped jobs, batch runners) and takes the ring's overflow: once a
+//! job went there, small closures follow it until the deque is seen empty, so that the
+//! ring drains and the workers, which look in the ring first, reach the deque (nothing
+//! starves, and jobs are taken roughly in the order they were pushed). The deque's buffer
+//! and its reclamation are crossbeam's; the ring's `unsafe` is in `ring.rs`.
 //!
 //! # Lifecycle
 //!
-//! - A thread's first push to a pool creates its deque, kept in a thread-local list
-//!   keyed by the pool's id, and registers the deque's stealer with the pool under a
-//!   mutex, bumping `version` so that workers refresh their cached copy of the list.
-//! - When the thread exits, its deque handle is dropped and the entry is marked dead;
-//!   jobs still queued stay stealable (the stealer shares the buffer). Dead, empty
-//!   entries are pruned at the next registration.
+//! - A thread's first push to a pool creates its ring and deque, kept in a thread-local
+//!   list keyed by the pool's id, and registers the ring and the deque's stealer with the
+//!   pool under a mutex, bumping `version` so that workers refresh their cached copy of
+//!   the list.
+//! - When the thread exits, its push ends are dropped and the entry is marked dead; jobs
+//!   still queued stay stealable (the entry shares the ring and the deque's buffer). Dead,
+//!   empty entries are pruned at the next registration.
 //! - A thread-local entry whose pool is gone is pruned at the thread's next new
 //!   registration. Pushes during thread-local destruction, or re-entrant ones, fall
 //!   back to the injector.
 //!
 //! The sleep protocol is unchanged: a worker's final look before sleeping checks every
-//! registered stealer under the mutex, and the registration happens before the push.
+//! registered ring and stealer under the mutex, and the registration happens before the
+//! push.
 
-use crate::job::Job;
+use crate::job::{Job, SmallJob};
 use crate::registry::{Registry, retry};
+use crate::ring::{self, Ring};
 use crossbeam_deque::{Stealer, Worker};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -36,12 +46,46 @@ thread_local! {
     static QUEUES: RefCell<Vec<LocalQueue>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The push end of one thread's queue for one pool.
+/// The push end of one thread's queues for one pool.
 struct LocalQueue {
     pool_id: u64,
     pool: Weak<Registry>,
+    /// Small `spawn`ed closures (one word), while `is_spilling` is false.
+    ring: ring::Producer,
+    /// Everything else: larger closures, scoped jobs, batch runners, and small closures
+    /// while `is_spilling`.
     queue: Worker<Job>,
+    /// Set when a job went to `queue`, cleared when `queue` is seen empty: until then
+    /// small closures go to `queue` too, so that the ring drains and workers, which look
+    /// in the ring first, reach `queue` (nothing starves there, and jobs are claimed
+    /// roughly in the order they were pushed).
+    is_spilling: bool,
     is_alive: Arc<AtomicBool>,
+}
+
+impl LocalQueue {
+    fn push_job(&mut self, job: Job) {
+        self.is_spilling = true;
+        self.queue.push(job);
+    }
+
+    fn push_task<F: FnOnce() + Send + 'static>(&mut self, task: F) {
+        if self.is_spilling && self.queue.is_empty() {
+            self.is_spilling = false;
+        }
+        if self.is_spilling {
+            self.queue.push(Job::new(task));
+            return;
+        }
+        match SmallJob::try_new(task) {
+            Ok(small) => {
+                if let Err(small) = self.ring.push(small) {
+                    self.push_job(small.into_job());
+                }
+            }
+            Err(task) => self.push_job(Job::new(task)),
+        }
+    }
 }
 
 impl Drop for LocalQueue {
@@ -52,8 +96,15 @@ impl Drop for LocalQueue {
 
 #[derive(Debug)]
 struct Entry {
+    ring: Arc<Ring>,
     stealer: Stealer<Job>,
     is_alive: Arc<AtomicBool>,
+}
+
+impl Entry {
+    fn is_empty(&self) -> bool {
+        self.ring.is_empty() && self.stealer.is_empty()
+    }
 }
 
 /// A pool's list of submitter queues.
@@ -75,11 +126,11 @@ impl Default for Submitters {
     }
 }
 
-/// A worker's copy of the stealers, refreshed when `version` moved.
+/// A worker's copy of the rings and stealers, refreshed when `version` moved.
 #[derive(Debug, Default)]
 pub(crate) struct Cache {
     version: usize,
-    stealers: Vec<Stealer<Job>>,
+    queues: Vec<(Arc<Ring>, Stealer<Job>)>,
 }
 
 impl Submitters {
@@ -89,29 +140,36 @@ impl Submitters {
 
     /// True if some submitter queue holds a job (the sleeper's final look).
     pub(crate) fn has_work(&self) -> bool {
-        self.lock().iter().any(|entry| !entry.stealer.is_empty())
+        self.lock().iter().any(|entry| !entry.is_empty())
     }
 
-    /// Steals a batch into `local` from the first non-empty submitter queue.
+    /// Claims a batch into `local` from the first submitter with work: its ring first,
+    /// then its deque (which only fills while the ring is full or for larger jobs).
     pub(crate) fn steal(&self, cache: &RefCell<Cache>, local: &Worker<Job>) -> Option<Job> {
         let version = self.version.load(Ordering::Acquire);
         if cache.borrow().version != version {
-            let stealers = self.lock().iter().map(|e| e.stealer.clone()).collect();
-            *cache.borrow_mut() = Cache { version, stealers };
+            let queues = self
+                .lock()
+                .iter()
+                .map(|e| (Arc::clone(&e.ring), e.stealer.clone()))
+                .collect();
+            *cache.borrow_mut() = Cache { version, queues };
         }
         let cache = cache.borrow();
-        cache
-            .stealers
-            .iter()
-            .find_map(|stealer| retry(|| stealer.steal_batch_and_pop(local)))
+        cache.queues.iter().find_map(|(ring, stealer)| {
+            retry(|| ring.steal_into(local))
+                .or_else(|| retry(|| stealer.steal_batch_and_pop(local)))
+        })
     }
 
     fn register(&self, pool: &Arc<Registry>) -> LocalQueue {
         let queue = Worker::new_fifo();
+        let ring = ring::Producer::new();
         let is_alive = Arc::new(AtomicBool::new(true));
         let mut entries = self.lock();
-        entries.retain(|e| e.is_alive.load(Ordering::Acquire) || !e.stealer.is_empty());
+        entries.retain(|e| e.is_alive.load(Ordering::Acquire) || !e.is_empty());
         entries.push(Entry {
+            ring: Arc::clone(ring.ring()),
             stealer: queue.stealer(),
             is_alive: Arc::clone(&is_alive),
         });
@@ -119,35 +177,61 @@ impl Submitters {
         LocalQueue {
             pool_id: self.id,
             pool: Arc::downgrade(pool),
+            ring,
             queue,
+            is_spilling: false,
             is_alive,
         }
     }
 }
 
-/// Pushes `jobs` on the calling thread's queue for `pool`; returns how many.
+/// Calls `f` with the calling thread's queues for `pool` (registering them on first
+/// use); `None` during thread-local destruction or a re-entrant call.
+fn with_local_queue<R>(pool: &Arc<Registry>, f: impl FnOnce(&mut LocalQueue) -> R) -> Option<R> {
+    QUEUES
+        .try_with(|queues| {
+            let mut queues = queues.try_borrow_mut().ok()?;
+            let submitters = pool.submitters();
+            let index = match queues.iter().position(|q| q.pool_id == submitters.id) {
+                Some(index) => index,
+                None => {
+                    queues.retain(|q| q.pool.strong_count() > 0);
+                    queues.push(submitters.register(pool));
+                    queues.len() - 1
+                }
+            };
+            Some(f(&mut queues[index]))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Pushes `jobs` on the calling thread's deque for `pool`; returns how many.
 pub(crate) fn push(pool: &Arc<Registry>, jobs: impl Iterator<Item = Job>) -> usize {
     let mut jobs = Some(jobs);
-    let pushed = QUEUES.try_with(|queues| {
-        let Ok(mut queues) = queues.try_borrow_mut() else {
-            return None;
-        };
-        let submitters = pool.submitters();
-        let index = match queues.iter().position(|q| q.pool_id == submitters.id) {
-            Some(index) => index,
-            None => {
-                queues.retain(|q| q.pool.strong_count() > 0);
-                queues.push(submitters.register(pool));
-                queues.len() - 1
-            }
-        };
-        let queue = &queues[index].queue;
+    let pushed = with_local_queue(pool, |queue| {
         jobs.take()
-            .map(|jobs| jobs.map(|job| queue.push(job)).count())
+            .map_or(0, |jobs| jobs.map(|job| queue.push_job(job)).count())
     });
     match (pushed, jobs) {
-        (Ok(Some(count)), _) => count,
-        (_, Some(jobs)) => jobs.map(|job| pool.inject(job)).count(),
-        (_, None) => 0, // consumed above
+        (Some(count), _) => count,
+        (None, Some(jobs)) => jobs.map(|job| pool.inject(job)).count(),
+        (None, None) => 0, // consumed above
+    }
+}
+
+/// Queues `task` from the calling thread: in its ring for `pool` if the closure fits in
+/// one word (and nothing waits in its deque), else on its deque.
+pub(crate) fn spawn<F: FnOnce() + Send + 'static>(pool: &Arc<Registry>, task: F) {
+    let mut task = Some(task);
+    let pushed = with_local_queue(pool, |queue| {
+        if let Some(task) = task.take() {
+            queue.push_task(task);
+        }
+    });
+    if pushed.is_none() {
+        if let Some(task) = task {
+            pool.inject(Job::new(task));
+        }
     }
 }

@@ -369,3 +369,114 @@ fn submitter_queues_survive_their_threads_and_their_pools() {
         tally.assert_each_once();
     }
 }
+
+/// A task whose closure is one word (a `Box` of its state), so that `spawn` from outside
+/// the pool puts it in the submitter's ring (`src/ring.rs`) rather than its deque.
+fn small_task(
+    tally: &Arc<Tally>,
+    drops: &Arc<AtomicUsize>,
+    id: usize,
+) -> impl FnOnce() + Send + use<> {
+    let state = Box::new((Arc::clone(tally), DropCounter(Arc::clone(drops)), id));
+    move || {
+        let (tally, _guard, id) = *state;
+        tally.hit(id);
+    }
+}
+
+#[test]
+fn one_word_spawns_run_once_through_full_rings() {
+    // The first task holds both workers back (a `Barrier` they pass only after the
+    // submitter queued everything), so the ring (1024 slots) fills and the rest spills to
+    // the deque; then both drain.
+    let pool = ThreadPool::new(2).unwrap();
+    let tally = Tally::new(TASKS);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(std::sync::Barrier::new(3));
+    for _ in 0..2 {
+        let gate = Arc::clone(&gate);
+        pool.spawn(move || {
+            gate.wait();
+        });
+    }
+    for id in 0..TASKS {
+        if id % 5000 == 4000 {
+            // A large closure now and then: it goes to the deque, and the small ones
+            // follow it there until the deque is empty.
+            let (tally, guard) = (Arc::clone(&tally), DropCounter(Arc::clone(&drops)));
+            let pad = [id; 8];
+            pool.spawn(move || {
+                let _guard = guard;
+                tally.hit(pad[7]);
+            });
+        } else {
+            pool.spawn(small_task(&tally, &drops, id));
+        }
+    }
+    gate.wait();
+    drop(pool);
+    tally.assert_each_once();
+    assert_eq!(drops.load(Ordering::Relaxed), TASKS);
+}
+
+#[test]
+fn small_and_large_spawns_from_many_threads_run_once() {
+    let pool = ThreadPool::new(2).unwrap();
+    let tally = Tally::new(TASKS);
+    let drops = Arc::new(AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for submitter in 0..4 {
+            let (pool, tally, drops) = (&pool, &tally, &drops);
+            s.spawn(move || {
+                for i in 0..TASKS / 4 {
+                    let id = submitter * TASKS / 4 + i;
+                    match i % 3 {
+                        0 | 1 => pool.spawn(small_task(tally, drops, id)),
+                        _ => {
+                            let (tally, guard) =
+                                (Arc::clone(tally), DropCounter(Arc::clone(drops)));
+                            pool.spawn(move || {
+                                let _guard = guard;
+                                tally.hit(id);
+                            });
+                        }
+                    }
+                }
+            });
+        }
+    });
+    drop(pool);
+    tally.assert_each_once();
+    assert_eq!(drops.load(Ordering::Relaxed), TASKS);
+}
+
+#[test]
+fn rings_of_exited_threads_and_dropped_pools_are_drained() {
+    let pool = ThreadPool::new(2).unwrap();
+    let tally = Tally::new(2000);
+    let drops = Arc::new(AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for t in 0..20 {
+            let (pool, tally, drops) = (&pool, &tally, &drops);
+            s.spawn(move || {
+                for i in 0..100 {
+                    pool.spawn(small_task(tally, drops, t * 100 + i));
+                }
+            });
+        }
+    });
+    drop(pool);
+    tally.assert_each_once();
+    assert_eq!(drops.load(Ordering::Relaxed), 2000);
+    // One thread, a sequence of pools, each dropped right after its spawns.
+    for _ in 0..20 {
+        let pool = ThreadPool::new(1).unwrap();
+        let tally = Tally::new(300);
+        for i in 0..300 {
+            pool.spawn(small_task(&tally, &drops, i));
+        }
+        drop(pool);
+        tally.assert_each_once();
+    }
+    assert_eq!(drops.load(Ordering::Relaxed), 2000 + 20 * 300);
+}
