@@ -146,6 +146,10 @@ wine_prefix() {
   echo "windows: creating the Wine prefix $WINEPREFIX (once)" >&2
   mkdir -p "$WINEPREFIX"
   WINEDEBUG=-all /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || true
+  # Windows 10 rather than Wine's default of 7: what coretune is for, and what the version
+  # coretune records says.
+  WINEDEBUG=-all /usr/lib/wine/wine64 reg add 'HKCU\Software\Wine' /v Version /d win10 /f \
+    >/dev/null 2>&1 || true
   /usr/lib/wine/wineserver -w 2>/dev/null || true
 }
 
@@ -167,6 +171,8 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=$ROOT/scripts/windows-runner.sh
 export PKG_CONFIG_ALLOW_CROSS=1 PKG_CONFIG_PATH=$HWLOC/lib/pkgconfig
 export WINEPREFIX=$WINEPREFIX WINEDEBUG=-all
 export CORETUNE_WINDOWS_DEPS=$DEPS
+# insta finds the workspace with \`cargo metadata\`, which a Windows test program cannot run.
+export INSTA_WORKSPACE_ROOT=$ROOT INSTA_UPDATE=no
 EOF
 }
 

@@ -172,21 +172,53 @@ fn place_json_lists_threads_in_order() {
     assert!(text.contains("likwid-pin -c 0,2"), "{text}");
 }
 
+/// The program sees the thread-count variables, runs on the CPU set (its main thread and a
+/// thread it creates, asked from inside), and its exit status is coretune's.
 #[test]
 fn run_passes_exit_status_env_and_cpu_set() {
     let out = coretune()
-        .args(["run", "--cpus", "pu:0", "--threads", "3", "--", "sh", "-c"])
-        .arg("echo $OMP_NUM_THREADS $RAYON_NUM_THREADS $GOMAXPROCS; grep Cpus_allowed_list /proc/self/status; exit 7")
+        .args(["run", "--cpus", "1", "--threads", "3", "--"])
+        .arg(util::probe())
+        .args(["env", "affinity", "exit", "7"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(7));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("3 3 3\n"), "{text}");
-    let first_pu = stdout(&["cpus", "pu:0"]);
-    assert!(
-        text.contains(&format!("Cpus_allowed_list:\t{}", first_pu.trim())),
-        "{text}"
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert_eq!(text, "3 3 3\nmain 1\nthread 1\n");
+}
+
+/// `--timeout` kills the program and what it started (a process group on Linux, the job object
+/// on Windows) and exits 124, as GNU timeout does.
+#[test]
+fn run_timeout_kills_the_whole_tree_and_exits_124() {
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late");
+    let start = std::time::Instant::now();
+    let out = coretune()
+        .args(["run", "--timeout", "1", "--"])
+        .arg(util::probe())
+        .args(["spawn", "4", "sleep", "3000", "write"])
+        .arg(&late)
+        .args(["sleep", "30000"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("killed after the timeout (1.0 s)"), "{err}");
+    // The grandchild would have written its file after 3 s.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(!late.exists(), "the grandchild outlived the timeout");
 }
 
 /// gcc with OpenMP, statically linked (so that the pinning library cannot reach it and OpenMP's

@@ -37,7 +37,11 @@ fn old_folders_report_the_same_table_and_recommendation() {
 #[test]
 fn old_folders_resume_where_they_stopped() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, keep) in [("builtin", 30), ("external", 5)] {
+    // The external sweep ran `sh -c`, which Windows has not: resumed on Unix only.
+    let folders = [("builtin", 30), ("external", 5)]
+        .into_iter()
+        .filter(|&(name, _)| cfg!(unix) || name != "external");
+    for (name, keep) in folders {
         let dir = tmp.path().join(name);
         util::copy_dir(&fixture(name), &dir);
         let all = util::read_jsonl(&dir.join("runs.jsonl"));

@@ -95,15 +95,42 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
 }
 
+/// `sh -c` with placeholders (`--shell`), on the systems that have `sh`.
+#[cfg(unix)]
+#[test]
+fn a_shell_command_gets_placeholders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let log = tmp.path().join("calls.txt");
+    let script = format!(
+        "echo {{threads}} {{place}} $OMP_NUM_THREADS >> '{}'",
+        log.display()
+    );
+    let out = util::coretune()
+        .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "1"])
+        .args([
+            "--warmup",
+            "0",
+            "--exhaustive",
+            "--quiet",
+            "--shell",
+            "--out",
+        ])
+        .arg(&dir)
+        .arg("--")
+        .arg(&script)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls, "1 os 1\n2 os 2\n");
+}
+
 #[test]
 fn external_command_gets_placeholders_and_failures_are_recorded() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sweep");
     let log = tmp.path().join("calls.txt");
-    let script = format!(
-        "echo {{threads}} {{place}} {{cpus}} $OMP_NUM_THREADS >> '{}'; test {{threads}} -ne 3",
-        log.display()
-    );
     let out = util::coretune()
         .args([
             "tune",
@@ -117,12 +144,14 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
             "0",
             "--exhaustive",
             "--quiet",
-            "--shell",
             "--out",
         ])
         .arg(&dir)
         .arg("--")
-        .arg(&script)
+        .arg(util::probe())
+        .arg("log")
+        .arg(&log)
+        .args(["{threads} {place} {cpus}", "fail-if", "{threads}", "3"])
         .output()
         .unwrap();
     util::assert_ok(&out);
@@ -154,8 +183,9 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
     assert_eq!(failed, 2);
 }
 
-/// Starts a sweep of 4 configurations × 3 runs of `sleep 0.15`, lets it finish a few runs,
-/// kills it with `signal`, resumes it, and checks that every configuration has exactly 3 runs.
+/// Starts a sweep of 4 configurations × 3 runs of a 0.15 s sleep, lets it finish a few runs,
+/// kills it with `signal` (`-KILL` as `Child::kill` does it, which is TerminateProcess on
+/// Windows), resumes it, and checks that every configuration has exactly 3 runs.
 fn kill_and_resume(signal: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sweep");
@@ -175,7 +205,9 @@ fn kill_and_resume(signal: &str) {
             "--out",
         ])
         .arg(&dir)
-        .args(["--", "sleep", "0.15"])
+        .arg("--")
+        .arg(util::probe())
+        .args(["sleep", "150"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -189,11 +221,15 @@ fn kill_and_resume(signal: &str) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let killed = StdCommand::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    if signal == "-KILL" {
+        child.kill().unwrap();
+    } else {
+        let killed = StdCommand::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
     let status = child.wait().unwrap();
     assert!(
         !status.success(),
@@ -217,6 +253,8 @@ fn sigkill_mid_sweep_then_resume_completes_without_loss_or_repeat() {
     kill_and_resume("-KILL");
 }
 
+// Signals: Ctrl-C reaches a Windows program another way (a console event to its group).
+#[cfg(unix)]
 #[test]
 fn sigint_mid_sweep_then_resume_completes_without_loss_or_repeat() {
     kill_and_resume("-INT");
@@ -283,7 +321,7 @@ fn timing_agrees_with_hyperfine() {
 #[test]
 fn compare_marks_changes_and_gates_on_the_geomean() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = |name: &str, seconds: &str| {
+    let run = |name: &str, ms: &str| {
         let dir = tmp.path().join(name);
         let out = util::coretune()
             .args([
@@ -301,14 +339,16 @@ fn compare_marks_changes_and_gates_on_the_geomean() {
                 "--out",
             ])
             .arg(&dir)
-            .args(["--", "sleep", seconds])
+            .arg("--")
+            .arg(util::probe())
+            .args(["sleep", ms])
             .output()
             .unwrap();
         util::assert_ok(&out);
         dir
     };
     // Three times apart, so that a loaded machine (spawn costs of tens of ms) cannot blur them.
-    let (fast, slow) = (run("fast", "0.1"), run("slow", "0.3"));
+    let (fast, slow) = (run("fast", "100"), run("slow", "300"));
     let out = util::coretune()
         .arg("compare")
         .arg(&fast)
@@ -403,7 +443,9 @@ fn a_sweep_with_no_successful_run_keeps_its_folder_and_exits_1() {
         .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "2"])
         .args(["--warmup", "0", "--quiet", "--out"])
         .arg(&dir)
-        .args(["--", "false"])
+        .arg("--")
+        .arg(util::probe())
+        .args(["exit", "1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -413,7 +455,7 @@ fn a_sweep_with_no_successful_run_keeps_its_folder_and_exits_1() {
         stderr.contains("no configuration completed a verified run (4 of 4 runs failed"),
         "{stderr}"
     );
-    assert!(stderr.contains("false exited with status 1"), "{stderr}");
+    assert!(stderr.contains("exited with status 1"), "{stderr}");
     let s = util::summary(&dir);
     assert!(s["recommendation"].is_null());
     assert_eq!(s["runs"]["failed"], 4);
@@ -516,9 +558,11 @@ fn a_configuration_that_times_out_gets_no_more_runs() {
             "--exhaustive",
             "--quiet",
         ])
-        .args(["--shell", "--out"])
+        .arg("--out")
         .arg(&dir)
-        .args(["--", "test {threads} -eq 1 || sleep 5"])
+        .arg("--")
+        .arg(util::probe())
+        .args(["sleep-unless", "{threads}", "1", "5000"])
         .output()
         .unwrap();
     util::assert_ok(&out);

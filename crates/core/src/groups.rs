@@ -227,6 +227,52 @@ impl ProcessorGroups {
     }
 }
 
+/// How to start `cmd` on the CPUs `cpus` on Windows, in the commands people use there:
+///
+/// - within processor group 0: `start /affinity HEX` (cmd.exe) and PowerShell's
+///   `ProcessorAffinity` (decimal), which both reach the group a process starts in — group 0 on
+///   every machine of up to 64 logical processors;
+/// - within another single group, or across groups: `coretune run --cpus 'win:…'`, which
+///   starts the program in the right group (its first thread's group affinity, then the process
+///   mask or CPU sets; see [`place_new_process`]) — `start /affinity` and `ProcessorAffinity`
+///   cannot choose a group.
+///
+/// Empty when `cpus` is empty or names a CPU the groups do not have.
+pub fn windows_lines(groups: &ProcessorGroups, cpus: &[usize], cmd: &str) -> Vec<String> {
+    let (masks, unplaced) = groups.split(cpus);
+    if masks.is_empty() || !unplaced.is_empty() {
+        return Vec::new();
+    }
+    let win = match masks.as_slice() {
+        [GroupMask { group: 0, mask }] => format!("win:{mask:X}"),
+        _ => {
+            let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
+            format!("win:{}", parts.join(","))
+        }
+    };
+    match masks.as_slice() {
+        [GroupMask { group: 0, mask }] => vec![
+            format!("cmd.exe: start /affinity {mask:X} {cmd}"),
+            format!(
+                "PowerShell: $p = Start-Process -PassThru {cmd}; $p.ProcessorAffinity = {mask}"
+            ),
+        ],
+        [GroupMask { group, .. }] => vec![format!(
+            "coretune run --cpus '{win}' -- {cmd}   (processor group {group}: start /affinity \
+             and ProcessorAffinity reach group 0 only)"
+        )],
+        _ => vec![format!(
+            "coretune run --cpus '{win}' -- {cmd}   (crosses processor groups {}: the first \
+             thread in the largest part, CPU sets for the rest; no single mask can say it)",
+            masks
+                .iter()
+                .map(|m| m.group.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+    }
+}
+
 /// Whether hwloc found `topology` on Windows (its root's `OSName` info).
 pub fn is_windows(topology: &Topology) -> bool {
     topology
@@ -569,6 +615,35 @@ mod test {
                 }
             }
         }
+    }
+
+    #[test]
+    fn windows_lines_use_start_affinity_only_within_group_0() {
+        let g = ProcessorGroups::numbered(0..128);
+        let lines = windows_lines(&g, &[2, 3], "app.exe");
+        assert_eq!(
+            lines,
+            [
+                "cmd.exe: start /affinity C app.exe",
+                "PowerShell: $p = Start-Process -PassThru app.exe; $p.ProcessorAffinity = 12",
+            ]
+        );
+        let lines = windows_lines(&g, &[64, 65], "app.exe");
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("coretune run --cpus 'win:1:3' -- app.exe"),
+            "{lines:?}"
+        );
+        let lines = windows_lines(&g, &[1, 64], "app.exe");
+        assert!(
+            lines[0].starts_with("coretune run --cpus 'win:0:2,1:1' -- app.exe"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains("crosses processor groups 0, 1"),
+            "{lines:?}"
+        );
+        assert!(windows_lines(&g, &[500], "app.exe").is_empty());
     }
 
     #[test]

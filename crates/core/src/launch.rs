@@ -517,7 +517,8 @@ mod test {
 
     #[test]
     fn programs_are_found_as_execvp_finds_them() {
-        assert!(find_program("sh").unwrap().is_absolute());
+        // `sh`, `cmd` on Windows (found through PATHEXT as cmd.exe).
+        assert!(find_program(&shell_program()).unwrap().is_absolute());
         assert!(matches!(
             find_program("coretune-no-such-program"),
             Err(LaunchError::CommandNotFound { .. })

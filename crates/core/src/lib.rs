@@ -83,7 +83,7 @@ pub use cpuset::{
     parse_list, resolve as resolve_cpus, systemd_dbus_string, taskset_string,
     warnings as cpu_set_warnings,
 };
-pub use groups::{GROUP_SIZE, GroupMask, GroupSource, ProcessorGroups, is_windows};
+pub use groups::{GROUP_SIZE, GroupMask, GroupSource, ProcessorGroups, is_windows, windows_lines};
 pub use placement::{
     Binding, DistribError, DistribOptions, MAX_THREADS, Placement, PlacementError, Policy,
     ThreadPlacement, distribute, hwloc_distrib, plan,

@@ -363,6 +363,13 @@ fn needed_libraries<'a, Elf: FileHeader<Endian = Endianness>>(
 /// A one-line reason, naming where it looked, when it is not there or its path cannot go into
 /// `LD_PRELOAD` (which splits at spaces and colons).
 pub fn find_library() -> Result<PathBuf, String> {
+    if !crate::sys::PRELOAD {
+        return Err(
+            "per-thread placement preloads a library into the program, which only Linux does \
+             here"
+                .to_owned(),
+        );
+    }
     let usable = |p: PathBuf| -> Result<PathBuf, String> {
         let text = p.to_string_lossy();
         if text.contains([' ', ':']) {

@@ -412,10 +412,19 @@ pub struct WatchSummary {
     pub cpus: Vec<CpuSummary>,
     /// Every thread seen, most samples first.
     pub threads: Vec<ThreadSummary>,
+    /// Whether this system shows where another process's threads run: false on Windows, where
+    /// `threads` stays empty rather than made up (absent in summaries of coretune 0.1.0).
+    #[serde(default = "visible")]
+    pub threads_visible: bool,
     /// Hardware interrupts.
     pub interrupts: InterruptSummary,
     /// Soft interrupts.
     pub softirqs: InterruptSummary,
+}
+
+/// Summaries written before `threads_visible` existed came from Linux.
+fn visible() -> bool {
+    true
 }
 
 /// Summarises samples.
@@ -491,6 +500,7 @@ pub fn summarize(samples: &[Sample]) -> WatchSummary {
         },
         cpus,
         threads,
+        threads_visible: sys::THREADS_VISIBLE,
         interrupts: interrupts(&|s| &s.irqs),
         softirqs: interrupts(&|s| &s.softirqs),
     }

@@ -11,40 +11,100 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use util::{Tally, wait_for};
 
-/// A CPU list as the kernel writes it (`0-2,5`).
-fn parse_list(text: &str) -> Vec<usize> {
-    text.trim()
-        .split(',')
-        .filter(|part| !part.is_empty())
-        .flat_map(|part| match part.split_once('-') {
-            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<usize>>(),
-            None => vec![part.parse().unwrap()],
-        })
-        .collect()
+/// What the OS says about where this process and thread may run and are running.
+#[cfg(target_os = "linux")]
+mod os {
+    /// A CPU list as the kernel writes it (`0-2,5`).
+    fn parse_list(text: &str) -> Vec<usize> {
+        text.trim()
+            .split(',')
+            .filter(|part| !part.is_empty())
+            .flat_map(|part| match part.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<usize>>(),
+                None => vec![part.parse().unwrap()],
+            })
+            .collect()
+    }
+
+    /// `Cpus_allowed_list` of `/proc/<path>/status`.
+    fn allowed(path: &str) -> Vec<usize> {
+        let status = std::fs::read_to_string(format!("/proc/{path}/status")).unwrap();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("status has Cpus_allowed_list");
+        parse_list(line)
+    }
+
+    /// The CPUs this process may run on.
+    pub(crate) fn process_cpus() -> Vec<usize> {
+        allowed("self")
+    }
+
+    /// The CPUs the calling thread may run on.
+    pub(crate) fn thread_cpus() -> Vec<usize> {
+        allowed("thread-self")
+    }
+
+    /// Field 39 of `/proc/thread-self/stat`: the CPU the thread last ran on.
+    pub(crate) fn current_cpu() -> usize {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split_whitespace().nth(36).unwrap().parse().unwrap()
+    }
 }
 
-/// `Cpus_allowed_list` of `/proc/<path>/status`.
-fn allowed(path: &str) -> Vec<usize> {
-    let status = std::fs::read_to_string(format!("/proc/{path}/status")).unwrap();
-    let line = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .expect("status has Cpus_allowed_list");
-    parse_list(line)
-}
+/// What Windows says, in hwloc's numbering of its CPUs (64 × group + bit), as the pool takes
+/// them.
+#[cfg(windows)]
+#[allow(unsafe_code)]
+mod os {
+    use windows_sys::Win32::System::Kernel::PROCESSOR_NUMBER;
+    use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
+    use windows_sys::Win32::System::Threading::{
+        GetCurrentProcess, GetCurrentProcessorNumberEx, GetCurrentThread, GetProcessAffinityMask,
+        GetThreadGroupAffinity,
+    };
 
-/// Field 39 of `/proc/thread-self/stat`: the CPU the thread last ran on.
-fn last_cpu() -> usize {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    rest.split_whitespace().nth(36).unwrap().parse().unwrap()
+    fn bits(group: u16, mask: usize) -> Vec<usize> {
+        (0..usize::BITS as usize)
+            .filter(|b| mask & (1 << b) != 0)
+            .map(|b| usize::from(group) * 64 + b)
+            .collect()
+    }
+
+    /// The CPUs this process may run on (its mask in its group: the tests run in one).
+    pub(crate) fn process_cpus() -> Vec<usize> {
+        let (mut process, mut system) = (0usize, 0usize);
+        // SAFETY: the current process's pseudo-handle and two writable masks.
+        assert!(
+            unsafe { GetProcessAffinityMask(GetCurrentProcess(), &mut process, &mut system) } != 0
+        );
+        bits(0, process)
+    }
+
+    /// The CPUs the calling thread may run on.
+    pub(crate) fn thread_cpus() -> Vec<usize> {
+        let mut a = GROUP_AFFINITY::default();
+        // SAFETY: the calling thread's pseudo-handle and a writable GROUP_AFFINITY.
+        assert!(unsafe { GetThreadGroupAffinity(GetCurrentThread(), &mut a) } != 0);
+        bits(a.Group, a.Mask)
+    }
+
+    /// The CPU the calling thread runs on.
+    pub(crate) fn current_cpu() -> usize {
+        let mut n = PROCESSOR_NUMBER::default();
+        // SAFETY: a writable PROCESSOR_NUMBER.
+        unsafe { GetCurrentProcessorNumberEx(&mut n) };
+        usize::from(n.Group) * 64 + usize::from(n.Number)
+    }
 }
 
 #[test]
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 fn workers_sit_on_their_planned_cpus() {
-    let cpus = allowed("self");
+    let cpus = os::process_cpus();
     // Two workers per CPU this process may use (at most four CPUs), wrapping around.
     let planned: Vec<Vec<usize>> = cpus.iter().take(4).map(|&c| vec![c]).collect();
     let n = 2 * planned.len();
@@ -54,12 +114,12 @@ fn workers_sit_on_their_planned_cpus() {
         .build()
         .unwrap();
     let seen = pool.broadcast(|_| {
-        let mask = allowed("thread-self");
+        let mask = os::thread_cpus();
         let mut busy = 0u64;
         for i in 0..100_000u64 {
             busy = std::hint::black_box(busy + i);
         }
-        (mask, last_cpu())
+        (mask, os::current_cpu())
     });
     for (worker, (mask, cpu)) in seen.into_iter().enumerate() {
         let want = &planned[worker % planned.len()];
@@ -68,15 +128,15 @@ fn workers_sit_on_their_planned_cpus() {
         assert_eq!(pool.worker_cpus(worker), Some(want.as_slice()));
     }
     // The submitting thread keeps its own affinity.
-    assert_eq!(allowed("thread-self"), cpus);
+    assert_eq!(os::thread_cpus(), cpus);
 }
 
 #[test]
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 fn a_refused_cpu_set_fails_the_build_naming_the_worker() {
     let error = ThreadPoolBuilder::new()
         .num_threads(2)
-        .cpus(vec![vec![allowed("self")[0]], vec![100_000]])
+        .cpus(vec![vec![os::process_cpus()[0]], vec![100_000]])
         .build()
         .unwrap_err();
     assert_eq!(error.to_string(), "could not pin worker 1 to CPUs 100000");
@@ -158,11 +218,11 @@ fn thieves_follow_their_steal_order() {
 /// The stress test's mix (nested detached spawns, scopes, batches, par_for) on workers
 /// pinned two to a CPU, with a steal order that is not round-robin.
 #[test]
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 fn pinned_workers_with_a_steal_order_run_every_task_once() {
     const TASKS: usize = 20_000;
-    let cpu = allowed("self")[0];
-    let last = allowed("self").last().copied().unwrap_or(cpu);
+    let cpu = os::process_cpus()[0];
+    let last = os::process_cpus().last().copied().unwrap_or(cpu);
     let pool = Arc::new(
         ThreadPoolBuilder::new()
             .num_threads(4)
@@ -227,10 +287,10 @@ fn a_pool_without_cpus_reports_none() {
 /// `wait_for` fails after 20 s. The sleep protocol's fence pair (`membarrier` against a
 /// compiler fence, `src/sleep.rs`) must hold whether sleeper and submitter share a CPU or not.
 #[test]
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 fn pinned_wakeups_are_never_lost() {
-    let cpu = allowed("self")[0];
-    let last = allowed("self").last().copied().unwrap_or(cpu);
+    let cpu = os::process_cpus()[0];
+    let last = os::process_cpus().last().copied().unwrap_or(cpu);
     let pool = Arc::new(
         ThreadPoolBuilder::new()
             .num_threads(3)

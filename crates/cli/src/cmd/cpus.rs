@@ -86,7 +86,7 @@ pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
             list: Format::List.render(&resolved.set)?,
             hwloc: Format::Hwloc.render(&resolved.set)?,
             taskset: Format::Taskset.render(&resolved.set)?,
-            windows: Format::Windows.render(&resolved.set)?,
+            windows: Format::Windows.render_on(&resolved.set, &topo)?,
             warnings: resolved.warnings.iter().map(ToString::to_string).collect(),
         };
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
@@ -105,6 +105,10 @@ pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}", indexes.join(","))?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "{}", args.to.render(&resolved.set).context("cpus")?)?;
+    writeln!(
+        out,
+        "{}",
+        args.to.render_on(&resolved.set, &topo).context("cpus")?
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::{Binding, Placement, Policy, plan};
+use coretune_core::{Binding, GroupSource, Placement, Policy, ProcessorGroups, plan};
+use coretune_core::{set_to_vec, windows_lines};
 use serde::Serialize;
 
 use crate::input::{TopologyArgs, cpus_option};
@@ -40,6 +41,9 @@ struct ThreadJson<'a> {
     thread: usize,
     #[serde(flatten)]
     place: &'a coretune_core::ThreadPlacement,
+    /// Its Windows processor group(s) and mask(s) (`G:HEX`), on the machine's groups (modelled
+    /// for a machine not seen on Windows).
+    windows: Vec<String>,
     /// The threads it steals from first (same core, L3, NUMA node); the others follow in ring
     /// order. The whole order would be quadratic in the thread count.
     steal_first: Vec<usize>,
@@ -56,6 +60,9 @@ struct PlaceJson<'a> {
     likwid_pin: Option<String>,
     numa_nodes: Vec<usize>,
     numactl: Option<String>,
+    /// How to start a program on the placement's CPUs on Windows (`start /affinity`,
+    /// PowerShell, or `coretune run` across processor groups).
+    windows: Vec<String>,
 }
 
 pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
@@ -65,6 +72,8 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
         plan(&topo, args.threads, args.policy, cpus.as_ref(), args.bind).context("place")?;
     // Buffered: stdout is line-buffered, and a big plan's JSON is many lines.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let groups = ProcessorGroups::of(&topo);
+    let windows = windows_lines(&groups, &set_to_vec(&placement.union()), "CMD");
     if args.json {
         let near = placement.steal_near();
         let json = PlaceJson {
@@ -78,6 +87,12 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
                 .map(|((i, place), steal_first)| ThreadJson {
                     thread: i,
                     place,
+                    windows: groups
+                        .split(&place.pus)
+                        .0
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
                     steal_first,
                 })
                 .collect(),
@@ -87,17 +102,24 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
             likwid_pin: placement.likwid_pin(),
             numa_nodes: placement.memory_nodes(&topo),
             numactl: placement.numactl(&topo),
+            windows,
         };
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
         writeln!(out)?;
     } else {
-        out.write_all(render_text(&placement, placement.numactl(&topo)).as_bytes())?;
+        let text = render_text(&placement, placement.numactl(&topo), &groups, &windows);
+        out.write_all(text.as_bytes())?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn render_text(p: &Placement, numactl: Option<String>) -> String {
+fn render_text(
+    p: &Placement,
+    numactl: Option<String>,
+    groups: &ProcessorGroups,
+    windows: &[String],
+) -> String {
     use coretune_core::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -109,10 +131,23 @@ fn render_text(p: &Placement, numactl: Option<String>) -> String {
         p.binding
     );
     let opt = |v: Option<usize>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    // The group column where the machine has several (or is a Windows machine).
+    let show_groups = groups.len() > 1 || groups.source() == GroupSource::Windows;
     for (i, t) in p.threads.iter().enumerate() {
+        let group = if show_groups {
+            let parts: Vec<String> = groups
+                .split(&t.pus)
+                .0
+                .iter()
+                .map(|m| m.group.to_string())
+                .collect();
+            format!(" group {}", parts.join(","))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "thread {i:>3}: cpus {:<12} core {:<4} numa {:<3} l3 {}",
+            "thread {i:>3}: cpus {:<12} core {:<4} numa {:<3} l3 {}{group}",
             format_list(&t.pus),
             opt(t.core),
             opt(t.numa),
@@ -143,6 +178,9 @@ fn render_text(p: &Placement, numactl: Option<String>) -> String {
     }
     if let Some(numactl) = numactl {
         let _ = writeln!(s, "memory:     {numactl} CMD");
+    }
+    for line in windows {
+        let _ = writeln!(s, "Windows:    {line}");
     }
     s
 }

@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use coretune_core::CpuBudget;
 use coretune_core::format_list;
-use coretune_core::{NodeKind, TopoNode, Topology};
+use coretune_core::{GroupSource, NodeKind, ProcessorGroups, TopoNode, Topology};
 use serde::Serialize;
 
 use crate::input::TopologyArgs;
@@ -82,8 +82,22 @@ struct Facts {
     cpu_kinds: Vec<coretune_core::CpuKindInfo>,
     offline_pus: Vec<usize>,
     disallowed_pus: Vec<usize>,
+    processor_groups: Groups,
     /// Only for the live machine: budgets of other machines are not knowable from a description.
     budget: Option<Budget>,
+}
+
+/// Windows processor groups, read or modelled.
+#[derive(Debug, Serialize)]
+struct Groups {
+    source: &'static str,
+    groups: Vec<Group>,
+}
+
+#[derive(Debug, Serialize)]
+struct Group {
+    group: usize,
+    pus: Vec<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +131,24 @@ impl Facts {
             cpu_kinds: topo.cpu_kinds(),
             offline_pus: missing.offline,
             disallowed_pus: missing.disallowed,
+            processor_groups: {
+                let groups = ProcessorGroups::of(topo);
+                Groups {
+                    source: match groups.source() {
+                        GroupSource::Windows => "windows",
+                        _ => "modelled",
+                    },
+                    groups: groups
+                        .groups()
+                        .iter()
+                        .enumerate()
+                        .map(|(group, pus)| Group {
+                            group,
+                            pus: pus.clone(),
+                        })
+                        .collect(),
+                }
+            },
             budget,
         }
     }
@@ -192,6 +224,30 @@ fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {
             "Disallowed PUs: {} (online, but outside this process's cpuset)",
             format_list(&facts.disallowed_pus)
         );
+    }
+    let groups = &facts.processor_groups;
+    if groups.source == "windows" || groups.groups.len() > 1 {
+        let how = if groups.source == "windows" {
+            "as Windows numbers them"
+        } else {
+            "as Windows would make them for this machine"
+        };
+        let _ = writeln!(
+            s,
+            "Windows processor groups ({how}): {}",
+            groups.groups.len()
+        );
+        for g in &groups.groups {
+            let mut sorted = g.pus.clone();
+            sorted.sort_unstable();
+            let _ = writeln!(
+                s,
+                "  group {}: {} PUs ({})",
+                g.group,
+                g.pus.len(),
+                format_list(&sorted)
+            );
+        }
     }
     if let Some(budget) = &facts.budget {
         let _ = writeln!(s, "CPU budget: {}", budget.explanation);

@@ -201,9 +201,18 @@ fn print_summary(
         .map(|c| format!("CPU {} {:.0}%", c.cpu, c.busy_pct))
         .collect();
     writeln!(out, "Busiest CPUs: {}", busiest.join(", "))?;
+    if !s.threads_visible {
+        writeln!(
+            out,
+            "Threads: not shown: this system (Windows) does not tell where another process's \
+             threads run, only each thread itself can ask"
+        )?;
+    }
     let mut threads: Vec<_> = s.threads.iter().collect();
     threads.sort_by_key(|t| (std::cmp::Reverse(t.migrations.unwrap_or(0)), t.tid));
-    writeln!(out, "Threads (most migrations first):")?;
+    if s.threads_visible {
+        writeln!(out, "Threads (most migrations first):")?;
+    }
     for t in threads.iter().take(10) {
         let total: u64 = t.cpus_seen.values().sum();
         let mut seen: Vec<(usize, u64)> = t.cpus_seen.iter().map(|(&c, &n)| (c, n)).collect();

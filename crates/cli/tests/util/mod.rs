@@ -10,6 +10,23 @@ pub fn coretune() -> Command {
     Command::cargo_bin("coretune").unwrap()
 }
 
+/// The probe program (`crates/cli/examples/probe.rs`, built by `cargo test` beside the binary):
+/// what tests start where `sh`, `sleep` and `/proc` are not there (Windows).
+pub fn probe() -> PathBuf {
+    let bin = assert_cmd::cargo::cargo_bin("coretune");
+    let path = bin
+        .parent()
+        .expect("the binary is in a folder")
+        .join("examples")
+        .join(format!("probe{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: `cargo test` builds the examples (`cargo build --example probe` alone)",
+        path.display()
+    );
+    path
+}
+
 /// The `coretune` binary under test as a plain `std` command (to `spawn` it).
 pub fn coretune_std() -> std::process::Command {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("coretune"))

@@ -1,19 +1,25 @@
+#[cfg(target_os = "linux")]
 use std::path::Path;
 
 use super::*;
+#[cfg(target_os = "linux")]
 use crate::test_util::write;
 use crate::topology::TopologySource;
 
+#[cfg(target_os = "linux")]
 /// 1 package, 8 cores, 2 PUs each: synthetic OS indexes run in order, so core i has PUs 2i, 2i+1.
 fn laptop() -> Topology {
     Topology::load(&TopologySource::Synthetic("pack:1 core:8 pu:2".into())).unwrap()
 }
 
+#[cfg(target_os = "linux")]
 /// This process's `status` with `cpus` as its `Cpus_allowed_list`.
 fn status(cpus: &str) -> String {
     crate::test_util::status(cpus, 1000, 2048)
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn v2_smallest_quota_on_the_path_wins() {
     let dir = tempfile::tempdir().unwrap();
@@ -57,6 +63,8 @@ fn v2_smallest_quota_on_the_path_wins() {
     );
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn v2_without_quota_budget_is_usable_pus() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,6 +88,8 @@ fn v2_without_quota_budget_is_usable_pus() {
     );
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn quota_above_the_pu_count_does_not_raise_the_budget() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,6 +102,8 @@ fn quota_above_the_pu_count_does_not_raise_the_budget() {
     assert!((budget.budget - 4.0).abs() < 1e-12);
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn v2_path_missing_in_namespace_falls_back_to_the_mount() {
     // Inside a container with its own cgroup namespace the path may not exist under the mount.
@@ -104,6 +116,8 @@ fn v2_path_missing_in_namespace_falls_back_to_the_mount() {
     assert!((budget.budget - 1.5).abs() < 1e-12);
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn v1_cfs_quota_and_cpuset() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,6 +162,8 @@ fn v1_cfs_quota_and_cpuset() {
     assert!((budget.budget - 1.5).abs() < 1e-12);
 }
 
+// Linux's /proc, /sys and cgroup files, laid out in a folder.
+#[cfg(target_os = "linux")]
 #[test]
 fn offline_and_isolated_cpus_are_shown() {
     let dir = tempfile::tempdir().unwrap();

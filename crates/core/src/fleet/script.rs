@@ -115,10 +115,12 @@ pub(super) fn quote(word: &str) -> String {
 
 #[cfg(test)]
 mod test {
+    #[cfg(target_os = "linux")]
     use std::path::PathBuf;
 
     use super::*;
 
+    #[cfg(target_os = "linux")]
     fn spec() -> FleetSpec {
         FleetSpec {
             targets: Vec::new(),
@@ -148,6 +150,8 @@ mod test {
         assert_eq!(quote("$HOME"), "'$HOME'");
     }
 
+    // Batch scripts for Linux nodes, with their paths.
+    #[cfg(target_os = "linux")]
     #[test]
     fn an_array_over_a_partition() {
         let target = SlurmTarget {
@@ -188,6 +192,8 @@ mod test {
         ));
     }
 
+    // Batch scripts for Linux nodes, with their paths.
+    #[cfg(target_os = "linux")]
     #[test]
     fn one_node_or_anywhere_but_some() {
         let target = SlurmTarget {

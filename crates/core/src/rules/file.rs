@@ -453,6 +453,8 @@ cpus = "all ~pu:0"     # a coretune CPU-set expression, evaluated on this machin
         assert!(effect.threads.is_none() && effect.nice.is_none());
     }
 
+    // User names and uids: rules files are Linux-only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn every_key_and_defaults() {
         let (rules, _) = load(
@@ -551,6 +553,8 @@ nice = -3
         assert!(error("rules = 1\n").starts_with("rules.toml:1:1: unknown field `rules`"));
     }
 
+    // User names and uids: rules files are Linux-only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn what_fails_only_here_skips_the_rule_with_a_warning() {
         let (rules, warnings) = load(

@@ -156,7 +156,9 @@ impl Matcher {
     }
 }
 
+// A fake /proc read by the Linux platform layer.
 #[cfg(test)]
+#[cfg(target_os = "linux")]
 mod test {
     use super::*;
     use crate::test_util::{status, task_stat, write};

@@ -304,6 +304,8 @@ mod test {
         );
     }
 
+    // Unix modes and symbolic links: rules files are Linux-only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn as_root_a_world_writable_file_or_a_link_is_refused() {
         use std::os::unix::fs::PermissionsExt;

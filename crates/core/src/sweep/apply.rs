@@ -23,6 +23,14 @@
 //!   so CPU numbers do not carry over, the count and the threads do.
 //! - **Docker** pins a container with `--cpuset-cpus` (the CPU numbers of the host), or limits
 //!   its CPU time with `--cpus` for a configuration left to the OS.
+//!
+//! # Windows
+//!
+//! A sweep made on Windows (its topology is a Windows machine's) gets Windows lines instead of
+//! the Linux and cluster ones: `coretune run`, `start /affinity` and PowerShell's
+//! `ProcessorAffinity` within processor group 0, `coretune run --cpus 'win:…'` for another group
+//! or across groups ([`crate::groups::windows_lines`]), and the runtimes' variables set the
+//! PowerShell way (`$env:NAME=VALUE`).
 
 use super::config::Config;
 use super::run::substitute_all;
@@ -56,6 +64,7 @@ pub fn apply_lines(
     };
     let list = format_list(&set_to_vec(&placement.union()));
     let restricted = config.is_restricted();
+    let windows = crate::groups::is_windows(topology);
     let mut lines = Vec::new();
     let cmd = match target {
         Target::Workload { spec, .. } => {
@@ -69,21 +78,25 @@ pub fn apply_lines(
         }
         Target::Command { argv, shell } => {
             let words = substitute_all(argv, config, &list);
-            let cmd = if *shell {
-                format!("sh -c '{}'", words.join(" "))
-            } else {
-                words.join(" ")
+            let cmd = match (*shell, windows) {
+                (true, false) => format!("sh -c '{}'", words.join(" ")),
+                (true, true) => format!("cmd /C \"{}\"", words.join(" ")),
+                (false, _) => words.join(" "),
             };
             lines.push(format!(
                 "coretune run --threads {n} --place {}{cpus_flag} -- {cmd}",
                 config.place
             ));
-            if restricted {
+            if restricted && !windows {
                 lines.push(format!("taskset -c {list} {cmd}"));
             }
             cmd
         }
     };
+    if windows {
+        lines.extend(windows_lines(topology, config, &placement, &cmd));
+        return lines;
+    }
     let mut omp = format!("OMP_NUM_THREADS={n}");
     if let Some(places) = placement.omp_places() {
         omp.push_str(&format!(" OMP_PLACES='{places}'"));
@@ -98,6 +111,36 @@ pub fn apply_lines(
         ));
     }
     lines.extend(scheduler_lines(topology, config, &placement, &cmd));
+    lines
+}
+
+/// The Windows lines (module docs): where the configuration names CPUs, how to start the program
+/// on them; then the runtimes' variables as PowerShell sets them.
+fn windows_lines(
+    topology: &Topology,
+    config: &Config,
+    placement: &Placement,
+    cmd: &str,
+) -> Vec<String> {
+    let n = config.threads;
+    let mut lines = Vec::new();
+    if config.is_restricted() {
+        let groups = crate::groups::ProcessorGroups::of(topology);
+        lines.extend(crate::groups::windows_lines(
+            &groups,
+            &set_to_vec(&placement.union()),
+            cmd,
+        ));
+    }
+    let mut env = format!("PowerShell: $env:OMP_NUM_THREADS={n}");
+    if let Some(places) = placement.omp_places() {
+        env.push_str(&format!("; $env:OMP_PLACES='{places}'"));
+    }
+    env.push_str(&format!(
+        "; $env:OMP_PROC_BIND='{}'; $env:RAYON_NUM_THREADS={n}; $env:TOKIO_WORKER_THREADS={n}",
+        placement.omp_proc_bind()
+    ));
+    lines.push(env);
     lines
 }
 
@@ -367,5 +410,42 @@ mod test {
             "srun --whole --cpu-bind=mask_cpu:0x2 coretune bench sum --threads 1 --place compact \
              --cpus 'pu:1' --size small --count 1000 --repeat 3   # one process; its threads on CPUs 1"
         );
+    }
+
+    /// A sweep on Windows (a topology hwloc found under Wine, kept in `tests/data/windows/`)
+    /// gets the Windows lines and none of the Linux or cluster ones.
+    #[test]
+    fn a_windows_machine_gets_windows_lines() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/windows/wine8-2pu.xml");
+        let t = Topology::load(&TopologySource::XmlFile(path)).unwrap();
+        assert!(crate::groups::is_windows(&t));
+        let l = lines(&t, &config(1, Policy::Compact, "pu:1"), Binding::Pu);
+        assert_eq!(
+            l[0],
+            "coretune run --threads 1 --place compact --cpus 'pu:1' -- ./app -t 1"
+        );
+        assert!(
+            l.contains(&"cmd.exe: start /affinity 2 ./app -t 1".to_owned()),
+            "{l:?}"
+        );
+        assert!(
+            l.iter().any(|x| x.ends_with("$p.ProcessorAffinity = 2")),
+            "{l:?}"
+        );
+        assert!(
+            l.iter().any(|x| x.starts_with("PowerShell: $env:OMP_NUM_THREADS=1; $env:OMP_PLACES='{1}'")),
+            "{l:?}"
+        );
+        for linux in [
+            "taskset",
+            "srun",
+            "#SBATCH",
+            "docker",
+            "kubernetes",
+            "systemd",
+        ] {
+            assert!(find(&l, linux).is_empty(), "{linux} in {l:?}");
+        }
     }
 }

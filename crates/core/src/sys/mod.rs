@@ -78,9 +78,10 @@ pub(crate) use os::{
 // Machine-wide activity.
 pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 
-// Processes and threads.
+// Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`).
 pub(crate) use os::{
-    PROC_DIR, own_threads, own_uid, process_state, process_uid, processes, thread_ids, threads,
+    PRELOAD, PROC_DIR, THREADS_VISIBLE, own_threads, own_uid, process_state, process_uid,
+    processes, thread_ids, threads,
 };
 
 // The inputs of the CPU budget, and what the budget calls them.
@@ -457,6 +458,8 @@ mod test {
             systemctl: fn(&[&str]) -> Text,
         );
         let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
+        let _: [bool; 2] = [linux::THREADS_VISIBLE, unsupported::THREADS_VISIBLE];
+        let _: [bool; 2] = [linux::PRELOAD, unsupported::PRELOAD];
         let _: [LimitNames; 2] = [linux::LIMIT_NAMES, unsupported::LIMIT_NAMES];
         macro_rules! counter {
             ($os:ident) => {

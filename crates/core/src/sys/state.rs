@@ -32,7 +32,7 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        sync_dir(dir)
     };
     write().map_err(|source| {
         let _ = std::fs::remove_file(&tmp);
@@ -59,9 +59,19 @@ pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
 pub(crate) fn remove_durably(path: &Path) -> Result<(), SysError> {
     std::fs::remove_file(path).map_err(read_error(path))?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+        let _ = sync_dir(dir);
     }
     Ok(())
+}
+
+/// Makes a rename or removal in `dir` durable: the folder's entry list synced on Unix. Windows
+/// cannot open a folder as a file, and NTFS journals its metadata itself: nothing to do there.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    if cfg!(unix) {
+        std::fs::File::open(dir)?.sync_all()
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,12 @@ use crate::sys::{
     ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf, Woken,
 };
 
+/// coretune's pinning library is built for Linux's loader only.
+pub(crate) const PRELOAD: bool = false;
+
+/// No thread of another process can be seen here.
+pub(crate) const THREADS_VISIBLE: bool = false;
+
 /// Where Linux keeps `/proc`; nothing reads it here.
 pub(crate) const PROC_DIR: &str = "/proc";
 

@@ -24,6 +24,12 @@ pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, ta
 pub(crate) use cgroup::cgroup_limits;
 pub(crate) use child::{ChildTree, executable_candidates, is_path, prepare_child, shell_command};
 
+/// The dynamic loader takes `LD_PRELOAD` (the pinning library, `crates/pin`).
+pub(crate) const PRELOAD: bool = true;
+
+/// Whether another process's threads can be seen with the CPU each last ran on (`/proc/PID/task`).
+pub(crate) const THREADS_VISIBLE: bool = true;
+
 /// What the budget calls Linux's restrictions.
 pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
     cpuset: "cgroup cpuset",

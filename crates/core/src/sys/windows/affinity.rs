@@ -15,7 +15,7 @@ use windows_sys::Win32::System::Threading::{
     GetActiveProcessorGroupCount, GetCurrentThread, GetProcessGroupAffinity,
     GetThreadGroupAffinity, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SET_INFORMATION,
     SetProcessAffinityMask, SetProcessDefaultCpuSets, SetThreadGroupAffinity,
-    THREAD_QUERY_LIMITED_INFORMATION, THREAD_SET_LIMITED_INFORMATION,
+    THREAD_QUERY_INFORMATION, THREAD_SET_INFORMATION,
 };
 
 use super::handle::{Handle, check, is_wine, open_process, open_thread};
@@ -65,8 +65,8 @@ fn set_thread_group_affinity(thread: &Thread, m: GroupMask) -> io::Result<()> {
         Group: m.group,
         Reserved: [0; 3],
     };
-    // SAFETY: `thread` is a valid handle with THREAD_SET_LIMITED_INFORMATION (or the calling
-    // thread's pseudo-handle); `affinity` is an initialised GROUP_AFFINITY with its reserved
+    // SAFETY: `thread` is a valid handle with THREAD_SET_INFORMATION (or the calling thread's
+    // pseudo-handle); `affinity` is an initialised GROUP_AFFINITY with its reserved
     // words zero, only read; no previous affinity is asked for (null).
     check(unsafe { SetThreadGroupAffinity(thread.raw(), &affinity, std::ptr::null_mut()) })
 }
@@ -84,19 +84,16 @@ pub(crate) fn set_task_affinity(tid: i32, cpus: &CpuSet) -> io::Result<()> {
     else {
         return Err(io::Error::from_raw_os_error(ERROR_INVALID_PARAMETER as i32));
     };
-    let thread = Thread::open(
-        tid,
-        THREAD_SET_LIMITED_INFORMATION | THREAD_QUERY_LIMITED_INFORMATION,
-    )?;
+    let thread = Thread::open(tid, THREAD_SET_INFORMATION | THREAD_QUERY_INFORMATION)?;
     set_thread_group_affinity(&thread, part)
 }
 
 /// The CPUs thread `tid` (0 = the calling thread) may run on: its group and mask.
 pub(crate) fn task_affinity(tid: i32) -> io::Result<CpuSet> {
-    let thread = Thread::open(tid, THREAD_QUERY_LIMITED_INFORMATION)?;
+    let thread = Thread::open(tid, THREAD_QUERY_INFORMATION)?;
     let mut affinity = GROUP_AFFINITY::default();
-    // SAFETY: `thread` is a valid handle with THREAD_QUERY_LIMITED_INFORMATION (or the pseudo-
-    // handle of the calling thread); `affinity` is a writable GROUP_AFFINITY.
+    // SAFETY: `thread` is a valid handle with THREAD_QUERY_INFORMATION (or the pseudo-handle of
+    // the calling thread); `affinity` is a writable GROUP_AFFINITY.
     check(unsafe { GetThreadGroupAffinity(thread.raw(), &mut affinity) })?;
     let base = usize::from(affinity.Group) * 64;
     Ok(set_from_indexes(
@@ -189,10 +186,7 @@ impl GroupCalls for RealCalls {
     }
 
     fn set_thread_group(&mut self, tid: u32, affinity: GroupMask) -> io::Result<()> {
-        let thread = open_thread(
-            tid,
-            THREAD_SET_LIMITED_INFORMATION | THREAD_QUERY_LIMITED_INFORMATION,
-        )?;
+        let thread = open_thread(tid, THREAD_SET_INFORMATION | THREAD_QUERY_INFORMATION)?;
         set_thread_group_affinity(&Thread::Opened(thread), affinity)
     }
 

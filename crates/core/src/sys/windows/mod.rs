@@ -44,8 +44,12 @@ pub(crate) use processes::{
     own_threads, pids, process_exe, process_state, processes, thread_ids, threads,
 };
 
+/// Windows does not tell the CPU another thread is on (only a thread itself can ask,
+/// `GetCurrentProcessorNumberEx`): `watch` samples per-CPU time, not threads.
+pub(crate) const THREADS_VISIBLE: bool = false;
+
 pub(crate) use super::unsupported::{
-    DaemonSignals, MigrationCounter, PROC_DIR, ProcEvents, boot_time_ns, canonical_path,
+    DaemonSignals, MigrationCounter, PRELOAD, PROC_DIR, ProcEvents, boot_time_ns, canonical_path,
     cgroup_pids, child_cgroups, cpuset_hierarchies, effective_uid, interrupts, link_meta,
     load_average, monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline,
     process_facts, process_uid, read_cgroup_file, read_no_follow, set_task_nice, softirqs,
