@@ -3,7 +3,7 @@
 #   make tune    build (release) and run the main job: `coretune tune` on the built-in workload
 #   make test    everything CI checks: format, clippy, unit/integration/doc tests (debug and
 #                release; the release pass includes the VM tests, tests/vm.rs), benchmark smoke
-#                runs, docs
+#                runs, docs, and the Windows build's tests under Wine (make test-windows)
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
@@ -14,7 +14,7 @@ CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
 .PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs \
-	install install-files uninstall vm-tests vm-run vm-shell
+	install install-files uninstall vm-tests vm-run vm-shell windows test-windows
 
 tune: setup build
 	./target/release/coretune tune
@@ -28,7 +28,7 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
-test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs
+test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs test-windows
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -48,6 +48,17 @@ bench-smoke:
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
+
+# Windows (x86_64-pc-windows-gnu), built here and run under Wine (scripts/windows.sh: it installs
+# Debian's Rust 1.96 with its std source, mingw and Wine, and cross-builds hwloc once).
+#   make windows        target/x86_64-pc-windows-gnu/release/coretune.exe
+#   make test-windows   the workspace's tests for Windows under Wine, then the release .exe
+#                       checked from Linux (tests/windows_wine.rs)
+windows:
+	scripts/windows.sh build
+
+test-windows:
+	scripts/windows.sh test
 
 # Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of release-tests;
 # these run them alone. `make vm-run PAYLOAD=smt` boots one payload (a name in

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! probe [env] [affinity] [spin MS] [sleep MS] [sleep-unless A B MS] [write FILE]
-//!       [log FILE TEXT] [spawn N WORD...] [fail-if A B] [exit CODE]
+//!       [log FILE TEXT] [pid FILE] [spawn N WORD...] [fail-if A B] [exit CODE]
 //! ```
 //!
 //! Each word is done in order:
@@ -15,6 +15,7 @@
 //! - `sleep MS`: sleeps MS milliseconds; `sleep-unless A B MS` unless A and B are equal;
 //! - `write FILE`: creates FILE (empty), to say it got this far;
 //! - `log FILE TEXT`: appends a line `TEXT OMP_NUM_THREADS` to FILE;
+//! - `pid FILE`: writes its process id to FILE (for `coretune run --pid`);
 //! - `spawn N WORD...`: starts another probe with the next N words, does not wait for it, and
 //!   goes on with the words after them (a process tree, for the tests of killing one);
 //! - `fail-if A B`: exits with 1 when A and B are equal;
@@ -84,6 +85,16 @@ fn main() {
                     .open(file)
                     .and_then(|mut f| writeln!(f, "{text} {omp}"));
                 if let Err(e) = appended {
+                    eprintln!("probe: {file}: {e}");
+                    std::process::exit(1);
+                }
+            }
+            "pid" => {
+                let Some(file) = words.next() else {
+                    eprintln!("probe: pid needs FILE");
+                    std::process::exit(2);
+                };
+                if let Err(e) = std::fs::write(file, std::process::id().to_string()) {
                     eprintln!("probe: {file}: {e}");
                     std::process::exit(1);
                 }

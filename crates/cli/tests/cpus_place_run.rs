@@ -27,7 +27,9 @@ fn cpus_prints_one_line_per_format() {
         (vec!["all", "~pu:0"], "hwloc", "0x0000fffe\n"),
         (vec!["all ~pu:0"], "taskset", "0xfffe\n"),
         (vec!["numa:1.core:0-1", "0"], "list", "0,8-11\n"),
-        (vec!["core:0-3"], "windows", "win:FF\n"),
+        // What `start /affinity` takes.
+        (vec!["core:0-3"], "windows", "FF\n"),
+        (vec!["all ~pu:0"], "windows", "FFFE\n"),
         (vec!["core:0"], "binary", "0b11\n"),
     ];
     for (expr, to, want) in cases {
@@ -44,8 +46,45 @@ fn cpus_prints_one_line_per_format() {
     ]))
     .unwrap();
     assert_eq!(json["pus"], serde_json::json!([0, 8]));
+    assert_eq!(json["windows"], "101");
     assert_eq!(json["hwloc"], "0x00000101");
     assert!(json["warnings"].as_array().unwrap().len() >= 2, "{json}");
+}
+
+/// Windows masks on a big machine are that machine's processor groups (modelled from the Linux
+/// XML: what Windows would make of it), and read back with the `win:` prefix.
+#[test]
+fn windows_masks_follow_the_machine_s_processor_groups() {
+    let epyc = util::fixture("amd-epyc-9654-zen4-2p-2numa-24l3-384pu.xml");
+    let numa1 = stdout(&["cpus", "--input", &epyc, "--to", "windows", "numa:1"]);
+    assert_eq!(
+        numa1,
+        "3:FFFFFFFFFFFFFFFF,4:FFFFFFFFFFFFFFFF,5:FFFFFFFFFFFFFFFF\n"
+    );
+    let back = stdout(&["cpus", "--input", &epyc, &format!("win:{}", numa1.trim())]);
+    assert_eq!(back, stdout(&["cpus", "--input", &epyc, "numa:1"]));
+    // Linux numbers the first core's SMT siblings 0 and 192; Windows puts them on bits 0 and 1.
+    assert_eq!(
+        stdout(&["cpus", "--input", &epyc, "--to", "windows", "core:0"]),
+        "3\n"
+    );
+    let out = coretune()
+        .args(["cpus", "--input", &epyc, "--to", "powershell", "numa:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("only the CPUs of processor group 0"), "{err}");
+    // The same set's warning names the same groups.
+    let out = coretune()
+        .args(["cpus", "--input", &epyc, "numa:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("crosses Windows processor groups (group 3: 96-127,288-319; group 4"),
+        "{err}"
+    );
 }
 
 #[test]

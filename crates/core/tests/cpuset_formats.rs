@@ -28,15 +28,15 @@ proptest! {
                 TestCaseError::fail(format!("{format} '{text}': {e}"))
             })?;
             prop_assert_eq!(expr.terms().len(), 1);
-            // Windows masks stay masks until resolved on a machine's processor groups; without a
-            // topology they are in hwloc's numbering (64 × group + bit).
-            let want = if format == Format::Windows {
-                Atom::WindowsGroups(ProcessorGroups::numbered(cpus.iter().copied()).split(&cpus).0)
-            } else {
-                Atom::Cpus(cpus.clone())
-            };
-            prop_assert_eq!(&expr.terms()[0].atom, &want, "{} '{}'", format, text);
+            prop_assert_eq!(&expr.terms()[0].atom, &Atom::Cpus(cpus.clone()), "{} '{}'", format, text);
         }
+        // What `start /affinity` takes reads back with coretune's `win:` prefix; masks stay
+        // masks until resolved on a machine's processor groups, and without a topology they are
+        // in hwloc's numbering (64 × group + bit).
+        let text = format!("win:{}", Format::Windows.render(&set).unwrap());
+        let expr: CpuSetExpr = text.parse().map_err(|e| TestCaseError::fail(format!("'{text}': {e}")))?;
+        let want = Atom::WindowsGroups(ProcessorGroups::numbered(cpus.iter().copied()).split(&cpus).0);
+        prop_assert_eq!(&expr.terms()[0].atom, &want, "'{}'", text);
     }
 
     #[test]

@@ -24,9 +24,10 @@ pub enum Format {
     /// One hex number, as `hwloc-calc --taskset` prints it and `taskset` takes it: `0xff`.
     /// Parseable.
     Taskset,
-    /// Windows `start /affinity` hex with coretune's `win:` prefix: `win:FC` for processor group
-    /// 0, `win:0:FFFFFFFFFFFFFFFF,1:3` (one mask per processor group, with its number)
-    /// otherwise. Parseable. With a topology ([`Format::render_on`]) the masks are that machine's
+    /// What Windows' `start /affinity` takes: processor group 0's hex mask, `FC`. A set with
+    /// CPUs in other groups, which `start` cannot reach, is one `GROUP:HEX` per group
+    /// (`0:FFFFFFFFFFFFFFFF,1:3`). Either reads back as an expression with coretune's `win:`
+    /// prefix (`win:FC`). With a topology ([`Format::render_on`]) the masks are that machine's
     /// processor groups (modelled for a machine not seen on Windows, see `ProcessorGroups`);
     /// without, hwloc's numbering of Windows CPUs, `64 × group + bit`.
     Windows,
@@ -73,7 +74,7 @@ impl Format {
     pub fn is_parseable(self) -> bool {
         !matches!(
             self,
-            Format::PowerShell | Format::Count | Format::Json | Format::OmpPlaces
+            Format::Windows | Format::PowerShell | Format::Count | Format::Json | Format::OmpPlaces
         )
     }
 
@@ -273,11 +274,11 @@ fn hex_digits(cpus: &[usize], upper: bool) -> String {
 
 fn windows_string(masks: &[GroupMask]) -> String {
     match masks {
-        [] => "win:0".to_owned(),
-        [GroupMask { group: 0, mask }] => format!("win:{mask:X}"),
+        [] => "0".to_owned(),
+        [GroupMask { group: 0, mask }] => format!("{mask:X}"),
         _ => {
             let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
-            format!("win:{}", parts.join(","))
+            parts.join(",")
         }
     }
 }
@@ -341,8 +342,8 @@ mod test {
         assert_eq!(render(Format::OmpPlaces, &cpus), "{0}:4,{8}");
         assert_eq!(render(Format::Slurm, &cpus), "mask_cpu:0x10f");
         assert_eq!(render(Format::PowerShell, &cpus), "271");
-        assert_eq!(render(Format::Windows, &[2, 3]), "win:C");
-        assert_eq!(render(Format::Windows, &[0, 65]), "win:0:1,1:2");
+        assert_eq!(render(Format::Windows, &[2, 3]), "C");
+        assert_eq!(render(Format::Windows, &[0, 65]), "0:1,1:2");
         assert_eq!(
             Format::PowerShell.render(&set_from_indexes([1, 64])),
             Err(FormatError::TooWide {
