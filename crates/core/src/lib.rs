@@ -107,7 +107,7 @@ pub use pin::{
 pub use rules::{
     Action as RuleActionRecord, Enforcer, EventSource, Outcome as RuleOutcome, Rule, RuleAction,
     RuleEffect, RuleSet, RuleWarning, RulesError, Trigger as RuleTrigger, WatchEvent, WatchOptions,
-    watch as watch_rules,
+    keeping_in_force_is_supported, watch as watch_rules,
 };
 
 pub use reserve::{

@@ -79,11 +79,13 @@ pub struct Measurement {
     #[serde(rename = "wall_s", with = "seconds")]
     pub wall: Duration,
     /// User CPU time of the whole process.
-    #[serde(rename = "user_s", with = "seconds")]
-    pub user: Duration,
+    /// (`None` where the system kept no account of it: a program's process tree under Wine,
+    /// whose job objects count nothing; absent, never written as 0.)
+    #[serde(rename = "user_s", with = "seconds_opt")]
+    pub user: Option<Duration>,
     /// System CPU time of the whole process.
-    #[serde(rename = "sys_s", with = "seconds")]
-    pub sys: Duration,
+    #[serde(rename = "sys_s", with = "seconds_opt")]
+    pub sys: Option<Duration>,
     /// Voluntary context switches (the thread blocked); `None` where the OS does not count
     /// them apart from involuntary ones (Windows), or the count could not be read: absent, never
     /// written as 0.
@@ -126,6 +128,39 @@ pub(crate) mod seconds {
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde helpers: an optional `Duration` as fractional seconds or `null`.
+pub(crate) mod seconds_opt {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serializes as `f64` seconds, `None` as `null`.
+    ///
+    /// # Errors
+    ///
+    /// The serializer's.
+    #[allow(clippy::ref_option)] // serde's `with` passes `&Option<T>`
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Deserializes from `f64` seconds or `null`.
+    ///
+    /// # Errors
+    ///
+    /// The deserializer's, or a negative or non-finite value.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|secs| Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom))
+            .transpose()
     }
 }
 
@@ -294,7 +329,7 @@ impl Probe {
     pub fn finish(self, threads: Vec<ThreadRecord>) -> Measurement {
         let wall = self.start.elapsed();
         let end = sys::resource_usage(UsageOf::ThisProcess).ok();
-        let (user, sys, vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
+        let ((user, sys), vcs, ivcs, maxrss) = usage_delta(self.usage.as_ref(), end.as_ref());
         let sources: Vec<_> = threads.iter().map(|t| t.migrations_source).collect();
         let migrations_source = match sources.first() {
             Some(Some(first)) if sources.iter().all(|s| s == &Some(*first)) => *first,
@@ -355,7 +390,7 @@ impl ChildProbe {
     /// [`ChildProbe::finish`] with the tree's own accounting when the OS keeps one.
     pub(crate) fn finish_with(self, tree: Option<ResourceUsage>) -> Measurement {
         let wall = self.start.elapsed();
-        let (user, sys, vcs, ivcs, maxrss) = match tree {
+        let ((user, sys), vcs, ivcs, maxrss) = match tree {
             Some(tree) => usage_delta(Some(&ResourceUsage::default()), Some(&tree)),
             None => {
                 let end = sys::resource_usage(UsageOf::Children).ok();
@@ -377,23 +412,28 @@ impl ChildProbe {
     }
 }
 
+/// The CPU time of a run: user and system.
+type Times = (Option<Duration>, Option<Duration>);
+
 /// user, sys, voluntary and involuntary switches between two `getrusage` readings, and the
-/// later reading's peak RSS in bytes; the times are zero when either reading failed (the wall
-/// time still stands), the counts absent.
+/// later reading's peak RSS in bytes; all absent when either reading failed (the wall time
+/// still stands).
 fn usage_delta(
     a: Option<&ResourceUsage>,
     b: Option<&ResourceUsage>,
-) -> (Duration, Duration, Option<u64>, Option<u64>, Option<u64>) {
+) -> (Times, Option<u64>, Option<u64>, Option<u64>) {
     let count = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
     match (a, b) {
         (Some(a), Some(b)) => (
-            b.user.saturating_sub(a.user),
-            b.system.saturating_sub(a.system),
+            (
+                Some(b.user.saturating_sub(a.user)),
+                Some(b.system.saturating_sub(a.system)),
+            ),
             count(a.voluntary_ctx_switches, b.voluntary_ctx_switches),
             count(a.involuntary_ctx_switches, b.involuntary_ctx_switches),
             (b.max_rss_bytes > 0).then_some(b.max_rss_bytes),
         ),
-        _ => (Duration::ZERO, Duration::ZERO, None, None, None),
+        _ => ((None, None), None, None, None),
     }
 }
 
@@ -466,7 +506,10 @@ mod test {
         let m = probe.finish(tracker.into_records());
         assert!(m.wall >= Duration::from_millis(65), "{m:?}");
         // Two threads used 60 ms of CPU each; getrusage may be tick-sampled (4 ms at HZ=250).
-        assert!(m.user + m.sys >= Duration::from_millis(100), "{m:?}");
+        assert!(
+            m.user.unwrap() + m.sys.unwrap() >= Duration::from_millis(100),
+            "{m:?}"
+        );
         match m.voluntary_ctx_switches {
             Some(n) => assert!(n >= 2, "{m:?}"),
             // Windows does not count voluntary switches apart: absent, not 0.
@@ -492,8 +535,8 @@ mod test {
     fn serializes_durations_as_seconds() {
         let m = Measurement {
             wall: Duration::from_millis(1500),
-            user: Duration::from_millis(250),
-            sys: Duration::ZERO,
+            user: Some(Duration::from_millis(250)),
+            sys: Some(Duration::ZERO),
             voluntary_ctx_switches: Some(3),
             involuntary_ctx_switches: Some(4),
             migrations: Some(1),

@@ -300,11 +300,13 @@ fn print_run(out: &mut impl std::io::Write, n: usize, p: &Progress<'_>) -> std::
     let m = &r.measurement;
     writeln!(
         out,
-        "{:>3} {:>8.3}s {:>7.3}s {:>7.3}s {:>8} {:>8} {:>6} {:>9} {:>14}  {}",
+        "{:>3} {:>8.3}s {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>14}  {}",
         n,
         m.wall.as_secs_f64(),
-        m.user.as_secs_f64(),
-        m.sys.as_secs_f64(),
+        m.user
+            .map_or("-".into(), |d| format!("{:.3}s", d.as_secs_f64())),
+        m.sys
+            .map_or("-".into(), |d| format!("{:.3}s", d.as_secs_f64())),
         m.voluntary_ctx_switches
             .map_or("-".into(), |n| n.to_string()),
         m.involuntary_ctx_switches

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::{
     CpuSetExpr, ReserveMethod, ReservePlan, ResolveOptions, Topology, TopologySource,
@@ -64,6 +64,12 @@ fn flat(context: &str) -> impl FnOnce(coretune_core::ReserveError) -> anyhow::Er
 }
 
 pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
+    if !coretune_core::keeping_in_force_is_supported() {
+        bail!(
+            "reserve: Linux only (cgroup cpusets and systemd slices); on Windows keep CPUs free \
+             with CPU sets (Process Lasso) or start programs with `coretune run --cpus 'all ~pu:0'`"
+        );
+    }
     let state = args.state.clone().unwrap_or_else(reserve_state_path);
     if args.undo {
         if args.dry_run {

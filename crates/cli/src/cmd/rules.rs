@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use coretune_core::{
     Enforcer, EventSource, RuleAction, RuleActionRecord, RuleOutcome, RuleSet, RuleTrigger,
@@ -66,6 +66,13 @@ struct WatchArgs {
 }
 
 pub(crate) fn run(args: &RulesArgs) -> anyhow::Result<ExitCode> {
+    if !coretune_core::keeping_in_force_is_supported() {
+        bail!(
+            "rules: Linux only (process starts through the kernel's process-event connector, \
+             /proc); on Windows start programs with `coretune run --cpus`, or keep them placed \
+             with Process Lasso or CPU sets"
+        );
+    }
     // Rules bind processes of this machine: its topology, always.
     let topo = Topology::load(&TopologySource::Live)?;
     match &args.command {

@@ -18,8 +18,8 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
     let record = RunRecord {
         measurement: Measurement {
             wall: Duration::from_secs_f64(wall),
-            user: Duration::from_secs_f64(wall * threads as f64 * 0.9),
-            sys: Duration::from_millis(10),
+            user: Some(Duration::from_secs_f64(wall * threads as f64 * 0.9)),
+            sys: Some(Duration::from_millis(10)),
             voluntary_ctx_switches: Some(2),
             involuntary_ctx_switches: Some(10 * threads as u64),
             migrations: Some(threads as u64),

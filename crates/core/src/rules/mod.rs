@@ -261,6 +261,13 @@ fn read_rules_file(path: &Path, as_root: bool) -> Result<String, RulesError> {
     Ok(text)
 }
 
+/// Whether rules and reserving CPUs work on this system: they read `/proc`, watch process starts
+/// through Linux's process-event connector and write cgroup cpusets, so Linux only. Elsewhere
+/// the commands say so rather than run without effect.
+pub fn keeping_in_force_is_supported() -> bool {
+    sys::PROC_FS
+}
+
 #[cfg(test)]
 mod test {
     use super::*;

@@ -90,8 +90,13 @@ impl ConfigRow {
             .filter(|l| !l.warmup && l.config == s.config && l.status == Status::Ok)
             .collect();
         let times_s = ok.iter().filter_map(|l| l.wall_s()).collect();
-        let mean_of = |f: &dyn Fn(&RunRecord) -> f64| {
-            let v: Vec<f64> = ok.iter().filter_map(|l| l.record.as_ref()).map(f).collect();
+        // Over the runs that have the figure; none when a run lacks it (absent, not 0).
+        let mean_of = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
+            let v: Vec<f64> = ok
+                .iter()
+                .filter_map(|l| l.record.as_ref())
+                .map(f)
+                .collect::<Option<_>>()?;
             crate::stats::mean(&v)
         };
         Self {
@@ -103,8 +108,8 @@ impl ConfigRow {
             min_s: w.map(|w| w.min),
             max_s: w.map(|w| w.max),
             mad_s: w.map(|w| w.mad),
-            user_s: mean_of(&|r| r.measurement.user.as_secs_f64()),
-            sys_s: mean_of(&|r| r.measurement.sys.as_secs_f64()),
+            user_s: mean_of(&|r| r.measurement.user.map(|d| d.as_secs_f64())),
+            sys_s: mean_of(&|r| r.measurement.sys.map(|d| d.as_secs_f64())),
             runs: s.runs,
             failed: s.failed,
             speedup: s.speedup,

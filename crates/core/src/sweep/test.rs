@@ -11,8 +11,8 @@ fn record(wall: f64, involuntary: u64) -> RunRecord {
     RunRecord {
         measurement: Measurement {
             wall: Duration::from_secs_f64(wall),
-            user: Duration::from_secs_f64(wall),
-            sys: Duration::ZERO,
+            user: Some(Duration::from_secs_f64(wall)),
+            sys: Some(Duration::ZERO),
             voluntary_ctx_switches: Some(1),
             involuntary_ctx_switches: Some(involuntary),
             migrations: Some(0),

@@ -80,7 +80,7 @@ pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 
 // Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`).
 pub(crate) use os::{
-    PRELOAD, PROC_DIR, THREADS_VISIBLE, own_threads, own_uid, process_state, process_uid,
+    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, own_threads, own_uid, process_state, process_uid,
     processes, thread_ids, threads,
 };
 
@@ -460,6 +460,7 @@ mod test {
         let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
         let _: [bool; 2] = [linux::THREADS_VISIBLE, unsupported::THREADS_VISIBLE];
         let _: [bool; 2] = [linux::PRELOAD, unsupported::PRELOAD];
+        let _: [bool; 2] = [linux::PROC_FS, unsupported::PROC_FS];
         let _: [LimitNames; 2] = [linux::LIMIT_NAMES, unsupported::LIMIT_NAMES];
         macro_rules! counter {
             ($os:ident) => {

@@ -18,6 +18,9 @@ use crate::sys::{
     ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf, Woken,
 };
 
+/// No `/proc`, cgroups or process events here: `rules` and `reserve` are Linux-only.
+pub(crate) const PROC_FS: bool = false;
+
 /// coretune's pinning library is built for Linux's loader only.
 pub(crate) const PRELOAD: bool = false;
 

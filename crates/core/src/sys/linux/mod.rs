@@ -24,6 +24,10 @@ pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, ta
 pub(crate) use cgroup::cgroup_limits;
 pub(crate) use child::{ChildTree, executable_candidates, is_path, prepare_child, shell_command};
 
+/// `/proc` of every process, cgroups and the process-event connector: what `coretune rules` and
+/// `reserve` work through.
+pub(crate) const PROC_FS: bool = true;
+
 /// The dynamic loader takes `LD_PRELOAD` (the pinning library, `crates/pin`).
 pub(crate) const PRELOAD: bool = true;
 

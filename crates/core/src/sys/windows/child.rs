@@ -94,10 +94,9 @@ impl ChildTree {
         check(unsafe { TerminateJobObject(self.job.raw(), 1) })
     }
 
-    /// The CPU time of the whole tree (the job's accounting, ended processes included; the
-    /// program's own times where the job keeps none, as Wine's does not) and the program's peak
-    /// working set. Windows counts context switches per thread and forgets them with the thread:
-    /// absent.
+    /// The CPU time of the whole tree (the job's accounting, ended processes included) and the
+    /// program's peak working set; `None` where the job keeps no account (Wine). Windows counts
+    /// context switches per thread and forgets them with the thread: absent.
     pub(crate) fn usage(&self) -> Option<ResourceUsage> {
         let mut info = JOBOBJECT_BASIC_ACCOUNTING_INFORMATION::default();
         // SAFETY: `self.job` is a valid job handle with JOB_OBJECT_QUERY; `info` is a writable
@@ -119,10 +118,10 @@ impl ChildTree {
                 hundred_ns(u64::try_from(info.TotalKernelTime).unwrap_or(0)),
             )
         });
-        let (user, system) = match job {
-            Some(times) => times,
-            None => process_times(&self.process)?,
-        };
+        // Without the job's account (Wine keeps none) the tree's time is not known: another
+        // process's own times under Wine are not trustworthy either (a 300 ms spin read as
+        // 10 ms of user time), so nothing is said.
+        let (user, system) = job?;
         Some(ResourceUsage {
             user,
             system,

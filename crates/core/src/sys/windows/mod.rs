@@ -49,9 +49,9 @@ pub(crate) use processes::{
 pub(crate) const THREADS_VISIBLE: bool = false;
 
 pub(crate) use super::unsupported::{
-    DaemonSignals, MigrationCounter, PRELOAD, PROC_DIR, ProcEvents, boot_time_ns, canonical_path,
-    cgroup_pids, child_cgroups, cpuset_hierarchies, effective_uid, interrupts, link_meta,
-    load_average, monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline,
+    DaemonSignals, MigrationCounter, PRELOAD, PROC_DIR, PROC_FS, ProcEvents, boot_time_ns,
+    canonical_path, cgroup_pids, child_cgroups, cpuset_hierarchies, effective_uid, interrupts,
+    link_meta, load_average, monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline,
     process_facts, process_uid, read_cgroup_file, read_no_follow, set_task_nice, softirqs,
     systemctl, systemd_booted, task_nice, ticks_per_second, user_id, write_cgroup_file,
 };
