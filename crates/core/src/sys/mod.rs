@@ -26,6 +26,7 @@
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits; owner and mode, reading without following a link, durable writes of saved state |
 //! | `state.rs` | saved state written durably (standard library only, every OS) |
+//! | `unix_command.rs` | `sh -c`, and finding a program on `PATH` as `execvp` does (standard library only, every Unix) |
 //! | `windows/` | Windows, one file per concern (see its module docs): group affinity of threads and processes, starting a program suspended in a job object, counters, processes and threads through ToolHelp snapshots, per-CPU times, the host, the CPU budget (affinity, CPU sets, job CPU rate) |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`); Windows takes from it what has no Windows meaning (cgroups, systemd, the process-event connector) |
 //!
@@ -38,6 +39,9 @@ use std::time::Duration;
 
 mod error;
 mod state;
+// `sh -c` and `PATH` lookup on Linux and the other Unix systems (Windows has its own).
+#[cfg(not(windows))]
+mod unix_command;
 // The one place unsafe code is allowed: `linux/affinity.rs` and `linux/signals.rs` call libc,
 // `windows/` calls the Windows API.
 #[cfg(target_os = "linux")]

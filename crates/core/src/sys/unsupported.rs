@@ -97,22 +97,10 @@ impl ChildTree {
     }
 }
 
-/// `sh -c SCRIPT`, as on every Unix.
-pub(crate) fn shell_command(script: &str) -> Command {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(script);
-    cmd
-}
-
-/// A name with a `/` is a path, as `execvp` takes it.
-pub(crate) fn is_path(program: &str) -> bool {
-    program.contains('/')
-}
-
-/// Just `dir/name`.
-pub(crate) fn executable_candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
-    vec![dir.join(name)]
-}
+// `sh -c`, and `PATH` as `execvp` reads it: every other system is a Unix (Windows, which takes
+// parts of this module, has its own).
+#[cfg(not(windows))]
+pub(crate) use super::unix_command::{executable_candidates, is_path, shell_command};
 
 pub(crate) fn set_task_affinity(_tid: i32, _cpus: &CpuSet) -> io::Result<()> {
     io_unsupported()

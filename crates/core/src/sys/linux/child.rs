@@ -1,10 +1,8 @@
-//! A started program: its CPU set applied before `exec`, its process tree (a process group of its
-//! own when asked, so that a timeout ends the program and everything it started), the shell,
-//! and how a command name is looked up on `PATH`.
+//! A started program: its CPU set applied before `exec`, and its process tree (a process group
+//! of its own when asked, so that a timeout ends the program and everything it started).
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use hwlocality::cpu::cpuset::CpuSet;
@@ -68,22 +66,4 @@ impl ChildTree {
     pub(crate) fn usage(&self) -> Option<ResourceUsage> {
         None
     }
-}
-
-/// `sh -c SCRIPT`.
-pub(crate) fn shell_command(script: &str) -> Command {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(script);
-    cmd
-}
-
-/// Whether a command name is a path (it has a `/`), which `execvp` runs as it is, rather than a
-/// name looked up on `PATH`.
-pub(crate) fn is_path(program: &str) -> bool {
-    program.contains('/')
-}
-
-/// The files a command name may be in a directory of `PATH`: just `dir/name`.
-pub(crate) fn executable_candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
-    vec![dir.join(name)]
 }

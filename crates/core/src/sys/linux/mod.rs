@@ -20,9 +20,10 @@ mod sysfs;
 mod systemd;
 mod users;
 
+pub(crate) use super::unix_command::{executable_candidates, is_path, shell_command};
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use cgroup::cgroup_limits;
-pub(crate) use child::{ChildTree, executable_candidates, is_path, prepare_child, shell_command};
+pub(crate) use child::{ChildTree, prepare_child};
 
 /// `/proc` of every process, cgroups and the process-event connector: what `coretune rules` and
 /// `reserve` work through.

@@ -152,13 +152,6 @@ fn duplicate(handle: HANDLE) -> io::Result<Handle> {
     Handle::new(out)
 }
 
-/// User and kernel time of a process.
-pub(super) fn process_times(
-    process: &Handle,
-) -> Option<(std::time::Duration, std::time::Duration)> {
-    process_times_raw(process.raw())
-}
-
 /// User and kernel time of the process behind `process` (a handle or pseudo-handle).
 pub(super) fn process_times_raw(
     process: HANDLE,
