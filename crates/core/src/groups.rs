@@ -31,6 +31,13 @@
 //! [`place_new_process`] and [`rebind_threads`] decide the calls; the platform layer makes them
 //! through [`GroupCalls`] (`sys/windows/affinity.rs`), and the tests record them through a fake
 //! on topologies with hundreds of CPUs.
+//!
+//! A new program is placed between its creation (suspended) and its first instruction: its
+//! first thread is moved to the right group, which is what `PROC_THREAD_ATTRIBUTE_GROUP_AFFINITY`
+//! in `CreateProcess`'s attribute list does, since threads follow their creator's group. The
+//! attribute itself is not used because the standard library's `Command` takes attribute lists
+//! only on nightly Rust (`windows_process_extensions_raw_attribute`), and a hand-made
+//! `CreateProcessW` would give up `Command`'s argument quoting and standard streams.
 
 use std::collections::BTreeMap;
 use std::fmt;
