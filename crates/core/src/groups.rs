@@ -241,7 +241,7 @@ impl ProcessorGroups {
 ///   every machine of up to 64 logical processors;
 /// - within another single group, or across groups: `coretune run --cpus 'win:…'`, which
 ///   starts the program in the right group (its first thread's group affinity, then the process
-///   mask or CPU sets; see [`place_new_process`]) — `start /affinity` and `ProcessorAffinity`
+///   mask or CPU sets, as `coretune run` applies them) — `start /affinity` and `ProcessorAffinity`
 ///   cannot choose a group.
 ///
 /// Empty when `cpus` is empty or names a CPU the groups do not have.
