@@ -94,7 +94,7 @@ build_hwloc() {
   local tarball build
   tarball=$(compgen -G "$DEPS/src/hwloc_*.orig.tar.bz2" | head -1)
   build=$(mktemp -d)
-  echo "windows: cross-compiling $(basename "$tarball") for mingw (once; about 2 minutes)" >&2
+  echo "windows: cross-compiling $(basename "$tarball") for mingw (once; about a minute)" >&2
   tar -xjf "$tarball" -C "$build"
   if ! (
     cd "$build"/hwloc-*
