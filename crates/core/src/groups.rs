@@ -60,6 +60,30 @@ pub struct GroupMask {
     pub mask: u64,
 }
 
+impl GroupMask {
+    /// Its CPUs in hwloc's numbering of Windows CPUs (64 × group + bit), ascending.
+    pub fn cpus(self) -> impl Iterator<Item = usize> {
+        let base = usize::from(self.group) * GROUP_SIZE;
+        (0..GROUP_SIZE)
+            .filter(move |b| self.mask & (1 << b) != 0)
+            .map(move |b| base + b)
+    }
+}
+
+/// Masks as `start /affinity` takes them: group 0's alone as `FC`, otherwise one `GROUP:HEX` per
+/// group (`0:FFFFFFFFFFFFFFFF,1:3`); `0` for none. With coretune's `win:` prefix either reads
+/// back as a CPU-set expression.
+pub(crate) fn windows_text(masks: &[GroupMask]) -> String {
+    match masks {
+        [] => "0".to_owned(),
+        [GroupMask { group: 0, mask }] => format!("{mask:X}"),
+        _ => {
+            let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
+            parts.join(",")
+        }
+    }
+}
+
 impl fmt::Display for GroupMask {
     /// `G:HEX`, as coretune's `win:` masks write one group.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -250,13 +274,7 @@ pub fn windows_lines(groups: &ProcessorGroups, cpus: &[usize], cmd: &str) -> Vec
     if masks.is_empty() || !unplaced.is_empty() {
         return Vec::new();
     }
-    let win = match masks.as_slice() {
-        [GroupMask { group: 0, mask }] => format!("win:{mask:X}"),
-        _ => {
-            let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
-            format!("win:{}", parts.join(","))
-        }
-    };
+    let win = format!("win:{}", windows_text(&masks));
     match masks.as_slice() {
         [GroupMask { group: 0, mask }] => vec![
             format!("cmd.exe: start /affinity {mask:X} {cmd}"),
@@ -425,10 +443,11 @@ pub(crate) trait GroupCalls {
     fn set_process_cpu_sets(&mut self, pid: u32, masks: &[GroupMask]) -> io::Result<()>;
 }
 
-/// The group holding the most of `masks`' CPUs (the lowest on a tie).
+/// The group holding the most of `masks`' CPUs (the lowest on a tie): where a thread goes when
+/// its set crosses groups, since it runs in one at a time.
 // Called by the Windows platform layer; built and tested on every system.
 #[cfg_attr(not(windows), allow(dead_code))]
-fn largest(masks: &[GroupMask]) -> Option<GroupMask> {
+pub(crate) fn largest(masks: &[GroupMask]) -> Option<GroupMask> {
     masks
         .iter()
         .rev()
@@ -622,6 +641,28 @@ mod test {
                 }
             }
         }
+    }
+
+    #[test]
+    fn masks_name_their_cpus_and_print_as_start_affinity_takes_them() {
+        let m = GroupMask {
+            group: 1,
+            mask: 0b101,
+        };
+        assert_eq!(m.cpus().collect::<Vec<_>>(), [64, 66]);
+        assert_eq!(windows_text(&[]), "0");
+        assert_eq!(
+            windows_text(&[GroupMask {
+                group: 0,
+                mask: 0xFC
+            }]),
+            "FC"
+        );
+        assert_eq!(
+            windows_text(&[GroupMask { group: 0, mask: 1 }, m]),
+            "0:1,1:5"
+        );
+        assert_eq!(windows_text(&[m]), "1:5");
     }
 
     #[test]

@@ -331,8 +331,7 @@ impl fmt::Display for CpuSetExpr {
                 Atom::CpusFrom { cpus, from } => write!(f, "{},{from}-", format_list(cpus))?,
                 Atom::Hwloc(text) => f.write_str(text)?,
                 Atom::WindowsGroups(masks) => {
-                    let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
-                    write!(f, "win:{}", parts.join(","))?;
+                    write!(f, "win:{}", crate::groups::windows_text(masks))?;
                 }
                 Atom::Location(levels) => {
                     for (j, level) in levels.iter().enumerate() {

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use super::format_list;
-use crate::groups::{GroupMask, ProcessorGroups};
+use crate::groups::{GroupMask, ProcessorGroups, windows_text};
 use crate::topology::{Topology, set_to_vec};
 
 /// A way to write a CPU set down.
@@ -120,7 +120,7 @@ impl Format {
                     return Err(FormatError::NotInGroups { format: self, cpu });
                 }
                 match self {
-                    Format::Windows => windows_string(&masks),
+                    Format::Windows => windows_text(&masks),
                     _ => match masks.as_slice() {
                         [] => "0".to_owned(),
                         [GroupMask { group: 0, mask }] => mask.to_string(),
@@ -270,17 +270,6 @@ fn hex_digits(cpus: &[usize], upper: bool) -> String {
         out.push('0');
     }
     if upper { out.to_ascii_uppercase() } else { out }
-}
-
-fn windows_string(masks: &[GroupMask]) -> String {
-    match masks {
-        [] => "0".to_owned(),
-        [GroupMask { group: 0, mask }] => format!("{mask:X}"),
-        _ => {
-            let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
-            parts.join(",")
-        }
-    }
 }
 
 fn omp_places(cpus: &[usize]) -> String {

@@ -75,13 +75,7 @@ fn set_thread_group_affinity(thread: &Thread, m: GroupMask) -> io::Result<()> {
 /// a set crossing groups binds it to its largest part (the lowest group on a tie), as the pool's
 /// workers are.
 pub(crate) fn set_task_affinity(tid: i32, cpus: &CpuSet) -> io::Result<()> {
-    let masks = group_masks(cpus);
-    let Some(part) = masks
-        .iter()
-        .rev()
-        .copied()
-        .max_by_key(|m| m.mask.count_ones())
-    else {
+    let Some(part) = crate::groups::largest(&group_masks(cpus)) else {
         return Err(io::Error::from_raw_os_error(ERROR_INVALID_PARAMETER as i32));
     };
     let thread = Thread::open(tid, THREAD_SET_INFORMATION | THREAD_QUERY_INFORMATION)?;
@@ -95,12 +89,11 @@ pub(crate) fn task_affinity(tid: i32) -> io::Result<CpuSet> {
     // SAFETY: `thread` is a valid handle with THREAD_QUERY_INFORMATION (or the pseudo-handle of
     // the calling thread); `affinity` is a writable GROUP_AFFINITY.
     check(unsafe { GetThreadGroupAffinity(thread.raw(), &mut affinity) })?;
-    let base = usize::from(affinity.Group) * 64;
-    Ok(set_from_indexes(
-        (0..usize::BITS as usize)
-            .filter(|b| affinity.Mask & (1 << b) != 0)
-            .map(|b| base + b),
-    ))
+    let part = GroupMask {
+        group: affinity.Group,
+        mask: affinity.Mask as u64,
+    };
+    Ok(set_from_indexes(part.cpus()))
 }
 
 /// Whether `error` says the thread no longer exists: `OpenThread` on a thread id that names no
@@ -126,12 +119,7 @@ pub(crate) fn rebind_threads(
     Ok(out
         .into_iter()
         .map(|(tid, part, result)| {
-            let base = usize::from(part.group) * 64;
-            let set = set_from_indexes(
-                (0..64)
-                    .filter(|b| part.mask & (1 << b) != 0)
-                    .map(|b| base + b),
-            );
+            let set = set_from_indexes(part.cpus());
             (i32::try_from(tid).unwrap_or(i32::MAX), set, result)
         })
         .collect())

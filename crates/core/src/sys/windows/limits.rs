@@ -20,6 +20,7 @@ use windows_sys::Win32::System::Threading::{
 
 use super::affinity::cpu_sets;
 use super::handle::{check, is_wine};
+use crate::groups::GroupMask;
 use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError};
 
 /// What the budget calls the restrictions on this system.
@@ -58,11 +59,12 @@ pub(crate) fn allowed_cpus(_root: &Path) -> Result<Vec<usize>, SysError> {
         // SAFETY: both outputs are writable.
         check(unsafe { GetProcessAffinityMask(me, &mut process, &mut system) })
             .map_err(call("GetProcessAffinityMask"))?;
-        let base = usize::from(group) * 64;
-        return Ok((0..usize::BITS as usize)
-            .filter(|b| process & (1 << b) != 0)
-            .map(|b| base + b)
-            .collect());
+        return Ok(GroupMask {
+            group,
+            mask: process as u64,
+        }
+        .cpus()
+        .collect());
     }
     Ok(groups.into_iter().flat_map(group_cpus).collect())
 }
