@@ -37,6 +37,37 @@ fn duration(t: nix::sys::time::TimeVal) -> Duration {
     Duration::from_secs(secs) + Duration::from_micros(micros)
 }
 
+/// The context switches of the calling thread since [`SwitchCounter::open`], voluntary plus
+/// involuntary: `getrusage(RUSAGE_THREAD)`, one system call (workers open and read it inside the
+/// measured run).
+#[derive(Debug)]
+pub(crate) struct SwitchCounter {
+    start: u64,
+}
+
+impl SwitchCounter {
+    /// Notes the calling thread's count so far.
+    pub(crate) fn open() -> Result<Self, SysError> {
+        Ok(Self {
+            start: thread_switches()?,
+        })
+    }
+
+    /// The switches since `open` (call it on the same thread).
+    pub(crate) fn read(&mut self) -> Result<u64, SysError> {
+        Ok(thread_switches()?.saturating_sub(self.start))
+    }
+}
+
+fn thread_switches() -> Result<u64, SysError> {
+    let usage = getrusage(UsageWho::RUSAGE_THREAD).map_err(|e| SysError::Call {
+        call: "getrusage(RUSAGE_THREAD)",
+        error: e.into(),
+    })?;
+    let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+    Ok(count(usage.voluntary_context_switches()) + count(usage.involuntary_context_switches()))
+}
+
 /// The perf software event `cpu-migrations` of the calling thread.
 #[derive(Debug)]
 pub(crate) struct MigrationCounter(perf_event::Counter);

@@ -47,7 +47,9 @@ pub(crate) use cgroup_write::{
 pub(crate) use clock::{boot_time_ns, monotonic_ns, ticks_per_second};
 #[cfg(test)]
 pub(crate) use counters::thread_cpu_time;
-pub(crate) use counters::{MigrationCounter, current_cpu, current_tid, resource_usage};
+pub(crate) use counters::{
+    MigrationCounter, SwitchCounter, current_cpu, current_tid, resource_usage,
+};
 pub(crate) use cpu_stat::cpu_stat;
 pub(crate) use files::{
     canonical_path, is_executable_file, link_meta, open_program, read_no_follow,
@@ -61,7 +63,7 @@ pub(crate) use proc::{
     processes, reset_peak_rss, thread_ids, threads,
 };
 pub(crate) use proc_events::ProcEvents;
-pub(crate) use sched::{SwitchCounter, thread_migrations};
+pub(crate) use sched::thread_migrations;
 pub(crate) use signals::{DaemonSignals, exit_signal, forward_signals_to, stopped_by_request};
 pub(crate) use sysfs::{cpu_governor, isolated_cpus, online_cpus};
 pub(crate) use systemd::{systemctl, systemd_booted};

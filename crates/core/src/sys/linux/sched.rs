@@ -22,42 +22,6 @@ pub(super) fn migrations(path: &Path) -> Result<u64, SysError> {
     parse_text(path, parse_migrations)
 }
 
-/// The context switches of the calling thread since [`SwitchCounter::open`]: voluntary plus
-/// involuntary, from `/proc/thread-self/status`.
-#[derive(Debug)]
-pub(crate) struct SwitchCounter {
-    start: u64,
-}
-
-impl SwitchCounter {
-    /// Notes the calling thread's count so far.
-    pub(crate) fn open() -> Result<Self, SysError> {
-        Ok(Self {
-            start: thread_switches()?,
-        })
-    }
-
-    /// The switches since `open` (call it on the same thread).
-    pub(crate) fn read(&mut self) -> Result<u64, SysError> {
-        Ok(thread_switches()?.saturating_sub(self.start))
-    }
-}
-
-fn thread_switches() -> Result<u64, SysError> {
-    let path = Path::new("/proc/thread-self/status");
-    let status: procfs::process::Status = super::files::read_procfs(path)?;
-    match (
-        status.voluntary_ctxt_switches,
-        status.nonvoluntary_ctxt_switches,
-    ) {
-        (Some(v), Some(n)) => Ok(v + n),
-        _ => Err(SysError::Parse {
-            path: path.to_path_buf(),
-            what: "no voluntary_ctxt_switches/nonvoluntary_ctxt_switches".to_owned(),
-        }),
-    }
-}
-
 /// `se.nr_migrations` of the calling thread (`/proc/thread-self/sched`).
 pub(crate) fn thread_migrations() -> Result<u64, SysError> {
     migrations(Path::new("/proc/thread-self/sched"))
