@@ -25,7 +25,8 @@
 
 use std::time::{Duration, Instant};
 
-use coretune_core::{affinity_of, format_list, set_to_vec};
+use coretune_core::cpuset::{format_list, set_to_vec};
+use coretune_core::program::affinity_of;
 
 fn cpus_of_this_thread() -> String {
     match affinity_of(0) {

@@ -10,10 +10,9 @@ use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
-use coretune_core::{
-    CalcStop, LoadOptions, Message, RESTRICT_FLAGS, Topology, TopologySource, parse_flags,
-    parse_hwloc_bitmap,
-};
+use coretune_core::hwloc::{CalcStop, Message, RESTRICT_FLAGS, parse_flags, parse_hwloc_bitmap};
+use coretune_core::topology::LoadOptions;
+use coretune_core::{Topology, TopologySource};
 
 use crate::input::{SavedTree, saved_tree_to_xml};
 

@@ -7,7 +7,8 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::CpuSet;
-use coretune_core::{CpuSetExpr, ResolveOptions};
+use coretune_core::CpuSetExpr;
+use coretune_core::cpuset::ResolveOptions;
 use coretune_core::{Topology, TopologySource};
 
 /// The topology option every topology-using command shares.
@@ -42,7 +43,7 @@ impl TopologyArgs {
         let source = self.source()?;
         Ok(Topology::load_with(
             &source,
-            &coretune_core::LoadOptions::default().io(true),
+            &coretune_core::topology::LoadOptions::default().io(true),
         )?)
     }
 }

@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::{
-    FleetSpec, JobRecord, Slurm, SlurmFleet, SlurmTarget, Submission, TargetKind, Where,
-    timestamped_dir,
+use coretune_core::fleet::{
+    FleetSpec, JobNodes, JobRecord, Slurm, SlurmFleet, SlurmTarget, Submission, TargetKind,
 };
+use coretune_core::sweep::timestamped_dir;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit;
 
-/// Where and how the sweep runs on a Slurm cluster.
+/// JobNodes and how the sweep runs on a Slurm cluster.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Slurm (sweeps on cluster nodes)")]
 pub(crate) struct SlurmArgs {
@@ -168,9 +168,9 @@ pub(crate) fn resume(dir: &Path, args: &SlurmArgs, shown: Shown) -> anyhow::Resu
 fn print_scripts(subs: &[Submission]) {
     for (i, sub) in subs.iter().enumerate() {
         let what = match &sub.place {
-            Where::Any { tasks: 1, .. } => "1 job".to_owned(),
-            Where::Any { tasks, .. } => format!("an array of {tasks} jobs"),
-            Where::Node(node) => format!("1 job on {node}"),
+            JobNodes::Any { tasks: 1, .. } => "1 job".to_owned(),
+            JobNodes::Any { tasks, .. } => format!("an array of {tasks} jobs"),
+            JobNodes::Node(node) => format!("1 job on {node}"),
         };
         if i > 0 {
             println!();
@@ -227,7 +227,7 @@ fn follow(
         );
         return Ok(ExitCode::from(exit::INTERRUPTED));
     }
-    if coretune_core::FleetFolder::is_fleet(&dir) {
+    if coretune_core::fleet::FleetFolder::is_fleet(&dir) {
         crate::report::fleet::report_dir(&dir, shown.json)?;
     } else {
         eprintln!("coretune: no node wrote a results folder");
@@ -241,8 +241,8 @@ fn follow(
     }
     for sub in &todo {
         let what = match &sub.place {
-            Where::Node(node) => format!("the sweep on {node} is incomplete"),
-            Where::Any { tasks, .. } => format!(
+            JobNodes::Node(node) => format!("the sweep on {node} is incomplete"),
+            JobNodes::Any { tasks, .. } => format!(
                 "{tasks} more node{} to measure (a job ended before its sweep began, or Slurm \
                  ran two array tasks on one node)",
                 if *tasks == 1 { "" } else { "s" }

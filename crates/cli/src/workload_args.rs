@@ -2,7 +2,7 @@
 //! its own parameters.
 
 use clap::Args;
-use coretune_core::{Size, WorkloadSpec};
+use coretune_core::workload::{Size, WorkloadSpec};
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct WorkloadArgs {

@@ -39,7 +39,7 @@ fn hwloc_hex(text: &str) -> Cpus {
 
 /// A Linux CPU list (`0-3,8`).
 fn list(text: &str) -> Cpus {
-    coretune_core::parse_list(text.trim())
+    coretune_core::cpuset::parse_list(text.trim())
         .unwrap_or_else(|| panic!("'{text}' is not a CPU list"))
         .into_iter()
         .collect()

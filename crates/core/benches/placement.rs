@@ -11,9 +11,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use coretune_core::{
-    Binding, DistribOptions, Policy, Topology, TopologySource, distribute, hwloc_distrib, plan,
-};
+use coretune_core::hwloc::{DistribOptions, hwloc_distrib};
+use coretune_core::placement::distribute;
+use coretune_core::{Binding, Policy, Topology, TopologySource, plan};
 
 /// The machine of the target, and the smoke test's.
 const FULL: (&str, usize) = ("pack:16 numa:4 l3:2 core:16 pu:2", 4096);

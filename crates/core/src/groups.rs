@@ -28,9 +28,9 @@
 //!
 //! # Applying a set
 //!
-//! [`place_new_process`] and [`rebind_threads`] decide the calls; the platform layer makes them
-//! through [`GroupCalls`] (`sys/windows/affinity.rs`), and the tests record them through a fake
-//! on topologies with hundreds of CPUs.
+//! `sys/groups.rs` decides the calls (`place_new_process`, `rebind_threads`) and
+//! `sys/windows/affinity.rs` makes them; the tests here record them through a fake on this
+//! module's groups of topologies with hundreds of CPUs.
 //!
 //! A new program is placed between its creation (suspended) and its first instruction: its
 //! first thread is moved to the right group, which is what `PROC_THREAD_ATTRIBUTE_GROUP_AFFINITY`
@@ -40,35 +40,13 @@
 //! `CreateProcessW` would give up `Command`'s argument quoting and standard streams.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::io;
 
 use hwlocality::object::types::ObjectType;
 
-use crate::topology::{Topology, set_to_vec};
-
-/// The most logical processors in one group (`MAXIMUM_PROC_PER_GROUP`).
-pub const GROUP_SIZE: usize = 64;
-
-/// Part of a CPU set in one processor group: the group and the set's bits in it, as
-/// `SetThreadGroupAffinity` takes them (`GROUP_AFFINITY`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GroupMask {
-    /// The group's number.
-    pub group: u16,
-    /// Bit `i` = the group's logical processor `i`.
-    pub mask: u64,
-}
-
-impl GroupMask {
-    /// Its CPUs in hwloc's numbering of Windows CPUs (64 × group + bit), ascending.
-    pub fn cpus(self) -> impl Iterator<Item = usize> {
-        let base = usize::from(self.group) * GROUP_SIZE;
-        (0..GROUP_SIZE)
-            .filter(move |b| self.mask & (1 << b) != 0)
-            .map(move |b| base + b)
-    }
-}
+use crate::sys::groups::group_and_bit;
+use crate::sys::set_to_vec;
+pub use crate::sys::{GROUP_SIZE, GroupMask};
+use crate::topology::Topology;
 
 /// Masks as `start /affinity` takes them: group 0's alone as `FC`, otherwise one `GROUP:HEX` per
 /// group (`0:FFFFFFFFFFFFFFFF,1:3`); `0` for none. With coretune's `win:` prefix either reads
@@ -81,13 +59,6 @@ pub(crate) fn windows_text(masks: &[GroupMask]) -> String {
             let parts: Vec<String> = masks.iter().map(ToString::to_string).collect();
             parts.join(",")
         }
-    }
-}
-
-impl fmt::Display for GroupMask {
-    /// `G:HEX`, as coretune's `win:` masks write one group.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{:X}", self.group, self.mask)
     }
 }
 
@@ -127,10 +98,7 @@ impl ProcessorGroups {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut place = BTreeMap::new();
         for cpu in cpus {
-            let (Ok(group), Ok(bit)) = (
-                u16::try_from(cpu / GROUP_SIZE),
-                u8::try_from(cpu % GROUP_SIZE),
-            ) else {
+            let Some((group, bit)) = group_and_bit(cpu) else {
                 continue;
             };
             let g = usize::from(group);
@@ -424,119 +392,12 @@ fn balanced_packing(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
         .unwrap_or_else(|| pack(GROUP_SIZE))
 }
 
-/// The Windows calls that put threads and processes on processor groups: the part of the
-/// platform interface that [`place_new_process`] and [`rebind_threads`] use. The real calls are
-/// in `sys/windows/affinity.rs`; the tests record them.
-// Called by the Windows platform layer; built and tested on every system.
-#[cfg_attr(not(windows), allow(dead_code))]
-pub(crate) trait GroupCalls {
-    /// The groups the threads of process `pid` are in; the first is its primary group
-    /// (`GetProcessGroupAffinity`).
-    fn process_groups(&mut self, pid: u32) -> io::Result<Vec<u16>>;
-    /// Every thread of `pid`, now and later, within `mask` of its primary group
-    /// (`SetProcessAffinityMask`).
-    fn set_process_mask(&mut self, pid: u32, mask: u64) -> io::Result<()>;
-    /// Thread `tid` into group `affinity.group`, on `affinity.mask` (`SetThreadGroupAffinity`).
-    fn set_thread_group(&mut self, tid: u32, affinity: GroupMask) -> io::Result<()>;
-    /// The CPU sets every thread of `pid` is scheduled on unless it has its own: these
-    /// processors of these groups (`SetProcessDefaultCpuSets`, Windows 10 and later).
-    fn set_process_cpu_sets(&mut self, pid: u32, masks: &[GroupMask]) -> io::Result<()>;
-}
-
-/// The group holding the most of `masks`' CPUs (the lowest on a tie): where a thread goes when
-/// its set crosses groups, since it runs in one at a time.
-// Called by the Windows platform layer; built and tested on every system.
-#[cfg_attr(not(windows), allow(dead_code))]
-pub(crate) fn largest(masks: &[GroupMask]) -> Option<GroupMask> {
-    masks
-        .iter()
-        .rev()
-        .copied()
-        .max_by_key(|m| m.mask.count_ones())
-}
-
-/// Puts a process that was started suspended on the CPU set `masks` (one per group), before its
-/// first thread `main` runs:
-///
-/// 1. the first thread into the group with the most of the set, on that part
-///    (`SetThreadGroupAffinity`): threads follow their creator's group, so the program's threads
-///    start there;
-/// 2. when that group is the process's primary group, the process mask too
-///    (`SetProcessAffinityMask`), so that every thread, including those the program creates, is
-///    held within it;
-/// 3. when the set crosses groups, or lies outside the primary group, the process's default CPU
-///    sets as well (`SetProcessDefaultCpuSets`): threads moved to other groups by the program or
-///    the scheduler stay within the set.
-///
-/// # Errors
-///
-/// The first call that fails.
-// Called by the Windows platform layer; built and tested on every system.
-#[cfg_attr(not(windows), allow(dead_code))]
-pub(crate) fn place_new_process(
-    calls: &mut impl GroupCalls,
-    pid: u32,
-    main: u32,
-    masks: &[GroupMask],
-) -> io::Result<()> {
-    let Some(first) = largest(masks) else {
-        return Ok(());
-    };
-    let primary = calls.process_groups(pid)?.first().copied();
-    calls.set_thread_group(main, first)?;
-    if primary == Some(first.group) {
-        calls.set_process_mask(pid, first.mask)?;
-    }
-    if masks.len() > 1 || primary != Some(first.group) {
-        calls.set_process_cpu_sets(pid, masks)?;
-    }
-    Ok(())
-}
-
-/// Puts the running threads `tids` of process `pid` on the CPU set `masks`, as `taskset -a -p`
-/// does on Linux: within one group, the process mask when it is the primary group and each
-/// thread's group affinity; across groups, the threads dealt out over the groups in turn (thread
-/// `k` to the `k`-th part, wrapping around: each thread on one part, every part used) and the
-/// process's default CPU sets for threads created later. Returns each thread's part and the
-/// outcome of its call, in `tids`' order.
-///
-/// # Errors
-///
-/// A failing process-wide call (the per-thread ones are returned one by one).
-// Called by the Windows platform layer; built and tested on every system.
-#[cfg_attr(not(windows), allow(dead_code))]
-pub(crate) fn rebind_threads(
-    calls: &mut impl GroupCalls,
-    pid: u32,
-    tids: &[u32],
-    masks: &[GroupMask],
-) -> io::Result<Vec<(u32, GroupMask, io::Result<()>)>> {
-    if masks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let primary = calls.process_groups(pid)?.first().copied();
-    if let [only] = masks
-        && primary == Some(only.group)
-    {
-        calls.set_process_mask(pid, only.mask)?;
-    }
-    let out = tids
-        .iter()
-        .enumerate()
-        .map(|(k, &tid)| {
-            let part = masks[k % masks.len()];
-            (tid, part, calls.set_thread_group(tid, part))
-        })
-        .collect();
-    if masks.len() > 1 || primary != Some(masks[0].group) {
-        calls.set_process_cpu_sets(pid, masks)?;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
+    use std::io;
+
+    use crate::sys::groups::{GroupCalls, place_new_process, rebind_threads};
     use crate::topology::TopologySource;
 
     fn corpus(name: &str) -> Topology {

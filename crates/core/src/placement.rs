@@ -28,12 +28,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use hwlocality::cpu::cpuset::CpuSet;
-use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
 use serde::Serialize;
 
-use crate::cpuset::format_list;
-use crate::topology::{Topology, set_from_indexes, set_to_vec};
+use crate::hwloc::split;
+use crate::sys::{format_list, set_from_indexes, set_to_vec};
+use crate::topology::Topology;
 
 /// The most threads a plan takes: far past any machine, low enough that a typo cannot make a plan
 /// allocate gigabytes.
@@ -467,7 +467,7 @@ pub fn plan(
     let (chosen, parts): (Vec<Option<usize>>, Option<Vec<Vec<usize>>>) = match policy {
         Policy::Os => (vec![None; threads], None),
         Policy::Spread => {
-            let sets = distribute_within(topology, threads, &available);
+            let sets = split(topology, threads, &available);
             let chosen = sets
                 .iter()
                 .map(|s| s.first_set().map(usize::from))
@@ -547,12 +547,7 @@ fn partition(order: &[usize], n: usize) -> Vec<Vec<usize>> {
 
 /// hwloc-distrib's answer: `n` CPU sets spread over the topology (limited to `cpus` when given),
 /// as `hwloc_distrib()` computes them; `hwloc-distrib --single` keeps each set's first PU.
-///
-/// This is hwloc's recursive proportional split, from `include/hwloc/helper.h`: each child of an
-/// object gets a share of the items proportional to its number of usable PUs (rounding up, so
-/// earlier children get the extra), recursing while a child gets more than one item; a child that
-/// gets none is merged into the previous item's set. With more items than PUs, the extra items
-/// share PUs with their neighbours.
+/// The split is hwloc's (`crate::hwloc`'s `distrib.rs`).
 ///
 /// # Errors
 ///
@@ -563,151 +558,7 @@ pub fn distribute(
     cpus: Option<&CpuSet>,
 ) -> Result<Vec<CpuSet>, PlacementError> {
     let available = usable(topology, cpus)?;
-    Ok(distribute_within(topology, n, &available))
-}
-
-fn distribute_within(topology: &Topology, n: usize, available: &CpuSet) -> Vec<CpuSet> {
-    let mut out = Vec::with_capacity(n.min(MAX_THREADS));
-    if n > 0 {
-        let split = Split {
-            available: Some(available),
-            until: usize::MAX,
-            reverse: false,
-        };
-        split.distribute(&[topology.hwloc().root_object()], n, &mut out);
-    }
-    out
-}
-
-/// How `hwloc_distrib` splits: the CPUs that count (all, or a subset), the depth it stops at
-/// (`--to`), and whether it starts from the last objects (`--reverse`).
-struct Split<'a> {
-    available: Option<&'a CpuSet>,
-    until: usize,
-    reverse: bool,
-}
-
-impl Split<'_> {
-    fn distribute(&self, roots: &[&TopologyObject], n: usize, out: &mut Vec<CpuSet>) {
-        let weighted: Vec<(&TopologyObject, CpuSet, usize)> = roots
-            .iter()
-            .map(|obj| {
-                let mut set = obj.cpuset().map(|s| s.clone_target()).unwrap_or_default();
-                if let Some(available) = self.available {
-                    set &= available;
-                }
-                let weight = set.weight().unwrap_or(0);
-                (*obj, set, weight)
-            })
-            .collect();
-        let total: usize = weighted.iter().map(|(_, _, w)| w).sum();
-        if total == 0 {
-            return;
-        }
-        let share = |weight: usize| (weight * n).div_ceil(total);
-        let mut given_weight = 0;
-        let order: Box<dyn Iterator<Item = &(&TopologyObject, CpuSet, usize)>> = if self.reverse {
-            Box::new(weighted.iter().rev())
-        } else {
-            Box::new(weighted.iter())
-        };
-        for (obj, set, weight) in order {
-            let weight = *weight;
-            if weight == 0 {
-                continue;
-            }
-            let chunk = share(given_weight + weight) - share(given_weight);
-            if obj.normal_arity() == 0 || chunk <= 1 || depth_of(obj) >= self.until {
-                if chunk > 0 {
-                    out.extend(std::iter::repeat_n(set.clone(), chunk));
-                } else if let Some(last) = out.last_mut() {
-                    *last |= set;
-                }
-            } else {
-                let children: Vec<&TopologyObject> = obj.normal_children().collect();
-                self.distribute(&children, chunk, out);
-            }
-            given_weight += weight;
-        }
-    }
-}
-
-fn depth_of(obj: &TopologyObject) -> usize {
-    match obj.depth() {
-        hwlocality::object::depth::Depth::Normal(d) => usize::from(d),
-        _ => 0,
-    }
-}
-
-/// `hwloc-distrib`'s options: where the split starts and stops, and its direction.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DistribOptions {
-    /// `--from TYPE`: distribute among the objects of this type (default: the machine).
-    pub from: Option<String>,
-    /// `--to TYPE`: split no deeper than this type.
-    pub to: Option<String>,
-    /// `--reverse`: start from the last objects.
-    pub reverse: bool,
-}
-
-/// Why [`hwloc_distrib`] could not distribute.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DistribError {
-    /// `--from`/`--to` names a type the topology has no level of (or no type at all); the
-    /// message is hwloc-distrib's.
-    #[error("Unsupported or unavailable type `{name}' passed to {option}, ignoring.")]
-    UnknownType {
-        /// `--from` or `--to`.
-        option: &'static str,
-        /// The type as given.
-        name: String,
-    },
-    /// Zero items: hwloc-distrib 2.9 fails an assertion (`given`) and aborts.
-    #[error("helper.h:937: hwloc_distrib: Assertion `given' failed.")]
-    NoItems,
-}
-
-/// `hwloc-distrib N` with its options: `n` CPU sets as hwloc-distrib 2.9 prints them, on a
-/// topology loaded as it loads them.
-///
-/// # Errors
-///
-/// [`DistribError`] as hwloc-distrib fails.
-pub fn hwloc_distrib(
-    topology: &Topology,
-    n: usize,
-    options: &DistribOptions,
-) -> Result<Vec<CpuSet>, DistribError> {
-    let hw = topology.hwloc();
-    let depth = |name: &Option<String>, option: &'static str, default: i64| {
-        let Some(name) = name else { return Ok(default) };
-        let depth = crate::cpuset::type_name_depth(hw, name);
-        match depth {
-            Some(d) if d >= 0 => Ok(i64::from(d)),
-            _ => Err(DistribError::UnknownType {
-                option,
-                name: name.clone(),
-            }),
-        }
-    };
-    let from = depth(&options.from, "--from", 0)?;
-    let to = depth(&options.to, "--to", i64::from(i32::MAX))?;
-    if n == 0 {
-        return Err(DistribError::NoItems);
-    }
-    let roots: Vec<&TopologyObject> =
-        hwlocality::object::depth::NormalDepth::try_from(from as usize)
-            .map(|d| hw.objects_at_depth(d).collect())
-            .unwrap_or_default();
-    let split = Split {
-        available: None,
-        until: to as usize,
-        reverse: options.reverse,
-    };
-    let mut out = Vec::with_capacity(n.min(MAX_THREADS));
-    split.distribute(&roots, n, &mut out);
-    Ok(out)
+    Ok(split(topology, n, &available))
 }
 
 fn usable(topology: &Topology, cpus: Option<&CpuSet>) -> Result<CpuSet, PlacementError> {

@@ -3,7 +3,8 @@
 
 mod util;
 
-use coretune_core::{CpuSetError, CpuSetExpr, Format, ResolveOptions, Warning};
+use coretune_core::CpuSetExpr;
+use coretune_core::cpuset::{CpuSetError, Format, ResolveOptions, Warning};
 use coretune_core::{Topology, TopologySource};
 
 #[test]
@@ -105,7 +106,7 @@ fn per_object_sets_match_hwloc_calc() {
             for obj in facts[key].as_array().unwrap() {
                 let i = util::as_usize(&obj["logical_index"]);
                 let expr = format!("{ty}:{i}");
-                match coretune_core::resolve_cpus(&expr, &topo, &ResolveOptions::default()) {
+                match coretune_core::cpuset::resolve(&expr, &topo, &ResolveOptions::default()) {
                     // hwloc-calc prints 0x0 for an object whose PUs are all disallowed; coretune
                     // calls an empty result an error.
                     Err(CpuSetError::Empty { .. }) if obj["cpuset"] == "0x0" => {}
@@ -128,14 +129,14 @@ fn cpu_kinds_and_hybrid_names() {
     let raptor = util::load("intel-core-i7-1370p-raptorlake-hybrid-1p-14c-20pu.xml");
     let opts = ResolveOptions::default();
     let list = |e: &str, t: &Topology| {
-        let r = coretune_core::resolve_cpus(e, t, &opts).unwrap();
+        let r = coretune_core::cpuset::resolve(e, t, &opts).unwrap();
         Format::List.render(&r.set).unwrap()
     };
     assert_eq!(list("pcores", &raptor), "0-11");
     assert_eq!(list("ecores", &raptor), "12-19");
     assert_eq!(list("cpukind:0", &raptor), "12-19");
     assert_eq!(list("cpukind:1 ~pu:0", &raptor), "1-11");
-    let mixed = coretune_core::resolve_cpus("0-13", &raptor, &opts).unwrap();
+    let mixed = coretune_core::cpuset::resolve("0-13", &raptor, &opts).unwrap();
     assert!(
         mixed
             .warnings
@@ -144,21 +145,21 @@ fn cpu_kinds_and_hybrid_names() {
         "{:?}",
         mixed.warnings
     );
-    let err = coretune_core::resolve_cpus("cpukind:2", &raptor, &opts).unwrap_err();
+    let err = coretune_core::cpuset::resolve("cpukind:2", &raptor, &opts).unwrap_err();
     assert_eq!(
         err.to_string(),
         "'cpukind:2': index 2 past the last cpukind (there are 2)"
     );
 
     let uniform = util::load("intel-core-i7-1165g7-tigerlake-laptop-1p-4c-8pu.xml");
-    let err = coretune_core::resolve_cpus("pcores", &uniform, &opts).unwrap_err();
+    let err = coretune_core::cpuset::resolve("pcores", &uniform, &opts).unwrap_err();
     assert!(err.to_string().contains("not hybrid"), "{err}");
 }
 
 #[test]
 fn warnings_name_cpus_and_reasons() {
     let topo = util::load("amd-epyc-7451-zen1-2p-8numa-16l3-96pu-sysfs.xml");
-    let r = coretune_core::resolve_cpus("0 1 48", &topo, &ResolveOptions::default()).unwrap();
+    let r = coretune_core::cpuset::resolve("0 1 48", &topo, &ResolveOptions::default()).unwrap();
     let text: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
     assert!(matches!(r.warnings[0], Warning::IncludesCpu0), "{text:?}");
     // CPU 0's sibling is 48 (taken), CPU 1's sibling 49 is not.
@@ -168,7 +169,7 @@ fn warnings_name_cpus_and_reasons() {
         "{text:?}"
     );
     let numa1 =
-        coretune_core::resolve_cpus("numa:0 numa:1", &topo, &ResolveOptions::default()).unwrap();
+        coretune_core::cpuset::resolve("numa:0 numa:1", &topo, &ResolveOptions::default()).unwrap();
     assert!(
         numa1
             .warnings
@@ -185,7 +186,7 @@ fn warnings_name_cpus_and_reasons() {
     // 60-70 (SMT siblings of 12-22, nodes 2 and 3) are all in the first, numa:3 and numa:4
     // are one in each.
     let one_group =
-        coretune_core::resolve_cpus("60-70", &topo, &ResolveOptions::default()).unwrap();
+        coretune_core::cpuset::resolve("60-70", &topo, &ResolveOptions::default()).unwrap();
     assert!(
         !one_group
             .warnings
@@ -195,13 +196,13 @@ fn warnings_name_cpus_and_reasons() {
         one_group.warnings
     );
     let wide =
-        coretune_core::resolve_cpus("numa:3 numa:4", &topo, &ResolveOptions::default()).unwrap();
+        coretune_core::cpuset::resolve("numa:3 numa:4", &topo, &ResolveOptions::default()).unwrap();
     assert!(wide.warnings.iter().any(|w| matches!(
         w,
         Warning::CrossesProcessorGroups { groups } if groups.len() == 2
     )));
     let one_core =
-        coretune_core::resolve_cpus("core:3", &topo, &ResolveOptions::default()).unwrap();
+        coretune_core::cpuset::resolve("core:3", &topo, &ResolveOptions::default()).unwrap();
     assert!(one_core.warnings.is_empty(), "{:?}", one_core.warnings);
 }
 
@@ -210,20 +211,20 @@ fn offline_and_disallowed_cpus() {
     let opts = ResolveOptions::default();
     // OS CPUs 0-3 and 21-23 are offline on this machine.
     let offline = util::load("intel-xeon-e5-2680v3-haswell-2p-offline-cpu0-node0-17pu.xml");
-    let r = coretune_core::resolve_cpus("2-5", &offline, &opts).unwrap();
+    let r = coretune_core::cpuset::resolve("2-5", &offline, &opts).unwrap();
     assert!(
         r.warnings.contains(&Warning::Offline { cpus: vec![2, 3] }),
         "{:?}",
         r.warnings
     );
-    let err = coretune_core::resolve_cpus("0-3", &offline, &opts).unwrap_err();
+    let err = coretune_core::cpuset::resolve("0-3", &offline, &opts).unwrap_err();
     assert!(matches!(err, CpuSetError::Unusable { .. }), "{err}");
-    let err = coretune_core::resolve_cpus("24", &offline, &opts).unwrap_err();
+    let err = coretune_core::cpuset::resolve("24", &offline, &opts).unwrap_err();
     assert!(matches!(err, CpuSetError::NoSuchCpu { .. }), "{err}");
 
     // PUs 7-11 are disallowed by a cpuset cgroup.
     let cgroup = util::load("amd-opteron-865-8p-8numa-cpuset-disallowed-10of16pu.xml");
-    let r = coretune_core::resolve_cpus("6-8", &cgroup, &opts).unwrap();
+    let r = coretune_core::cpuset::resolve("6-8", &cgroup, &opts).unwrap();
     assert!(
         r.warnings
             .contains(&Warning::Disallowed { cpus: vec![7, 8] }),

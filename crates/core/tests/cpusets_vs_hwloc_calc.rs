@@ -10,8 +10,10 @@ mod util;
 
 use std::process::Command;
 
-use coretune_core::{CpuSetExpr, Format, ResolveOptions};
-use coretune_core::{Topology, TopologySource, set_from_indexes};
+use coretune_core::CpuSetExpr;
+use coretune_core::cpuset::set_from_indexes;
+use coretune_core::cpuset::{Format, ResolveOptions};
+use coretune_core::{Topology, TopologySource};
 use proptest::prelude::*;
 use strategies::{Synthetic, synthetic};
 

@@ -1,12 +1,12 @@
-//! A command started through `launch::run` starts with the CPU set applied, and
-//! `launch::rebind_process` moves every thread of a running process (Linux only; uses the live
+//! A command started through `program::run` starts with the CPU set applied, and
+//! `program::rebind_process` moves every thread of a running process (Linux only; uses the live
 //! machine's CPU 0, which every machine has, and changes no state of the test process).
 #![cfg(target_os = "linux")]
 
 use std::process::Command;
 
-use coretune_core::{affinity_of, rebind_process, run_program as run};
-use coretune_core::{set_from_indexes, set_to_vec};
+use coretune_core::cpuset::{set_from_indexes, set_to_vec};
+use coretune_core::program::{affinity_of, rebind_process, run};
 
 #[test]
 fn child_starts_bound_and_running_process_is_rebound() {

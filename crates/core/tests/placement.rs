@@ -11,8 +11,9 @@ mod util;
 use std::collections::HashSet;
 
 use coretune_core::Topology;
-use coretune_core::{Binding, Placement, Policy, distribute, plan};
-use coretune_core::{Format, ResolveOptions, resolve_cpus as resolve};
+use coretune_core::cpuset::{Format, ResolveOptions, resolve};
+use coretune_core::placement::distribute;
+use coretune_core::{Binding, Placement, Policy, plan};
 use proptest::prelude::*;
 
 fn hex(set: &coretune_core::CpuSet) -> String {
@@ -92,7 +93,7 @@ fn compact_cores_and_cpu0_on_every_corpus_file() {
         let core_ids: HashSet<usize> = cores.threads.iter().map(|t| t.core.unwrap()).collect();
         assert_eq!(core_ids.len(), ncores, "{file}: cores repeats a core");
         let no_smt = match facts["kernel"]["cores"].as_array() {
-            Some(kernel) => hex(&coretune_core::set_from_indexes(
+            Some(kernel) => hex(&coretune_core::cpuset::set_from_indexes(
                 kernel.iter().map(|core| util::as_usize(&core[0])),
             )),
             None => facts["queries"]["--no-smt all"]["cpuset"]
@@ -290,7 +291,7 @@ proptest! {
         subset in strategies::cpu_indexes(64),
     ) {
         let topo = Topology::load(&coretune_core::TopologySource::Synthetic(s.description())).unwrap();
-        let mut cpus = coretune_core::set_from_indexes(subset);
+        let mut cpus = coretune_core::cpuset::set_from_indexes(subset);
         cpus &= topo.cpuset();
         let limit = (!cpus.is_empty()).then_some(&cpus);
         let p = plan(&topo, threads, policy, limit, binding).unwrap();

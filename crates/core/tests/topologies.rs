@@ -4,9 +4,12 @@
 
 mod util;
 
+use coretune_core::cpuset;
+use coretune_core::cpuset::set_to_vec;
+use coretune_core::cpuset::{CpuSetError, ResolveOptions};
+use coretune_core::topology::{NodeKind, TopoNode};
 use coretune_core::{Binding, Policy, plan};
-use coretune_core::{CpuSetError, ResolveOptions, resolve_cpus};
-use coretune_core::{NodeKind, TopoNode, Topology, TopologySource, set_to_vec};
+use coretune_core::{Topology, TopologySource};
 
 #[test]
 fn every_corpus_file_matches_hwloc_counts_and_smt() {
@@ -200,17 +203,17 @@ fn cores_across_levels_are_the_kernels() {
 
         let options = ResolveOptions::default();
         for (i, core) in kernel.iter().enumerate() {
-            let got = resolve_cpus(&format!("core:{i}"), &topo, &options)
+            let got = cpuset::resolve(&format!("core:{i}"), &topo, &options)
                 .unwrap_or_else(|e| panic!("{file}: core:{i}: {e}"));
             assert_eq!(&set_to_vec(&got.set), core, "{file}: core:{i}");
         }
-        let past = resolve_cpus(&format!("core:{}", kernel.len()), &topo, &options);
+        let past = cpuset::resolve(&format!("core:{}", kernel.len()), &topo, &options);
         assert!(
             matches!(past, Err(CpuSetError::IndexOutOfRange { count, .. }) if count == kernel.len()),
             "{file}: {past:?}"
         );
         let first_two: Vec<usize> = kernel[..2].iter().flatten().copied().collect();
-        let got = resolve_cpus("core:0-1", &topo, &options).unwrap();
+        let got = cpuset::resolve("core:0-1", &topo, &options).unwrap();
         assert_eq!(set_to_vec(&got.set), first_two, "{file}: core:0-1");
 
         // One thread per kernel core, in order, each labelled with its core's index.

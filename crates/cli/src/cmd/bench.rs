@@ -3,13 +3,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::format_list;
-use coretune_core::{Binding, Policy};
-use coretune_core::{
-    Config, Cpus, Grid, MachineCounts, Plan, Progress, RunLog, RunSettings, Runner, Status,
-    Strategy, Target, ThrottleSpec, execute, summarize,
+use coretune_core::Runner;
+use coretune_core::cpuset::format_list;
+use coretune_core::grid::{Config, Cpus, Grid, MachineCounts, ThrottleSpec};
+use coretune_core::sweep::{
+    Design, Progress, RunLog, RunSettings, Status, Strategy, Target, execute, summarize,
 };
-use coretune_core::{RunRecord, Throughput};
+use coretune_core::workload::{RunRecord, Throughput};
+use coretune_core::{Binding, Policy};
 use serde::Serialize;
 
 use crate::exit;
@@ -120,7 +121,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         throttle: args.throttle.unwrap_or_default(),
     };
     // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
-    let plan = Plan {
+    let plan = Design {
         grid: Grid {
             threads: vec![config.threads],
             places: vec![config.place],
@@ -176,7 +177,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let lines: Vec<_> = log.lines().iter().filter(|l| !l.warmup).collect();
     let summary = summarize(log.lines()).into_iter().next();
     let runs: Vec<RunRecord> = lines.iter().filter_map(|l| l.record.clone()).collect();
-    let traces: Vec<Vec<coretune_core::ThrottleSample>> =
+    let traces: Vec<Vec<coretune_core::workload::ThrottleSample>> =
         runs.iter().map(|r| r.throttle_trace.clone()).collect();
     let report = Report {
         workload: args.workload.clone(),

@@ -8,10 +8,12 @@
 use std::io::BufRead as _;
 use std::process::ExitCode;
 
-use coretune_core::{
-    Bitmap, Calc, CalcStop, CpusetFormat, LOCAL_NUMANODE_FLAGS, LoadOptions, LocationSettings,
-    OutputSettings, parse_flags,
+use coretune_core::Bitmap;
+use coretune_core::hwloc::{
+    BitmapFormat, Calc, CalcStop, LOCAL_NUMANODE_FLAGS, LocationSettings, OutputSettings,
+    parse_flags,
 };
+use coretune_core::topology::LoadOptions;
 
 use crate::hwloc_tool::{
     self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
@@ -121,7 +123,7 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                     Some((name, val)) => {
                         topo_opts.cpukind_info = Some((name.to_owned(), val.to_owned()));
                     }
-                    None => topo_opts.cpukind_index = Some(coretune_core::c_atoi(v)),
+                    None => topo_opts.cpukind_index = Some(coretune_core::hwloc::atoi(v)),
                 }
                 i += 1;
             }
@@ -175,7 +177,7 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                 }
                 "--no-smt" => out.no_smt = Some(0),
                 _ if arg.starts_with("--no-smt=") => {
-                    out.no_smt = Some(coretune_core::c_atoi(&arg[9..]));
+                    out.no_smt = Some(coretune_core::hwloc::atoi(&arg[9..]));
                 }
                 "--number-of" | "-N" => {
                     out.number_of = Some(option_value(args, i, p)?.to_owned());
@@ -239,10 +241,10 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                     used = 2;
                 }
                 "--single" => out.single = true,
-                "--taskset" => out.format = CpusetFormat::Taskset,
+                "--taskset" => out.format = BitmapFormat::Taskset,
                 "--cpuset-output-format" | "--cof" => {
                     let v = option_value(args, i, p)?;
-                    match CpusetFormat::from_name(v) {
+                    match BitmapFormat::from_name(v) {
                         Some(f) => out.format = f,
                         None => {
                             p.err(&format!("Unrecognized {arg} argument {v}"));
@@ -253,8 +255,8 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                 }
                 "--cpuset-input-format" | "--cif" => {
                     let v = option_value(args, i, p)?;
-                    match CpusetFormat::from_name(v) {
-                        Some(CpusetFormat::SystemdDbusApi) => {
+                    match BitmapFormat::from_name(v) {
+                        Some(BitmapFormat::SystemdDbusApi) => {
                             p.err("The systemd-dbus-api format is not supported on input");
                             return Err(Exit(1));
                         }

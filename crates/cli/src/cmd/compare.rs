@@ -19,7 +19,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 
-use coretune_core::{ConfigRow, SUMMARY_SCHEMA, SweepReport};
+use coretune_core::SweepReport;
+use coretune_core::sweep::{ConfigRow, SUMMARY_SCHEMA};
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
@@ -224,11 +225,11 @@ mod test {
 
     fn row(threads: usize, median: f64, ci: (f64, f64)) -> ConfigRow {
         ConfigRow {
-            config: coretune_core::Config {
+            config: coretune_core::grid::Config {
                 threads,
                 place: coretune_core::Policy::Os,
-                cpus: coretune_core::Cpus::All,
-                throttle: coretune_core::ThrottleSpec::None,
+                cpus: coretune_core::grid::Cpus::All,
+                throttle: coretune_core::grid::ThrottleSpec::None,
             },
             median_s: Some(median),
             ci_s: Some(ci),

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use coretune_core::set_to_vec;
-use coretune_core::{CpuSetExpr, Format, ObjKind, ResolveOptions};
+use coretune_core::CpuSetExpr;
+use coretune_core::cpuset::set_to_vec;
+use coretune_core::cpuset::{Format, ResolveOptions};
+use coretune_core::topology::ObjKind;
 use serde::Serialize;
 
 use crate::input::TopologyArgs;

@@ -5,10 +5,9 @@
 
 use std::process::ExitCode;
 
-use coretune_core::{
-    Bitmap, CalcStop, CpusetFormat, DistribError, DistribOptions, LoadOptions, c_atol,
-    hwloc_distrib,
-};
+use coretune_core::hwloc::{BitmapFormat, CalcStop, DistribError, DistribOptions, hwloc_distrib};
+use coretune_core::topology::LoadOptions;
+use coretune_core::{Bitmap, hwloc};
 
 use crate::hwloc_tool::{
     self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
@@ -56,7 +55,7 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
     let mut restrict = Restrict::default();
     let mut options = DistribOptions::default();
     let mut single = false;
-    let mut format = CpusetFormat::Hwloc;
+    let mut format = BitmapFormat::Hwloc;
     let mut verbose = false;
     let mut i = 0;
     while i < args.len() {
@@ -68,7 +67,7 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
         if arg.starts_with('-') {
             match arg {
                 "--single" => single = true,
-                "--taskset" => format = CpusetFormat::Taskset,
+                "--taskset" => format = BitmapFormat::Taskset,
                 "-v" | "--verbose" => verbose = true,
                 "--disallowed" | "--whole-system" => load = load.include_disallowed(true),
                 "-h" | "--help" => {
@@ -77,10 +76,11 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
                 }
                 "--ignore" => {
                     let v = option_value(args, i, p)?;
-                    if !load.ignore(v) {
-                        p.err(&format!(
+                    match coretune_core::hwloc::type_from_name(v) {
+                        Some(ty) => load.ignore(ty),
+                        None => p.err(&format!(
                             "Unsupported type `{v}' passed to --ignore, ignoring."
-                        ));
+                        )),
                     }
                     used = 2;
                 }
@@ -110,8 +110,8 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
                 }
                 "--cpuset-output-format" | "--cof" => {
                     let v = option_value(args, i, p)?;
-                    match CpusetFormat::from_name(v) {
-                        Some(f) if f != CpusetFormat::SystemdDbusApi => format = f,
+                    match BitmapFormat::from_name(v) {
+                        Some(f) if f != BitmapFormat::SystemdDbusApi => format = f,
                         _ => {
                             p.err(&format!("Unrecognized {arg} argument {v}"));
                             return Err(Exit(1));
@@ -141,7 +141,7 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
                 p.usage_err();
                 return Err(Exit(1));
             }
-            n = c_atol(arg);
+            n = hwloc::atol(arg);
         }
         i += used;
     }

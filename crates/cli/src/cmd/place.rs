@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::{Binding, GroupSource, Placement, Policy, ProcessorGroups, plan};
-use coretune_core::{set_to_vec, windows_lines};
+use coretune_core::cpuset::set_to_vec;
+use coretune_core::groups::windows_lines;
+use coretune_core::groups::{GroupSource, ProcessorGroups};
+use coretune_core::{Binding, Placement, Policy, plan};
 use serde::Serialize;
 
 use crate::input::{TopologyArgs, cpus_option};
@@ -40,7 +42,7 @@ pub(crate) struct PlaceArgs {
 struct ThreadJson<'a> {
     thread: usize,
     #[serde(flatten)]
-    place: &'a coretune_core::ThreadPlacement,
+    place: &'a coretune_core::placement::ThreadPlacement,
     /// Its Windows processor group(s) and mask(s) (`G:HEX`), on the machine's groups (modelled
     /// for a machine not seen on Windows).
     windows: Vec<String>,
@@ -120,7 +122,7 @@ fn render_text(
     groups: &ProcessorGroups,
     windows: &[String],
 ) -> String {
-    use coretune_core::format_list;
+    use coretune_core::cpuset::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(

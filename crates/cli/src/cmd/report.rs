@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use coretune_core::cpu_places;
-use coretune_core::{FleetFolder, SweepFolder};
+use coretune_core::SweepFolder;
+use coretune_core::fleet::FleetFolder;
+use coretune_core::program::watch::cpu_places;
 
 use crate::report::{self, table};
 

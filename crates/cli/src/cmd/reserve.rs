@@ -6,11 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::{
-    CpuSetExpr, ReserveMethod, ReservePlan, ResolveOptions, Topology, TopologySource,
-    apply_reserve, ensure_not_reserved, plan_reserve, read_reserve_state, reserve_rules_path,
-    reserve_state_path, undo_reserve,
-};
+use coretune_core::cpuset::ResolveOptions;
+use coretune_core::enforce::reserve;
+use coretune_core::enforce::reserve::{ReserveMethod, ReservePlan, ensure_not_reserved};
+use coretune_core::{CpuSetExpr, Topology, TopologySource};
 
 #[derive(Debug, Args)]
 pub(crate) struct ReserveArgs {
@@ -59,21 +58,26 @@ fn print_steps(plan: &ReservePlan, undo: bool) {
 }
 
 /// One line: these errors name their file or call themselves, and the OS error once.
-fn flat(context: &str) -> impl FnOnce(coretune_core::ReserveError) -> anyhow::Error + '_ {
+fn flat(
+    context: &str,
+) -> impl FnOnce(coretune_core::enforce::reserve::ReserveError) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("{context}: {e}")
 }
 
 pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
-    if !coretune_core::keeping_in_force_is_supported() {
+    if !coretune_core::enforce::rules::keeping_in_force_is_supported() {
         bail!(
             "reserve: Linux only (cgroup cpusets and systemd slices); on Windows keep CPUs free \
              with CPU sets (Process Lasso) or start programs with `coretune run --cpus 'all ~pu:0'`"
         );
     }
-    let state = args.state.clone().unwrap_or_else(reserve_state_path);
+    let state = args
+        .state
+        .clone()
+        .unwrap_or_else(reserve::default_state_path);
     if args.undo {
         if args.dry_run {
-            let plan = read_reserve_state(&state).map_err(flat("reserve --undo"))?;
+            let plan = reserve::read_state(&state).map_err(flat("reserve --undo"))?;
             println!(
                 "coretune reserve --undo would put back (through {}, saved in {}):",
                 plan.method,
@@ -82,7 +86,7 @@ pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
             print_steps(&plan, true);
             return Ok(ExitCode::SUCCESS);
         }
-        let plan = undo_reserve(&state).map_err(flat("reserve --undo"))?;
+        let plan = reserve::undo(&state).map_err(flat("reserve --undo"))?;
         println!(
             "coretune reserve --undo: CPUs {} are no longer kept free; put back (through {}):",
             plan.reserved, plan.method
@@ -114,7 +118,7 @@ pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
     if !args.dry_run {
         ensure_not_reserved(&state).map_err(flat("reserve"))?;
     }
-    let plan = plan_reserve(&topo, &reserved, via, &args.cgroup).map_err(flat("reserve"))?;
+    let plan = reserve::plan(&topo, &reserved, via, &args.cgroup).map_err(flat("reserve"))?;
     let verb = if args.dry_run {
         "would keep"
     } else {
@@ -128,7 +132,7 @@ pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    apply_reserve(&plan, &state).map_err(flat("reserve"))?;
+    reserve::apply(&plan, &state).map_err(flat("reserve"))?;
     let state_arg = args
         .state
         .as_ref()
@@ -142,7 +146,7 @@ pub(crate) fn run(args: &ReserveArgs) -> anyhow::Result<ExitCode> {
         println!(
             "processes started from now on are kept off CPUs {} by: coretune rules watch {}",
             plan.reserved,
-            reserve_rules_path(&state).display()
+            reserve::rules_path(&state).display()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use coretune_core::{
-    Enforcer, EventSource, RuleAction, RuleActionRecord, RuleOutcome, RuleSet, RuleTrigger,
-    Topology, TopologySource, WatchEvent, WatchOptions, format_list, set_to_vec, watch_rules,
+use coretune_core::cpuset::{format_list, set_to_vec};
+use coretune_core::enforce::rules;
+use coretune_core::enforce::rules::{
+    Action, DaemonEvent, DaemonOptions, Enforcer, EventSource, Outcome, RuleAction, RuleSet,
+    Trigger,
 };
+use coretune_core::{Topology, TopologySource};
 
 #[derive(Debug, Args)]
 pub(crate) struct RulesArgs {
@@ -66,7 +69,7 @@ struct WatchArgs {
 }
 
 pub(crate) fn run(args: &RulesArgs) -> anyhow::Result<ExitCode> {
-    if !coretune_core::keeping_in_force_is_supported() {
+    if !coretune_core::enforce::rules::keeping_in_force_is_supported() {
         bail!(
             "rules: Linux only (process starts through the kernel's process-event connector, \
              /proc); on Windows start programs with `coretune run --cpus`, or keep them placed \
@@ -99,7 +102,7 @@ fn not_root_note(only_uid: Option<u32>) {
     }
 }
 
-fn json_line(action: &RuleActionRecord) -> anyhow::Result<()> {
+fn json_line(action: &Action) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, action)?;
     writeln!(out)?;
@@ -113,7 +116,7 @@ fn check(topo: &Topology, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let mut enforcer = Enforcer::new(rules, true);
     not_root_note(enforcer.only_uid());
     let actions = enforcer
-        .scan(RuleTrigger::Start)
+        .scan(Trigger::Start)
         .context("reading the running processes")?;
     if args.json {
         for a in &actions {
@@ -153,8 +156,7 @@ fn check(topo: &Topology, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             rule.line,
             rule.describe_match()
         )?;
-        let matched: Vec<&RuleActionRecord> =
-            actions.iter().filter(|a| a.rule == rule.name).collect();
+        let matched: Vec<&Action> = actions.iter().filter(|a| a.rule == rule.name).collect();
         if matched.is_empty() {
             writeln!(out, "  no running process matches")?;
         }
@@ -179,7 +181,7 @@ fn rules_summary(rules: &RuleSet) -> String {
 }
 
 /// What would change for one process, in words.
-fn change_text(a: &RuleActionRecord) -> String {
+fn change_text(a: &Action) -> String {
     let arrow = |old: Option<String>, new: Option<String>| match (old, new) {
         (Some(o), Some(n)) if o == n => format!("{n} (no change)"),
         (Some(o), Some(n)) => format!("{o} → {n}"),
@@ -203,10 +205,10 @@ fn change_text(a: &RuleActionRecord) -> String {
         ));
     }
     let state = match a.result {
-        RuleOutcome::Excluded => "excluded".to_owned(),
-        RuleOutcome::Unchanged => "already so".to_owned(),
-        RuleOutcome::DryRun => format!("would change ({} threads)", a.threads),
-        RuleOutcome::Skipped => format!(
+        Outcome::Excluded => "excluded".to_owned(),
+        Outcome::Unchanged => "already so".to_owned(),
+        Outcome::DryRun => format!("would change ({} threads)", a.threads),
+        Outcome::Skipped => format!(
             "skipped: {}",
             a.reason.as_deref().unwrap_or("cannot be changed")
         ),
@@ -224,14 +226,14 @@ fn apply(topo: &Topology, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     let mut enforcer = Enforcer::new(rules, args.dry_run);
     not_root_note(enforcer.only_uid());
     let actions = enforcer
-        .scan(RuleTrigger::Start)
+        .scan(Trigger::Start)
         .context("reading the running processes")?;
     let mut changed = 0;
     let mut skipped = 0;
     for a in actions.iter().filter(|a| a.is_logged()) {
         json_line(a)?;
         match a.result {
-            RuleOutcome::Skipped => skipped += 1,
+            Outcome::Skipped => skipped += 1,
             _ => changed += 1,
         }
     }
@@ -249,7 +251,7 @@ fn apply(topo: &Topology, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
 
 fn watch(topo: &Topology, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let rules = load(topo, &args.file)?;
-    let options = WatchOptions {
+    let options = DaemonOptions {
         dry_run: args.dry_run,
         force_poll: args.poll,
         interval: Duration::from_millis(args.interval),
@@ -257,8 +259,8 @@ fn watch(topo: &Topology, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let file = args.file.clone();
     let mut reload = || RuleSet::load(&file, topo);
     let mut failed: Option<anyhow::Error> = None;
-    let mut on = |event: WatchEvent<'_>| match event {
-        WatchEvent::Started {
+    let mut on = |event: DaemonEvent<'_>| match event {
+        DaemonEvent::Started {
             source,
             rules,
             only_uid,
@@ -282,12 +284,12 @@ fn watch(topo: &Topology, args: &WatchArgs) -> anyhow::Result<ExitCode> {
             );
             not_root_note(only_uid);
         }
-        WatchEvent::Action(a) => {
+        DaemonEvent::Action(a) => {
             if let Err(e) = json_line(a) {
                 failed.get_or_insert(e);
             }
         }
-        WatchEvent::Reloaded(rules) => {
+        DaemonEvent::Reloaded(rules) => {
             for w in &rules.warnings {
                 eprintln!("coretune: warning: {w}");
             }
@@ -297,17 +299,17 @@ fn watch(topo: &Topology, args: &WatchArgs) -> anyhow::Result<ExitCode> {
                 rules.path.display()
             );
         }
-        WatchEvent::ReloadFailed(e) => {
+        DaemonEvent::ReloadFailed(e) => {
             eprintln!("coretune: SIGHUP: keeping the rules in force: {e}");
         }
-        WatchEvent::EventsLost => eprintln!(
+        DaemonEvent::EventsLost => eprintln!(
             "coretune: the kernel dropped process events (its queue was full): looking at \
              every process again"
         ),
-        WatchEvent::Stopping(signal) => eprintln!("coretune: stopping (signal {signal})"),
+        DaemonEvent::Stopping(signal) => eprintln!("coretune: stopping (signal {signal})"),
         _ => {}
     };
-    watch_rules(rules, &mut reload, &options, &mut on).map_err(|e| anyhow::anyhow!("{e}"))?;
+    rules::run_daemon(rules, &mut reload, &options, &mut on).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(e) = failed {
         return Err(e);
     }

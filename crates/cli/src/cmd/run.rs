@@ -7,10 +7,15 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::{Binding, Policy, SkipMask, plan};
-use coretune_core::{LoadOptions, Topology, TopologySource, format_list, set_to_vec};
-use coretune_core::{exit_code, find_program, rebind_process, run_program, thread_env};
-use coretune_core::{find_pin_library, inspect_program, per_thread, repin_process, thread_count};
+use coretune_core::cpuset::{format_list, set_to_vec};
+use coretune_core::program;
+use coretune_core::program::pin::SkipMask;
+use coretune_core::program::pin::{inspect_program, per_thread};
+use coretune_core::program::{exit_code, find_program, rebind_process, thread_env};
+use coretune_core::program::{pin, repin_process, thread_count};
+use coretune_core::topology::LoadOptions;
+use coretune_core::{Binding, Policy, plan};
+use coretune_core::{Topology, TopologySource};
 
 use crate::input::cpus_option;
 
@@ -93,7 +98,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     cmd.args(rest);
     match (&placement, args.threads) {
         (Some(p), Some(n)) if p.is_pinned() => {
-            let library = find_pin_library();
+            let library = pin::find_library();
             let how = per_thread(
                 &inspect_program(&path),
                 library.as_deref().map_err(String::as_str),
@@ -114,7 +119,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         (_, None) => {}
     }
-    let Some(status) = run_program(cmd, process_set.as_ref(), timeout).context("run")? else {
+    let Some(status) = program::run(cmd, process_set.as_ref(), timeout).context("run")? else {
         eprintln!(
             "coretune: run: {program} killed after the timeout ({:.1} s), with everything it started",
             timeout.map_or(0.0, |t| t.as_secs_f64())

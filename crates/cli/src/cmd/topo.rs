@@ -12,9 +12,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::CpuBudget;
-use coretune_core::format_list;
-use coretune_core::{GroupSource, NodeKind, ProcessorGroups, TopoNode, Topology};
+use coretune_core::Topology;
+use coretune_core::cpuset::format_list;
+use coretune_core::groups::{GroupSource, ProcessorGroups};
+use coretune_core::topology::CpuBudget;
+use coretune_core::topology::{NodeKind, TopoNode};
 use serde::Serialize;
 
 use crate::input::TopologyArgs;
@@ -45,7 +47,7 @@ pub(crate) fn run(args: &TopoArgs) -> anyhow::Result<ExitCode> {
     let topo = if args.all_objects {
         Topology::load_with(
             &args.topology.source()?,
-            &coretune_core::LoadOptions::hwloc_calc(true),
+            &coretune_core::topology::LoadOptions::hwloc_calc(true),
         )?
     } else {
         args.topology.load()?
@@ -75,11 +77,11 @@ struct Facts {
     source: String,
     this_system: bool,
     summary: String,
-    counts: coretune_core::Counts,
-    smt: coretune_core::Smt,
-    numa_nodes: Vec<coretune_core::NumaNodeInfo>,
-    distances: Vec<coretune_core::DistanceMatrix>,
-    cpu_kinds: Vec<coretune_core::CpuKindInfo>,
+    counts: coretune_core::topology::Counts,
+    smt: coretune_core::topology::Smt,
+    numa_nodes: Vec<coretune_core::topology::NumaNodeInfo>,
+    distances: Vec<coretune_core::topology::DistanceMatrix>,
+    cpu_kinds: Vec<coretune_core::topology::CpuKindInfo>,
     offline_pus: Vec<usize>,
     disallowed_pus: Vec<usize>,
     processor_groups: Groups,
@@ -123,7 +125,7 @@ impl Facts {
             schema: SCHEMA,
             source: topo.source().to_string(),
             this_system: topo.is_this_system(),
-            summary: coretune_core::topology_summary(topo),
+            summary: coretune_core::topology::topology_summary(topo),
             counts,
             smt,
             numa_nodes: topo.numa_nodes(),

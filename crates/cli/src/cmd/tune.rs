@@ -25,15 +25,17 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Topology;
-use coretune_core::{Binding, Policy, SkipMask};
-use coretune_core::{CpuPlace, cpu_places};
-use coretune_core::{
-    Cpus, Grid, MachineCounts, Plan, Progress, RunSettings, Runner, Strategy, SweepError,
-    SweepFolder, SweepReport, SweepResults, SweepSpec, Target, ThrottleSpec, parse_threads,
-    timestamped_dir,
+use coretune_core::fleet::SlurmFleet;
+use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads};
+use coretune_core::program::pin::SkipMask;
+use coretune_core::program::watch::{CpuPlace, cpu_places};
+use coretune_core::sweep::{
+    Design, Progress, RunSettings, Strategy, SweepError, SweepResults, Target, timestamped_dir,
 };
-use coretune_core::{MachineRecord, topology_summary};
-use coretune_core::{SlurmFleet, WORKLOAD_NAMES, build_workload};
+use coretune_core::topology::{MachineRecord, topology_summary};
+use coretune_core::workload;
+use coretune_core::{Binding, Policy};
+use coretune_core::{Runner, SweepFolder, SweepReport, SweepSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit;
@@ -167,7 +169,7 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             let folder = SweepFolder::resume(dir).context("--resume")?;
             let spec = folder.spec();
             let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
-            check_grid(&runner, &spec.plan.grid)?;
+            check_grid(&runner, &spec.design.grid)?;
             (folder, runner)
         }
         None => new_sweep(args, &topo, machine)?,
@@ -181,7 +183,7 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let bar = progress_bar(args.quiet || args.json);
     let places = cpu_places(&topo);
     let spec = folder.spec().clone();
-    let export = |lines: &[coretune_core::RunLine]| -> anyhow::Result<SweepReport> {
+    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
         let results = SweepResults {
             dir: &dir,
             spec: &spec,
@@ -292,10 +294,10 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
 fn target(args: &TuneArgs) -> anyhow::Result<Target> {
     if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
-        if !WORKLOAD_NAMES.contains(&name.as_str()) {
+        if !workload::NAMES.contains(&name.as_str()) {
             bail!(
                 "unknown workload '{name}' (known: {})",
-                WORKLOAD_NAMES.join(", ")
+                workload::NAMES.join(", ")
             );
         }
         Ok(Target::Workload {
@@ -349,8 +351,8 @@ fn axes(args: &TuneArgs, mut grid: Grid, machine: MachineCounts) -> anyhow::Resu
     Ok(grid)
 }
 
-fn plan(args: &TuneArgs, grid: Grid) -> Plan {
-    Plan {
+fn plan(args: &TuneArgs, grid: Grid) -> Design {
+    Design {
         grid,
         strategy: if args.exhaustive {
             Strategy::Exhaustive
@@ -387,7 +389,7 @@ fn plan_only(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let default = match &target {
         Target::Workload { spec, .. } => {
             let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-            build_workload(spec, llc)?.default_grid(machine)
+            workload::build(spec, llc)?.default_grid(machine)
         }
         Target::Command { .. } => Grid::default_for(machine),
     };

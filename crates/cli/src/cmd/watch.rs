@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::{RunView, timestamped_dir};
-use coretune_core::{Sampler, WatchSummary, cpu_places, summarize_watch};
+use coretune_core::program::watch;
+use coretune_core::program::watch::{Sampler, WatchSummary, cpu_places};
+use coretune_core::sweep::{RunView, timestamped_dir};
 use coretune_core::{Topology, TopologySource};
 
 use crate::report::svg::{residency_plot, utilisation_plot};
@@ -56,7 +57,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     // A program that is not there is refused before the folder is made.
     if let Some(program) = args.command.first() {
-        coretune_core::find_program(program)?;
+        coretune_core::program::find_program(program)?;
     }
     let dir = match &args.out {
         Some(d) => d.clone(),
@@ -85,8 +86,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                 // The program's output goes to standard error: standard output is the JSON.
                 cmd.stdout(Stdio::from(std::io::stderr()));
             }
-            let child =
-                coretune_core::spawn_program(cmd, None).with_context(|| args.command[0].clone())?;
+            let child = coretune_core::program::spawn(cmd, None)
+                .with_context(|| args.command[0].clone())?;
             (
                 i32::try_from(child.id()).context("child pid out of range")?,
                 Some(child),
@@ -125,7 +126,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         status = c.wait().ok();
     }
 
-    let summary = summarize_watch(&samples);
+    let summary = watch::summarize(&samples);
     let summary_path = dir.join("summary.json");
     std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
         .with_context(|| format!("writing {}", summary_path.display()))?;
@@ -172,7 +173,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         print_summary(&mut out, &summary, &dir)?;
     }
     Ok(match status {
-        Some(s) => ExitCode::from(u8::try_from(coretune_core::exit_code(s)).unwrap_or(1)),
+        Some(s) => ExitCode::from(u8::try_from(coretune_core::program::exit_code(s)).unwrap_or(1)),
         None => ExitCode::SUCCESS,
     })
 }

@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
-use coretune_core::{ConfigRow, SweepReport, ThrottleSpec};
+use coretune_core::SweepReport;
+use coretune_core::grid::ThrottleSpec;
+use coretune_core::sweep::ConfigRow;
 
 use super::Reporter;
 

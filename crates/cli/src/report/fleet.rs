@@ -9,7 +9,8 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use coretune_core::{FleetFolder, FleetReport, SlurmFleet, cpu_places};
+use coretune_core::fleet::{FleetFolder, FleetReport, SlurmFleet};
+use coretune_core::program::watch::cpu_places;
 
 use super::html;
 
@@ -154,7 +155,7 @@ pub(crate) fn text(report: &FleetReport, markdown: bool) -> String {
         .max()
         .unwrap_or(13)
         .max(13);
-    let cell = |c: &Option<coretune_core::FleetCell>| {
+    let cell = |c: &Option<coretune_core::fleet::FleetCell>| {
         c.map_or("–".to_owned(), |c| {
             format!("{} s ({:.2}×)", super::secs(c.median_s), c.ratio)
         })

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use coretune_core::{FleetReport, SweepReport, Target};
+use coretune_core::SweepReport;
+use coretune_core::fleet::FleetReport;
+use coretune_core::sweep::Target;
 
 use super::secs;
 
@@ -55,7 +57,7 @@ fn machine(report: &SweepReport) -> String {
 }
 
 fn grid(report: &SweepReport) -> String {
-    let g = &report.plan.grid;
+    let g = &report.design.grid;
     let throttles: Vec<String> = g.throttles.iter().map(ToString::to_string).collect();
     let threads: Vec<String> = g.threads.iter().map(ToString::to_string).collect();
     let mut s = String::from("<dl>\n");
@@ -74,10 +76,10 @@ fn grid(report: &SweepReport) -> String {
         "Runs",
         &format!(
             "{} per configuration after {} warm-up; {:?} strategy; ties within {:.0}%",
-            report.plan.runs,
-            report.plan.warmup,
-            report.plan.strategy,
-            report.plan.tolerance * 100.0
+            report.design.runs,
+            report.design.warmup,
+            report.design.strategy,
+            report.design.tolerance * 100.0
         ),
     );
     row(

@@ -18,7 +18,8 @@ pub(crate) mod table;
 use std::path::Path;
 
 use anyhow::Context;
-use coretune_core::{ConfigRow, RunView, SweepReport};
+use coretune_core::SweepReport;
+use coretune_core::sweep::{ConfigRow, RunView};
 
 /// One output file.
 pub(crate) trait Reporter {

@@ -1,10 +1,10 @@
 //! A plan before anything runs (`coretune tune --dry-run`): the grid, the number of runs and
-//! the time bounds of core's [`PlanEstimate`], as text or JSON.
+//! the time bounds of core's [`DesignEstimate`], as text or JSON.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use coretune_core::{Plan, PlanCost, PlanEstimate, Target};
+use coretune_core::sweep::{Design, DesignCost, DesignEstimate, Target};
 
 /// The plan as JSON: the topology summary, the target, the plan and its estimate.
 ///
@@ -14,8 +14,8 @@ use coretune_core::{Plan, PlanCost, PlanEstimate, Target};
 pub(crate) fn json(
     topology: &str,
     target: &Target,
-    plan: &Plan,
-    estimate: &PlanEstimate,
+    plan: &Design,
+    estimate: &DesignEstimate,
 ) -> anyhow::Result<String> {
     let value = serde_json::json!({
         "topology": topology,
@@ -31,14 +31,14 @@ pub(crate) fn json(
 pub(crate) fn text(
     topology: &str,
     target: &Target,
-    plan: &Plan,
-    estimate: &PlanEstimate,
+    plan: &Design,
+    estimate: &DesignEstimate,
     one: Option<Duration>,
 ) -> String {
     let g = &plan.grid;
     let join = |v: Vec<String>, sep: &str| v.join(sep);
     let mut s = String::new();
-    let _ = writeln!(s, "Plan for {topology}: {}", target.label());
+    let _ = writeln!(s, "Design for {topology}: {}", target.label());
     let min_time = if plan.min_time.is_zero() {
         String::new()
     } else {
@@ -104,7 +104,7 @@ pub(crate) fn text(
     s
 }
 
-fn cost(c: &PlanCost) -> String {
+fn cost(c: &DesignCost) -> String {
     let time = c.seconds.map_or(String::new(), |(fast, slow)| {
         format!(
             ", {} (perfect scaling) to {} (no speedup)",

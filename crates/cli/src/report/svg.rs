@@ -11,7 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use coretune_core::{ConfigRow, FleetReport, RunView, SweepReport, ThrottleSample};
+use coretune_core::SweepReport;
+use coretune_core::fleet::FleetReport;
+use coretune_core::sweep::{ConfigRow, RunView};
+use coretune_core::workload::ThrottleSample;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

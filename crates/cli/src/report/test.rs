@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use coretune_core::MachineRecord;
-use coretune_core::Noise;
 use coretune_core::Policy;
-use coretune_core::{
-    Config, Cpus, Grid, Plan, RunLine, RunView, Status, Strategy, SweepReport, Target, ThrottleSpec,
-};
-use coretune_core::{Measurement, MigrationSource, RssSource};
-use coretune_core::{RunRecord, Size, Throughput, Unit, WorkloadSpec};
+use coretune_core::SweepReport;
+use coretune_core::grid::{Config, Cpus, Grid, ThrottleSpec};
+use coretune_core::measure::Noise;
+use coretune_core::measure::{Measurement, MigrationSource, RssSource};
+use coretune_core::sweep::{Design, RunLine, RunView, Status, Strategy, Target};
+use coretune_core::topology::MachineRecord;
+use coretune_core::workload::{RunRecord, Size, Throughput, Unit, WorkloadSpec};
 
 use super::*;
 
@@ -84,7 +84,7 @@ fn fixed_report() -> SweepReport {
         command: vec!["coretune".into(), "tune".into()],
         environment: BTreeMap::new(),
     };
-    let plan = Plan {
+    let plan = Design {
         grid: Grid {
             threads: vec![1, 2, 4],
             places: vec![Policy::Os, Policy::Spread],
@@ -207,8 +207,8 @@ fn heat_map_has_a_cell_per_configuration() {
     }
 }
 
-fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::Sample {
-    use coretune_core::{CpuBusy, Sample, ThreadSample};
+fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program::watch::Sample {
+    use coretune_core::program::watch::{CpuBusy, Sample, ThreadSample};
     Sample {
         t_s,
         cpus: (0..4)
@@ -232,7 +232,7 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::Sample 
 
 #[test]
 fn per_cpu_plots_group_by_topology_and_show_residency() {
-    use coretune_core::CpuPlace;
+    use coretune_core::program::watch::CpuPlace;
     let samples = vec![
         sample(0.1, [90.0, 5.0, 0.0, 50.0], 0),
         sample(0.2, [95.0, 5.0, 0.0, 50.0], 0),
@@ -247,7 +247,7 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
             numa: Some(0),
         })
         .to_vec();
-    let summary = coretune_core::summarize_watch(&samples);
+    let summary = coretune_core::program::watch::summarize(&samples);
     let view = RunView {
         label: "test".into(),
         threads: summary
@@ -290,7 +290,8 @@ fn per_cpu_plots_group_by_topology_and_show_residency() {
 
 #[test]
 fn throttle_plot_draws_limit_and_throughput_per_run() {
-    use coretune_core::{ThrottleSample, ThrottleTrace};
+    use coretune_core::sweep::ThrottleTrace;
+    use coretune_core::workload::ThrottleSample;
     let trace = |run: usize, limits: &[usize]| ThrottleTrace {
         label: format!("run {run}: 8 threads, place os, throttle adaptive"),
         samples: limits

@@ -5,9 +5,9 @@ use std::str::FromStr;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use super::format_list;
 use crate::groups::{GroupMask, ProcessorGroups, windows_text};
-use crate::topology::{Topology, set_to_vec};
+use crate::sys::{format_list, set_to_vec};
+use crate::topology::Topology;
 
 /// A way to write a CPU set down.
 ///
@@ -294,7 +294,7 @@ fn omp_places(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::topology::set_from_indexes;
+    use crate::sys::set_from_indexes;
 
     fn render(format: Format, cpus: &[usize]) -> String {
         format

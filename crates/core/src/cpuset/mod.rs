@@ -19,7 +19,7 @@
 //! reimplementation of hwloc-calc 2.9 that prints what it prints.
 //!
 //! ```
-//! use coretune_core::{CpuSetExpr, Format, ResolveOptions};
+//! use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};
 //! use coretune_core::{Topology, TopologySource};
 //!
 //! let topo = Topology::load(&TopologySource::Synthetic("pack:2 core:4 pu:2".into()))?;
@@ -30,51 +30,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod calc;
 mod expr;
 mod format;
-mod list;
 mod warn;
 
-pub use calc::{
-    Calc, CalcStop, CpusetFormat, LOCAL_NUMANODE_FLAGS, LocationSettings, Message, OutputSettings,
-    PreparedOutput, RESTRICT_FLAGS, c_atoi, c_atol, hwloc_string, list_string, parse_flags,
-    parse_hwloc_bitmap, systemd_dbus_string, taskset_string,
-};
-
-pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, ObjKind, Op, Term};
+pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, Op, Term};
 pub use format::{Format, FormatError};
-pub use list::{format_list, parse_list};
 pub use warn::{Warning, warnings};
+
+pub use crate::sys::{format_list, parse_list, set_from_indexes, set_to_vec};
+pub use crate::topology::ObjKind;
 
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
 
-use crate::topology::{Topology, set_from_indexes, set_to_vec};
-
-/// Whether hwloc's tools read `name` as a type (or hwloc-calc's `hbm`/`mcdram`).
-pub(crate) fn is_hwloc_type(name: &str) -> bool {
-    calc::parse_type(name).is_some()
-        || name.eq_ignore_ascii_case("hbm")
-        || name.eq_ignore_ascii_case("mcdram")
-}
-
-/// An hwloc-format bitmap, `None` when hwloc would not read it as one.
-pub(crate) fn calc_parse_hwloc(text: &str) -> Option<hwlocality::bitmap::Bitmap> {
-    calc::parse_hwloc_bitmap_checked(text)
-}
-
-/// An hwloc object type by the names hwloc's tools accept (`core`, `l3`, `group1`, `gpu`...).
-pub(crate) fn parse_type_name(name: &str) -> Option<hwlocality::object::types::ObjectType> {
-    calc::parse_type(name).map(|spec| spec.ty)
-}
-
-/// The depth of the level a type name names (`hwloc_type_sscanf_as_depth`): hwloc's numbers,
-/// negative for special and missing levels; `None` when the name is not a type.
-pub(crate) fn type_name_depth(topology: &hwlocality::Topology, name: &str) -> Option<i32> {
-    calc::parse_type(name).map(|spec| calc::spec_depth(topology, &spec))
-}
+use crate::hwloc::{Calc, LocationSettings, Message};
+use crate::topology::Topology;
 
 /// The largest CPU index an expression may name. Linux's `NR_CPUS` tops out at 8192; this leaves
 /// room while keeping a typo such as `0-4000000000` from allocating gigabytes.

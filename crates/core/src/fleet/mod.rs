@@ -1,7 +1,7 @@
 //! Sweeps across a Slurm cluster: one sweep per node, submitted as exclusive batch jobs, each
 //! writing its own results folder under one fleet folder on a shared file system. Slurm
 //! schedules; coretune measures, and merges the folders into one report
-//! ([`crate::FleetFolder`]).
+//! ([`FleetFolder`]).
 //!
 //! # The fleet folder
 //!
@@ -36,6 +36,7 @@
 //! keeps them apart in time, not in place); the second then finds the node's sweep complete
 //! and adds nothing, and a resume measures another node instead.
 
+mod folder;
 mod script;
 mod slurm;
 
@@ -43,10 +44,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use script::Where;
+pub use folder::{
+    FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
+    NodeTypeReport, TypeLoss,
+};
+pub use script::JobNodes;
 pub use slurm::{QueueEntry, Slurm};
 
-use crate::sweep::{FleetReport, SweepFolder};
+use crate::sweep::SweepFolder;
 
 /// Version of `fleet.json`.
 pub const SLURM_FLEET_SCHEMA: &str = "coretune-slurm-fleet/1";
@@ -317,8 +322,8 @@ impl JobRecord {
 pub struct Submission {
     /// The target's folder name.
     pub target: String,
-    /// Where its jobs may run.
-    pub place: Where,
+    /// Which nodes its jobs may run on.
+    pub place: JobNodes,
     /// The batch script.
     pub script: String,
 }
@@ -327,8 +332,8 @@ impl Submission {
     /// How many jobs (array tasks) it makes.
     pub fn tasks(&self) -> usize {
         match &self.place {
-            Where::Any { tasks, .. } => *tasks,
-            Where::Node(_) => 1,
+            JobNodes::Any { tasks, .. } => *tasks,
+            JobNodes::Node(_) => 1,
         }
     }
 }
@@ -536,17 +541,17 @@ impl SlurmFleet {
                 TargetKind::Nodelist => {
                     for node in slurm.hostnames(&target.value)? {
                         if !complete(&node) {
-                            places.push(Where::Node(node));
+                            places.push(JobNodes::Node(node));
                         }
                     }
                 }
                 TargetKind::Partition | TargetKind::Constraint => {
                     for n in mine.iter().filter(|n| !n.complete) {
-                        places.push(Where::Node(n.node.clone()));
+                        places.push(JobNodes::Node(n.node.clone()));
                     }
                     let missing = self.spec.nodes.saturating_sub(mine.len());
                     if missing > 0 {
-                        places.push(Where::Any {
+                        places.push(JobNodes::Any {
                             tasks: missing,
                             exclude: mine.iter().map(|n| n.node.clone()).collect(),
                         });
@@ -601,9 +606,9 @@ impl SlurmFleet {
                 script: script.clone(),
             };
             let jobs: Vec<JobRecord> = match &sub.place {
-                Where::Node(node) => vec![record(id, Some(node.clone()))],
-                Where::Any { tasks: 1, .. } => vec![record(id, None)],
-                Where::Any { tasks, .. } => (0..*tasks)
+                JobNodes::Node(node) => vec![record(id, Some(node.clone()))],
+                JobNodes::Any { tasks: 1, .. } => vec![record(id, None)],
+                JobNodes::Any { tasks, .. } => (0..*tasks)
                     .map(|t| record(format!("{id}_{t}"), None))
                     .collect(),
             };

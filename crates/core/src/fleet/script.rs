@@ -9,9 +9,9 @@ use std::path::Path;
 
 use super::{FleetSpec, SlurmTarget, TargetKind};
 
-/// Where the job of a submission may run.
+/// Which nodes the jobs of a submission may run on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Where {
+pub enum JobNodes {
     /// Any node of the target, `tasks` of them as a job array (a single job for 1).
     Any {
         /// How many nodes to measure.
@@ -28,7 +28,7 @@ pub(super) fn batch_script(
     spec: &FleetSpec,
     dir: &Path,
     target: &SlurmTarget,
-    place: &Where,
+    place: &JobNodes,
 ) -> String {
     let target_dir = dir.join(target.name());
     let mut s = String::new();
@@ -53,7 +53,7 @@ pub(super) fn batch_script(
     sbatch("--ntasks=1".into());
     sbatch("--exclusive".into());
     let log = match place {
-        Where::Any { tasks, exclude } => {
+        JobNodes::Any { tasks, exclude } => {
             if !exclude.is_empty() {
                 sbatch(format!("--exclude={}", exclude.join(",")));
             }
@@ -64,7 +64,7 @@ pub(super) fn batch_script(
                 "slurm-%j.log"
             }
         }
-        Where::Node(node) => {
+        JobNodes::Node(node) => {
             sbatch(format!("--nodelist={node}"));
             "slurm-%j.log"
         }
@@ -162,7 +162,7 @@ mod test {
             &spec(),
             Path::new("/shared/out"),
             &target,
-            &Where::Any {
+            &JobNodes::Any {
                 tasks: 2,
                 exclude: Vec::new(),
             },
@@ -204,7 +204,7 @@ mod test {
             &spec(),
             Path::new("/o"),
             &target,
-            &Where::Node("n07".into()),
+            &JobNodes::Node("n07".into()),
         );
         assert!(s.contains("#SBATCH --constraint=skylake\n"));
         assert!(s.contains("#SBATCH --nodelist=n07\n"));
@@ -214,7 +214,7 @@ mod test {
             &spec(),
             Path::new("/o"),
             &target,
-            &Where::Any {
+            &JobNodes::Any {
                 tasks: 1,
                 exclude: vec!["n01".into(), "n02".into()],
             },

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::FleetError;
-use crate::launch::find_program;
+use crate::program::find_program;
 
 /// A job's state as `squeue` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

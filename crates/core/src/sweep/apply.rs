@@ -32,12 +32,15 @@
 //! or across groups ([`crate::groups::windows_lines`]), and the runtimes' variables set the
 //! PowerShell way (`$env:NAME=VALUE`).
 
-use super::config::Config;
 use super::run::substitute_all;
 use super::target::Target;
-use crate::cpuset::{Format, ObjKind, format_list};
+use crate::cpuset::Format;
+use crate::grid::Config;
 use crate::placement::{Binding, Placement};
-use crate::topology::{Topology, set_to_vec};
+use crate::sys::format_list;
+use crate::sys::set_to_vec;
+use crate::topology::ObjKind;
+use crate::topology::Topology;
 use crate::workload::{Size, WorkloadSpec};
 
 /// The lines that apply `config` of a sweep of `target` on `topology` (empty when the
@@ -277,8 +280,8 @@ fn per_task_bind(placement: &Placement) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::grid::{Cpus, ThrottleSpec};
     use crate::placement::Policy;
-    use crate::sweep::{Cpus, ThrottleSpec};
     use crate::topology::TopologySource;
 
     fn topo(synthetic: &str) -> Topology {

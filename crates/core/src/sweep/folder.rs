@@ -14,9 +14,9 @@ use super::report::{RunView, SweepReport};
 use super::run::Runner;
 use super::target::SweepSpec;
 use super::{Outcome, Progress, RunLine, RunLog, SweepError, execute};
-use crate::machine::MachineRecord;
+use crate::program::watch::{CpuPlace, Sample};
+use crate::topology::MachineRecord;
 use crate::topology::{Topology, TopologySource};
-use crate::watch::{CpuPlace, Sample};
 
 /// The files of a results folder.
 const SWEEP_FILE: &str = "sweep.json";
@@ -116,7 +116,7 @@ impl SweepFolder {
 
     /// Whether the sweep is complete: continuing it (`tune --resume`) would make no run.
     pub fn is_complete(&self) -> bool {
-        super::is_complete(&self.spec.plan, self.lines())
+        super::is_complete(&self.spec.design, self.lines())
     }
 
     /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
@@ -174,7 +174,7 @@ impl SweepFolder {
         let save_error: RefCell<Option<SweepError>> = RefCell::new(None);
         let dir = self.dir.clone();
         let result = execute(
-            &self.spec.plan,
+            &self.spec.design,
             &mut self.log,
             &mut |c| -> Outcome {
                 let r = runner.run(c);
@@ -239,7 +239,7 @@ impl SweepResults<'_> {
         SweepReport::build(
             spec.target.clone(),
             machine,
-            spec.plan.clone(),
+            spec.design.clone(),
             self.lines,
             &|c| {
                 if let Some(r) = previous.and_then(|p| p.recommendation.as_ref()) {
@@ -329,15 +329,12 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepErro
 /// A folder for new results: `base/<prefix><UTC date>T<time>` (`coretune-results/2026-11-21T21-58-15`,
 /// `coretune-results/watch-2026-11-21T21-58-15`).
 pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    base.join(format!("{prefix}{}", timestamp(now)))
+    base.join(format!("{prefix}{}", timestamp(crate::sys::unix_now())))
 }
 
 /// Civil date and time (UTC) of a Unix time, for folder names.
 fn timestamp(unix: u64) -> String {
-    let (y, m, d) = civil_date(unix);
+    let (y, m, d) = crate::sys::civil_date(unix);
     let secs = unix % 86_400;
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
@@ -345,21 +342,6 @@ fn timestamp(unix: u64) -> String {
         secs % 3600 / 60,
         secs % 60
     )
-}
-
-/// The UTC date (year, month, day) of a Unix time (Hinnant's `civil_from_days`).
-pub(crate) fn civil_date(unix: u64) -> (i64, i64, i64) {
-    let days = i64::try_from(unix / 86_400).unwrap_or(0);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //!
 //! # Lifecycle
 //!
-//! 1. A [`Plan`] says what to measure and how ([`Strategy`], runs, warm-up, minimum time).
+//! 1. A [`Design`] says what to measure and how ([`Strategy`], runs, warm-up, minimum time).
 //! 2. [`execute`] asks the strategy for a *stage* of configurations, runs each stage in
 //!    *rounds* — round `r` runs every configuration that needs an `r`-th run once, in an order
 //!    shuffled per round, so that drift (thermal, other tenants) hits every configuration alike
@@ -39,10 +39,8 @@
 //! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
 
 mod apply;
-mod config;
-mod fleet;
+mod cost;
 mod folder;
-mod plan;
 mod recommend;
 mod report;
 mod run;
@@ -58,17 +56,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use apply::apply_lines;
-pub use config::{
-    Config, ConfigError, Cpus, Family, Grid, MachineCounts, ThrottleSpec, default_threads,
-    parse_threads,
-};
-pub use fleet::{
-    FLEET_SCHEMA, FleetCell, FleetChoice, FleetFolder, FleetReport, FleetRow, NodeInfo,
-    NodeTypeReport, TypeLoss,
-};
-pub(crate) use folder::civil_date;
+pub use cost::{DesignCost, DesignEstimate};
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
-pub use plan::{PlanCost, PlanEstimate};
 pub use recommend::{Recommendation, recommend};
 pub use report::{
     ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, ThrottleTrace, UslRow,
@@ -77,8 +66,8 @@ pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
 pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};
 
-use crate::noise::{Noise, NoiseProbe};
-use crate::stats::Summary;
+use crate::grid::{Config, ConfigError, Family, Grid};
+use crate::measure::{Noise, NoiseProbe, Summary};
 use crate::workload::{RunRecord, Throughput};
 
 /// How a run ended.
@@ -296,7 +285,7 @@ impl RunLog {
 
 /// What to measure and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct Design {
     /// The grid.
     pub grid: Grid,
     /// Which configurations of it.
@@ -399,7 +388,7 @@ pub enum SweepError {
     Workload(#[from] crate::workload::WorkloadError),
     /// The program cannot be started.
     #[error(transparent)]
-    Launch(#[from] crate::launch::LaunchError),
+    Launch(#[from] crate::program::LaunchError),
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -413,7 +402,7 @@ pub enum SweepError {
 
 /// Whether a sweep with `plan` and the runs `lines` is complete: continuing it would make no
 /// run. The plan is executed on a copy of the log until it asks for its first run.
-pub(crate) fn is_complete(plan: &Plan, lines: &[RunLine]) -> bool {
+pub(crate) fn is_complete(plan: &Design, lines: &[RunLine]) -> bool {
     let mut log = RunLog {
         file: None,
         lines: lines.to_vec(),
@@ -482,7 +471,7 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 /// said so, [`SweepError::Abandoned`] after a run that could not be stopped at its timeout.
 /// Every finished run is in the log.
 pub fn execute(
-    plan: &Plan,
+    plan: &Design,
     log: &mut RunLog,
     run: &mut dyn FnMut(&Config) -> Outcome,
     progress: &mut dyn FnMut(&Progress<'_>),
@@ -649,7 +638,7 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
     for line in lines.iter().filter(|l| !l.warmup) {
         by_config.entry(line.config.clone()).or_default().push(line);
     }
-    let med = |v: Vec<f64>| crate::stats::median(&v);
+    let med = |v: Vec<f64>| crate::measure::stats::median(&v);
     let mut out: Vec<ConfigSummary> = by_config
         .into_iter()
         .map(|(config, runs)| {
@@ -706,8 +695,8 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
         let Some(wall) = &s.wall else { continue };
         let base = one_thread.get(&s.config.family()).copied().or(os_baseline);
         if let Some(base) = base {
-            s.speedup = Some(crate::stats::speedup(base, wall.median));
-            s.efficiency = Some(crate::stats::efficiency(
+            s.speedup = Some(crate::measure::stats::speedup(base, wall.median));
+            s.efficiency = Some(crate::measure::stats::efficiency(
                 base,
                 wall.median,
                 s.config.threads,
@@ -718,4 +707,4 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
 }
 
 #[cfg(test)]
-mod test;
+pub(crate) mod test;

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::config::{Config, Family};
 use super::recommend::{Recommendation, recommend};
 use super::target::Target;
-use super::{ConfigSummary, Plan, RunLine, Status, summarize};
-use crate::machine::MachineRecord;
-use crate::pin::{Mechanism, PinRecord};
-use crate::stats::{UslFit, usl_fit};
-use crate::watch::{CpuPlace, Sample};
+use super::{ConfigSummary, Design, RunLine, Status, summarize};
+use crate::grid::{Config, Family};
+use crate::measure::stats::{UslFit, usl_fit};
+use crate::program::pin::{Mechanism, PinRecord};
+use crate::program::watch::{CpuPlace, Sample};
+use crate::topology::MachineRecord;
 use crate::workload::{RunRecord, ThrottleSample, Throughput};
 
 /// Version of `summary.json`; see `docs/summary.schema.json`.
@@ -97,7 +97,7 @@ impl ConfigRow {
                 .filter_map(|l| l.record.as_ref())
                 .map(f)
                 .collect::<Option<_>>()?;
-            crate::stats::mean(&v)
+            crate::measure::stats::mean(&v)
         };
         Self {
             config: s.config.clone(),
@@ -178,8 +178,9 @@ pub struct SweepReport {
     pub target: Target,
     /// The machine it was measured on.
     pub machine: MachineRecord,
-    /// The grid and settings.
-    pub plan: Plan,
+    /// The grid and settings (`plan` in `summary.json`).
+    #[serde(rename = "plan")]
+    pub design: Design,
     /// One row per configuration measured, in configuration order.
     pub configs: Vec<ConfigRow>,
     /// One fit per family with enough points.
@@ -196,12 +197,12 @@ impl SweepReport {
     pub fn build(
         target: Target,
         machine: MachineRecord,
-        plan: Plan,
+        design: Design,
         lines: &[RunLine],
         apply: &dyn Fn(&Config) -> Vec<String>,
     ) -> Self {
         let summaries = summarize(lines);
-        let mut recommendation = recommend(&summaries, plan.tolerance);
+        let mut recommendation = recommend(&summaries, design.tolerance);
         if let Some(r) = recommendation.as_mut() {
             r.apply = apply(&r.config);
         }
@@ -238,7 +239,7 @@ impl SweepReport {
                 .map_or(0.0, |d| d.as_secs_f64()),
             target,
             machine,
-            plan,
+            design,
             configs,
             usl,
             recommendation,
@@ -374,7 +375,7 @@ impl RunView {
                 })
                 .collect()
         } else {
-            crate::watch::summarize(&samples)
+            crate::program::watch::summarize(&samples)
                 .threads
                 .into_iter()
                 .take(16)

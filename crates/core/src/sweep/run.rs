@@ -10,7 +10,7 @@
 //!   [`Outcome::Abandoned`]: logged as timed out, and the sweep stops (the caller exits, which
 //!   ends the stuck thread; `--resume` continues).
 //! - An **external program** is a child process: `{threads}`, `{cpus}` and `{place}` substituted
-//!   into its arguments, the thread-count variables of [`crate::launch::thread_env`] set, the
+//!   into its arguments, the thread-count variables of [`crate::program::thread_env`] set, the
 //!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
 //!   closed, killed at the timeout. A non-zero exit is a failed run; one ended by SIGINT or
 //!   SIGTERM is a sweep being stopped ([`Outcome::Stopped`]), not a measurement. A pinned
@@ -29,17 +29,18 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::config::{Config, ConfigError, Grid, MachineCounts};
 use super::target::{RunSettings, Target};
 use super::{Outcome, SweepError};
 use crate::cpuset::Warning;
-use crate::cpuset::format_list;
-use crate::launch;
+use crate::grid::{Config, ConfigError, Grid, MachineCounts};
 use crate::measure::ChildProbe;
-use crate::pin::{self, PerThread, ProgramInfo};
 use crate::placement::{Binding, Placement};
-use crate::topology::{Topology, set_to_vec};
-use crate::watch::{Monitor, Sample};
+use crate::program;
+use crate::program::pin::{self, PerThread, ProgramInfo};
+use crate::program::watch::{Monitor, Sample};
+use crate::sys::format_list;
+use crate::sys::set_to_vec;
+use crate::topology::Topology;
 use crate::workload::{RunConfig, RunRecord, Unit, Work, Workload, run_measured};
 
 /// What one call of [`Runner::run`] produced.
@@ -121,13 +122,13 @@ impl<'t> Runner<'t> {
                 // A placeholder in the program's own name is resolved per run; `sh` runs a
                 // shell command.
                 let inspected = if shell {
-                    launch::find_program(&launch::shell_program())
+                    program::find_program(&program::shell_program())
                         .ok()
                         .map(|p| pin::inspect_program(&p))
                 } else if program.contains('{') {
                     None
                 } else {
-                    Some(pin::inspect_program(&launch::find_program(program)?))
+                    Some(pin::inspect_program(&program::find_program(program)?))
                 };
                 (
                     Target::Command {
@@ -260,11 +261,11 @@ impl<'t> Runner<'t> {
                         let cpus = format_list(&set_to_vec(&placement.union()));
                         let name = substitute(&argv[0], config, &cpus);
                         let path = if *shell {
-                            launch::shell_program()
+                            program::shell_program()
                         } else {
                             name
                         };
-                        inspected = launch::find_program(&path)
+                        inspected = program::find_program(&path)
                             .map(|p| pin::inspect_program(&p))
                             .unwrap_or(ProgramInfo {
                                 path: path.into(),
@@ -378,7 +379,7 @@ impl<'t> Runner<'t> {
     ) -> Outcome {
         let cpus = format_list(&set_to_vec(&placement.union()));
         if let Some(prep) = prepare {
-            match launch::shell_command(prep).status() {
+            match program::shell_command(prep).status() {
                 Ok(s) if s.success() => {}
                 Ok(s) => return Outcome::Failed(format!("--prepare exited with {s}")),
                 Err(e) => return Outcome::Failed(format!("--prepare: {e}")),
@@ -386,7 +387,7 @@ impl<'t> Runner<'t> {
         }
         let words = substitute_all(argv, c, &cpus);
         let mut cmd = if shell {
-            launch::shell_command(&words.join(" "))
+            program::shell_command(&words.join(" "))
         } else {
             let mut cmd = Command::new(PathBuf::from(&words[0]));
             cmd.args(&words[1..]);
@@ -404,12 +405,12 @@ impl<'t> Runner<'t> {
                 }
             }
             None => {
-                cmd.envs(launch::thread_env(c.threads, Some(placement)));
+                cmd.envs(program::thread_env(c.threads, Some(placement)));
             }
         }
         let restrict = c.is_restricted().then(|| placement.union());
         let probe = ChildProbe::start();
-        let mut child = match launch::spawn_own_tree(cmd, restrict.as_ref()) {
+        let mut child = match program::spawn_own_tree(cmd, restrict.as_ref()) {
             Ok(child) => child,
             Err(e) => return Outcome::Failed(e.to_string()),
         };
@@ -431,14 +432,14 @@ impl<'t> Runner<'t> {
             return Outcome::Stopped(format!(
                 "{} was ended by signal {}",
                 words[0],
-                launch::exit_code(status) - 128
+                program::exit_code(status) - 128
             ));
         }
         if !status.success() {
             return Outcome::Failed(format!(
                 "{} exited with status {}",
                 words[0],
-                launch::exit_code(status)
+                program::exit_code(status)
             ));
         }
         let work = Work {
@@ -478,8 +479,8 @@ pub(super) fn substitute_all(argv: &[String], c: &Config, cpus: &str) -> Vec<Str
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::grid::{Cpus, ThrottleSpec};
     use crate::placement::Policy;
-    use crate::sweep::{Cpus, ThrottleSpec};
 
     #[test]
     fn placeholders() {

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Plan, SweepError};
-use crate::pin::SkipMask;
+use super::{Design, SweepError};
 use crate::placement::Binding;
+use crate::program::pin::SkipMask;
 use crate::workload::WorkloadSpec;
 
 /// What a sweep measures.
@@ -71,8 +71,9 @@ pub struct RunSettings {
 pub struct SweepSpec {
     /// [`SWEEP_SCHEMA`].
     pub schema: String,
-    /// The grid and how to search it.
-    pub plan: Plan,
+    /// The grid and how to search it (`plan` in `sweep.json`).
+    #[serde(rename = "plan")]
+    pub design: Design,
     /// What is measured.
     pub target: Target,
     /// How each run is made.
@@ -85,10 +86,10 @@ pub const SWEEP_SCHEMA: &str = "coretune-sweep/1";
 
 impl SweepSpec {
     /// A spec of the current schema.
-    pub fn new(plan: Plan, target: Target, settings: RunSettings) -> Self {
+    pub fn new(design: Design, target: Target, settings: RunSettings) -> Self {
         Self {
             schema: SWEEP_SCHEMA.into(),
-            plan,
+            design,
             target,
             settings,
         }

@@ -26,6 +26,9 @@
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits; owner and mode, reading without following a link, durable writes of saved state |
 //! | `state.rs` | saved state written durably (standard library only, every OS) |
+//! | `cpu_list.rs` | the kernel's CPU list format (`0-3,8`), and hwloc bitmaps from and to OS indexes (every OS) |
+//! | `groups.rs` | Windows processor groups as the calls see them: masks per group in hwloc's numbering, and which group-affinity calls apply a set (decided and tested on every OS, made by `windows/affinity.rs`) |
+//! | `utc.rs` | wall-clock time as a UTC calendar date (every OS) |
 //! | `unix_command.rs` | `sh -c`, and finding a program on `PATH` as `execvp` does (standard library only, every Unix) |
 //! | `windows/` | Windows, one file per concern (see its module docs): group affinity of threads and processes, starting a program suspended in a job object, counters, processes and threads through ToolHelp snapshots, per-CPU times, the host, the CPU budget (affinity, CPU sets, job CPU rate) |
 //! | `unsupported.rs` | every other OS: each function fails with [`SysError::Unsupported`] (or `io::ErrorKind::Unsupported`); Windows takes from it what has no Windows meaning (cgroups, systemd, the process-event connector) |
@@ -37,8 +40,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod cpu_list;
 mod error;
+pub(crate) mod groups;
 mod state;
+mod utc;
 // `sh -c` and `PATH` lookup on Linux and the other Unix systems (Windows has its own).
 #[cfg(not(windows))]
 mod unix_command;
@@ -62,7 +68,10 @@ use unsupported as os;
 #[cfg(windows)]
 use windows as os;
 
+pub use cpu_list::{format_list, parse_list, set_from_indexes, set_to_vec};
 pub use error::SysError;
+pub use groups::{GROUP_SIZE, GroupMask};
+pub(crate) use utc::{civil_date, unix_now};
 
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::grid::{Grid, MachineCounts};
 use crate::measure::{Measurement, Probe, ThreadProbe, ThreadTracker};
-use crate::sweep::{Grid, MachineCounts};
 
 /// How big a job to run. Each workload maps these to its own parameters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -224,7 +224,7 @@ impl RunConfig<'_> {
         };
         let sets: Vec<hwlocality::cpu::cpuset::CpuSet> = cpus
             .iter()
-            .map(|c| crate::topology::set_from_indexes(c.iter().copied()))
+            .map(|c| crate::sys::set_from_indexes(c.iter().copied()))
             .collect();
         Some(std::sync::Arc::new(move |worker: usize| {
             let set = &sets[worker % sets.len()];
@@ -345,7 +345,7 @@ pub struct RunRecord {
     /// How a pinned placement reached an external program's threads, and whether any was seen
     /// outside its place (absent for built-in workloads, unpinned runs and older folders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pinning: Option<Box<crate::pin::PinRecord>>,
+    pub pinning: Option<Box<crate::program::pin::PinRecord>>,
 }
 
 /// One sample of an adaptive throttle: the limit in force and the throughput measured under it.
@@ -705,7 +705,7 @@ mod test {
 
     #[test]
     fn workers_run_on_their_cpus_and_a_refused_set_is_an_error() {
-        let cpu = crate::topology::set_to_vec(&crate::sys::task_affinity(0).unwrap())[0];
+        let cpu = crate::sys::set_to_vec(&crate::sys::task_affinity(0).unwrap())[0];
         let config = RunConfig {
             cpus: Some(vec![vec![cpu]]),
             steal_order: Some(vec![vec![1, 2], vec![2, 0], vec![0, 1]]),

@@ -18,9 +18,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError, run_workers};
+use crate::grid::{Cpus, Grid, MachineCounts, ThrottleSpec};
 use crate::measure::ThreadTracker;
 use crate::placement::Policy;
-use crate::sweep::{Cpus, Grid, MachineCounts, ThrottleSpec};
 
 /// OS threads of the article's experiment.
 pub(super) const DEFAULT_THREADS: usize = 64;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use procfs::{ProcessCGroup, ProcessCGroups};
 
 use super::files::{read_procfs, read_text};
-use crate::cpuset::parse_list;
+use crate::sys::parse_list;
 use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError};
 
 /// The cpuset and every CPU quota of this process's cgroups, read under `root`.

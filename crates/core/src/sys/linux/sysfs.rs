@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::files::{first_line, parse_text};
-use crate::cpuset::parse_list;
 use crate::sys::SysError;
+use crate::sys::parse_list;
 
 /// A CPU-list file under `root`.
 fn cpu_list_file(root: &Path, rel: &str) -> Result<Vec<usize>, SysError> {

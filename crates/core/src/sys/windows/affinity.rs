@@ -1,7 +1,7 @@
 //! Group affinity of threads and processes: `SetThreadGroupAffinity`/`GetThreadGroupAffinity`,
 //! `SetProcessAffinityMask`, `GetProcessGroupAffinity` and CPU sets
 //! (`SetProcessDefaultCpuSets`, `GetSystemCpuSetInformation`): the real [`GroupCalls`]. Which
-//! calls a CPU set needs is decided in `groups.rs`; CPU `n` is bit `n % 64` of group `n / 64`,
+//! calls a CPU set needs is decided in `sys/groups.rs`; CPU `n` is bit `n % 64` of group `n / 64`,
 //! hwloc's numbering of Windows CPUs.
 
 use std::io;
@@ -19,15 +19,12 @@ use windows_sys::Win32::System::Threading::{
 };
 
 use super::handle::{Handle, check, is_wine, open_process, open_thread};
-use crate::groups::{GroupCalls, GroupMask, ProcessorGroups, place_new_process};
-use crate::topology::{set_from_indexes, set_to_vec};
+use crate::sys::groups::{GroupCalls, GroupMask, largest, place_new_process};
+use crate::sys::{set_from_indexes, set_to_vec};
 
 /// `cpus` as one mask per processor group, in hwloc's numbering.
-pub(super) fn group_masks(cpus: &CpuSet) -> Vec<GroupMask> {
-    let cpus = set_to_vec(cpus);
-    ProcessorGroups::numbered(cpus.iter().copied())
-        .split(&cpus)
-        .0
+fn group_masks(cpus: &CpuSet) -> Vec<GroupMask> {
+    crate::sys::groups::group_masks(&set_to_vec(cpus))
 }
 
 fn thread_id(tid: i32) -> io::Result<u32> {
@@ -75,7 +72,7 @@ fn set_thread_group_affinity(thread: &Thread, m: GroupMask) -> io::Result<()> {
 /// a set crossing groups binds it to its largest part (the lowest group on a tie), as the pool's
 /// workers are.
 pub(crate) fn set_task_affinity(tid: i32, cpus: &CpuSet) -> io::Result<()> {
-    let Some(part) = crate::groups::largest(&group_masks(cpus)) else {
+    let Some(part) = largest(&group_masks(cpus)) else {
         return Err(io::Error::from_raw_os_error(ERROR_INVALID_PARAMETER as i32));
     };
     let thread = Thread::open(tid, THREAD_SET_INFORMATION | THREAD_QUERY_INFORMATION)?;
@@ -102,7 +99,7 @@ pub(crate) fn is_no_such_task(error: &io::Error) -> bool {
     error.raw_os_error() == Some(ERROR_INVALID_PARAMETER as i32)
 }
 
-/// Puts threads `tids` of process `pid` on `cpus` ([`crate::groups::rebind_threads`]): each
+/// Puts threads `tids` of process `pid` on `cpus` ([`crate::sys::groups::rebind_threads`]): each
 /// thread with the set (or, across groups, the group part) it got and the outcome.
 ///
 /// # Errors
@@ -115,7 +112,7 @@ pub(crate) fn rebind_threads(
 ) -> io::Result<Vec<(i32, CpuSet, io::Result<()>)>> {
     let pid = thread_id(pid)?;
     let ids: Vec<u32> = tids.iter().filter_map(|&t| u32::try_from(t).ok()).collect();
-    let out = crate::groups::rebind_threads(&mut RealCalls, pid, &ids, &group_masks(cpus))?;
+    let out = crate::sys::groups::rebind_threads(&mut RealCalls, pid, &ids, &group_masks(cpus))?;
     Ok(out
         .into_iter()
         .map(|(tid, part, result)| {

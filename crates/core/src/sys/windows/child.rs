@@ -1,6 +1,6 @@
 //! A started program: created suspended, put in a job object (its whole process tree, ended
 //! together and accounted together), placed on its CPU set before its first instruction
-//! ([`crate::groups::place_new_process`]), then resumed. Also the shell (`cmd /C`), how a command
+//! ([`crate::sys::groups::place_new_process`]), then resumed. Also the shell (`cmd /C`), how a command
 //! name is found (`PATHEXT`), Ctrl-C while a program runs, and exit statuses.
 
 use std::io;

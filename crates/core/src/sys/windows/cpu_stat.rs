@@ -73,7 +73,7 @@ pub(crate) fn cpu_stat(_proc_dir: &Path) -> Result<CpuStat, SysError> {
             let infos = std::thread::scope(|s| {
                 s.spawn(move || {
                     // Windows numbers a group's active processors from 0.
-                    let cpus = crate::topology::set_from_indexes(
+                    let cpus = crate::sys::set_from_indexes(
                         (0..active.min(64)).map(|b| usize::from(group) * 64 + b),
                     );
                     super::affinity::set_task_affinity(0, &cpus).map_err(|error| {

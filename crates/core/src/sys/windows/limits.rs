@@ -20,7 +20,7 @@ use windows_sys::Win32::System::Threading::{
 
 use super::affinity::cpu_sets;
 use super::handle::{check, is_wine};
-use crate::groups::GroupMask;
+use crate::sys::GroupMask;
 use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError};
 
 /// What the budget calls the restrictions on this system.

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::enforce::{Action, Enforcer, Trigger};
+use super::enforcer::{Action, Enforcer, Trigger};
 use super::{RuleSet, RulesError};
 use crate::sys::{self, DaemonSignal, ProcEvent, ProcEvents};
 
@@ -47,7 +47,7 @@ pub enum EventSource {
 
 /// How the daemon runs.
 #[derive(Clone, Debug)]
-pub struct WatchOptions {
+pub struct DaemonOptions {
     /// Change nothing: report what would be done.
     pub dry_run: bool,
     /// Poll `/proc` even where the connector works.
@@ -59,7 +59,7 @@ pub struct WatchOptions {
 /// What the daemon reports as it runs.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum WatchEvent<'a> {
+pub enum DaemonEvent<'a> {
     /// Watching: the event source, the rules in force, and the uid whose processes alone are
     /// touched (`None` as root).
     Started {
@@ -96,11 +96,11 @@ struct Seen {
 /// # Errors
 ///
 /// [`RulesError::Sys`] when the signals cannot be set up, or `/proc` or the event socket fails.
-pub fn watch(
+pub fn run_daemon(
     rules: RuleSet,
     reload: &mut dyn FnMut() -> Result<RuleSet, RulesError>,
-    options: &WatchOptions,
-    on: &mut dyn FnMut(WatchEvent<'_>),
+    options: &DaemonOptions,
+    on: &mut dyn FnMut(DaemonEvent<'_>),
 ) -> Result<(), RulesError> {
     let mut signals = sys::DaemonSignals::install()?;
     let mut events = None;
@@ -122,7 +122,7 @@ pub fn watch(
         }
     };
     let mut enforcer = Enforcer::new(rules, options.dry_run);
-    on(WatchEvent::Started {
+    on(DaemonEvent::Started {
         source: &source,
         rules: enforcer.rules(),
         only_uid: enforcer.only_uid(),
@@ -139,16 +139,16 @@ pub fn watch(
         let woken = signals.wait(events.as_ref().map(ProcEvents::fd), timeout)?;
         match woken.signal {
             Some(DaemonSignal::Stop(signal)) => {
-                on(WatchEvent::Stopping(signal));
+                on(DaemonEvent::Stopping(signal));
                 return Ok(());
             }
             Some(DaemonSignal::Reload) => match reload() {
                 Ok(rules) => {
                     enforcer.set_rules(rules);
-                    on(WatchEvent::Reloaded(enforcer.rules()));
+                    on(DaemonEvent::Reloaded(enforcer.rules()));
                     scan(&mut enforcer, Trigger::Reload, &mut seen, on)?;
                 }
-                Err(e) => on(WatchEvent::ReloadFailed(&e)),
+                Err(e) => on(DaemonEvent::ReloadFailed(&e)),
             },
             None => {}
         }
@@ -165,10 +165,10 @@ pub fn watch(
     }
 }
 
-fn report(actions: impl IntoIterator<Item = Action>, on: &mut dyn FnMut(WatchEvent<'_>)) {
+fn report(actions: impl IntoIterator<Item = Action>, on: &mut dyn FnMut(DaemonEvent<'_>)) {
     for a in actions {
         if a.is_logged() {
-            on(WatchEvent::Action(&a));
+            on(DaemonEvent::Action(&a));
         }
     }
 }
@@ -178,7 +178,7 @@ fn scan(
     enforcer: &mut Enforcer,
     trigger: Trigger,
     seen: &mut HashMap<i32, Seen>,
-    on: &mut dyn FnMut(WatchEvent<'_>),
+    on: &mut dyn FnMut(DaemonEvent<'_>),
 ) -> Result<(), RulesError> {
     let long_ago = Instant::now()
         .checked_sub(YOUNG)
@@ -202,7 +202,7 @@ fn handle_events(
     enforcer: &mut Enforcer,
     batch: &[ProcEvent],
     seen: &mut HashMap<i32, Seen>,
-    on: &mut dyn FnMut(WatchEvent<'_>),
+    on: &mut dyn FnMut(DaemonEvent<'_>),
 ) -> Result<(), RulesError> {
     let mut lost = false;
     for event in batch {
@@ -233,7 +233,7 @@ fn handle_events(
         }
     }
     if lost {
-        on(WatchEvent::EventsLost);
+        on(DaemonEvent::EventsLost);
         scan(enforcer, Trigger::Rescan, seen, on)?;
     }
     Ok(())
@@ -243,7 +243,7 @@ fn handle_events(
 fn poll(
     enforcer: &mut Enforcer,
     seen: &mut HashMap<i32, Seen>,
-    on: &mut dyn FnMut(WatchEvent<'_>),
+    on: &mut dyn FnMut(DaemonEvent<'_>),
 ) -> Result<(), RulesError> {
     let proc_dir = Path::new(sys::PROC_DIR);
     let now = Instant::now();

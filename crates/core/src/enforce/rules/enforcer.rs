@@ -15,9 +15,9 @@ use serde::Serialize;
 
 use super::matching::ProcessView;
 use super::{RuleAction, RuleEffect, RuleSet};
-use crate::cpuset::format_list;
+use crate::sys::format_list;
+use crate::sys::set_to_vec;
 use crate::sys::{self, SysError};
-use crate::topology::set_to_vec;
 
 /// What made coretune look at a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -115,7 +115,7 @@ fn now_text() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = now.as_secs();
-    let (y, m, d) = crate::sweep::civil_date(secs);
+    let (y, m, d) = crate::sys::civil_date(secs);
     let s = secs % 86_400;
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::Topology;
 use crate::sys;
-use crate::topology::Topology;
 
 /// Environment variables whose names contain one of these are recorded as `<redacted>`.
 const SECRET_MARKERS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];

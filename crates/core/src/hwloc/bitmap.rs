@@ -8,7 +8,7 @@
 
 use hwlocality::bitmap::Bitmap;
 
-use super::cstr::strtoul;
+use super::cnum::strtoul;
 
 /// A bitmap as libhwloc stores it on LP64: 64-bit words, least significant first, and whether
 /// every bit past them is set.
@@ -324,6 +324,53 @@ pub(crate) fn parse_list(s: &str) -> (Bitmap, bool) {
         current = next + 1;
     }
     (set, true)
+}
+
+/// How a bitmap is written (`--cpuset-output-format`, `--taskset`) or read (`--cif`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BitmapFormat {
+    /// hwloc's format: `0x000000ff,0x00000001`.
+    #[default]
+    Hwloc,
+    /// A list: `0-7,32`.
+    List,
+    /// taskset's format: `0xff00000001`.
+    Taskset,
+    /// systemd's D-Bus API: `ay 0x0001 0x03` (output only).
+    SystemdDbusApi,
+}
+
+impl BitmapFormat {
+    /// hwloc's names: `hwloc`, `list`, `taskset`, `systemd-dbus-api`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "hwloc" => Self::Hwloc,
+            "list" => Self::List,
+            "taskset" => Self::Taskset,
+            "systemd-dbus-api" => Self::SystemdDbusApi,
+            _ => return None,
+        })
+    }
+
+    /// The set in this format; `None` where the format cannot express it (an empty or infinite
+    /// set in systemd's).
+    pub fn render(self, set: &Bitmap) -> Option<String> {
+        match self {
+            Self::Hwloc => Some(hwloc_string(set)),
+            Self::List => Some(list_string(set)),
+            Self::Taskset => Some(taskset_string(set)),
+            Self::SystemdDbusApi => systemd_dbus_string(set),
+        }
+    }
+}
+
+/// Reads a bitmap in hwloc's format; `None` where hwloc fails to (or would abort).
+pub(crate) fn parse_hwloc_bitmap_checked(s: &str) -> Option<Bitmap> {
+    match parse_hwloc(s) {
+        Ok((set, true)) => Some(set),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

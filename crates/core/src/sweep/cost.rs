@@ -17,15 +17,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::config::{ConfigError, MachineCounts};
 use super::search::{Strategy, next_configs};
-use super::{Config, Plan};
+use super::{Config, Design};
+use crate::grid::{ConfigError, MachineCounts};
 use crate::placement::Binding;
 use crate::topology::Topology;
 
 /// The cost of measuring some configurations of a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PlanCost {
+pub struct DesignCost {
     /// Configurations.
     pub configs: usize,
     /// Runs, warm-ups included (at `--runs`; `--min-time` can add runs, see `seconds`).
@@ -37,15 +37,15 @@ pub struct PlanCost {
 
 /// What a plan costs on one machine.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PlanEstimate {
+pub struct DesignEstimate {
     /// Every configuration of the grid (what an exhaustive sweep measures, and the most a
     /// search can).
-    pub grid: PlanCost,
+    pub grid: DesignCost,
     /// The search's first stage (`None` for an exhaustive sweep).
-    pub first_stage: Option<PlanCost>,
+    pub first_stage: Option<DesignCost>,
 }
 
-impl Plan {
+impl Design {
     /// What this plan costs on `topology` (which need not be this machine: an XML or synthetic
     /// description plans for another), each thread's set as wide as `binding`; `machine` gives
     /// `cores`/`pus` throttles their meaning, `one_thread` is the time of one single-threaded
@@ -60,7 +60,7 @@ impl Plan {
         binding: Binding,
         machine: MachineCounts,
         one_thread: Option<Duration>,
-    ) -> Result<PlanEstimate, ConfigError> {
+    ) -> Result<DesignEstimate, ConfigError> {
         let grid = self.cost(&self.grid.configs(), topology, binding, machine, one_thread)?;
         let first_stage = match self.strategy {
             Strategy::Exhaustive => None,
@@ -75,7 +75,7 @@ impl Plan {
                 Some(self.cost(&first, topology, binding, machine, one_thread)?)
             }
         };
-        Ok(PlanEstimate { grid, first_stage })
+        Ok(DesignEstimate { grid, first_stage })
     }
 
     fn cost(
@@ -85,7 +85,7 @@ impl Plan {
         binding: Binding,
         machine: MachineCounts,
         one_thread: Option<Duration>,
-    ) -> Result<PlanCost, ConfigError> {
+    ) -> Result<DesignCost, ConfigError> {
         let per_config = self.warmup + self.runs;
         let mut seconds = one_thread.map(|_| (0.0, 0.0));
         for c in configs {
@@ -101,7 +101,7 @@ impl Plan {
                 *slow += self.runs_lasting(t_slow) * t_slow;
             }
         }
-        Ok(PlanCost {
+        Ok(DesignCost {
             configs: configs.len(),
             runs: configs.len() * per_config,
             seconds,
@@ -123,12 +123,12 @@ impl Plan {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::grid::{Cpus, Grid, ThrottleSpec};
     use crate::placement::Policy;
-    use crate::sweep::{Cpus, Grid, ThrottleSpec};
     use crate::topology::TopologySource;
 
-    fn plan(strategy: Strategy) -> Plan {
-        Plan {
+    fn plan(strategy: Strategy) -> Design {
+        Design {
             grid: Grid {
                 threads: vec![1, 2, 4, 8],
                 places: vec![Policy::Os, Policy::Cores],

@@ -28,9 +28,8 @@ use std::path::{Path, PathBuf};
 use hwlocality::object::types::ObjectType;
 use serde::Serialize;
 
-use crate::cpuset::format_list;
-use crate::sys;
-use crate::topology::{Topology, set_from_indexes};
+use super::Topology;
+use crate::sys::{self, format_list, set_from_indexes, set_to_vec};
 
 /// A CPU quota from a cgroup: `quota / period` CPUs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -100,7 +99,7 @@ impl CpuBudget {
             .map(Quota::from)
             .min_by(|a, b| a.cpus.total_cmp(&b.cpus));
 
-        let topology_pus = crate::topology::set_to_vec(&topology.cpuset());
+        let topology_pus = set_to_vec(&topology.cpuset());
         let usable: Vec<usize> = topology_pus
             .iter()
             .copied()

@@ -17,13 +17,14 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{OSDeviceType, ObjectType};
 
-use super::bitmap::{Assertion, hwloc_string, parse_hwloc, parse_list, parse_taskset};
-use super::cstr::{starts_with_ignore_case, strtol, strtoul};
+use super::bitmap::{
+    Assertion, BitmapFormat, hwloc_string, parse_hwloc, parse_list, parse_taskset,
+};
+use super::cnum::{starts_with_ignore_case, strtol, strtoul};
 use super::types::{
     DEPTH_MULTIPLE, DEPTH_NUMANODE, DEPTH_OS_DEVICE, DEPTH_PCI_DEVICE, DEPTH_UNKNOWN, objects_at,
     parse_type, spec_depth,
 };
-use super::{CpusetFormat, Message, cpus_of, nodes_of};
 
 /// How locations are read (hwloc-calc's `lcontext` and `scontext`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +37,7 @@ pub struct LocationSettings {
     pub nodeset_output: bool,
     /// `--cif FORMAT` (hwloc 2.11): how to read bitmaps; `None` is hwloc-calc 2.9's rule
     /// (a comma makes it hwloc's format, otherwise taskset's).
-    pub cpuset_input: Option<CpusetFormat>,
+    pub cpuset_input: Option<BitmapFormat>,
     /// `-v` adds 1, `-q` takes 1: above 0 hwloc-calc narrates, below 0 it keeps warnings quiet.
     pub verbose: i32,
 }
@@ -191,12 +192,12 @@ fn hex_span(s: &[u8]) -> usize {
 /// A bitmap argument: hwloc-calc 2.9 checks its shape, then reads it in hwloc's format when it
 /// has a comma and in taskset's otherwise; `--cif` (hwloc 2.11) forces a format. `None` when
 /// the shape is wrong.
-fn parse_bitmap(arg: &str, format: Option<CpusetFormat>) -> Result<Option<Bitmap>, Assertion> {
+fn parse_bitmap(arg: &str, format: Option<BitmapFormat>) -> Result<Option<Bitmap>, Assertion> {
     if let Some(format) = format {
         let (set, ok) = match format {
-            CpusetFormat::Hwloc => parse_hwloc(arg)?,
-            CpusetFormat::List => parse_list(arg),
-            CpusetFormat::Taskset | CpusetFormat::SystemdDbusApi => parse_taskset(arg),
+            BitmapFormat::Hwloc => parse_hwloc(arg)?,
+            BitmapFormat::List => parse_list(arg),
+            BitmapFormat::Taskset | BitmapFormat::SystemdDbusApi => parse_taskset(arg),
         };
         return Ok(ok.then_some(set));
     }
@@ -336,7 +337,7 @@ impl Filter {
     /// What is inside `[...]`: `tier=N`, `subtype=NAME` or a bare `NAME` (not a number).
     pub(crate) fn parse(inside: &str) -> Option<Self> {
         if let Some(tier) = inside.strip_prefix("tier=") {
-            return Some(Filter::Tier(super::cstr::atoi(tier)));
+            return Some(Filter::Tier(super::cnum::atoi(tier)));
         }
         if let Some(name) = inside.strip_prefix("subtype=") {
             return Some(Filter::Subtype(name.to_owned()));
@@ -352,7 +353,7 @@ impl Filter {
         match self {
             Filter::Tier(tier) => obj
                 .info("MemoryTier")
-                .is_some_and(|v| super::cstr::atoi(&v.to_string_lossy()) == *tier),
+                .is_some_and(|v| super::cnum::atoi(&v.to_string_lossy()) == *tier),
             Filter::Subtype(name) => obj
                 .subtype()
                 .is_some_and(|s| s.to_string_lossy().eq_ignore_ascii_case(name)),
@@ -912,6 +913,38 @@ fn pci_by_busid<'t>(topology: &'t HwlocTopology, busid: &str) -> Option<&'t Topo
             }
             _ => false,
         })
+}
+
+/// A line hwloc-calc prints, on the stream it prints it on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A line (without its newline) for standard output.
+    Stdout(String),
+    /// A line (without its newline) for standard error.
+    Stderr(String),
+    /// Text for standard output with no newline after it (`--largest` prints its objects one by
+    /// one before a failure).
+    StdoutPartial(String),
+}
+
+/// An object's CPU set as a plain bitmap (empty for objects without one: I/O, Misc).
+pub(crate) fn cpus_of(obj: &TopologyObject) -> Bitmap {
+    obj.cpuset()
+        .map(|c| {
+            let c: &CpuSet = &c;
+            Bitmap::from(c.clone())
+        })
+        .unwrap_or_default()
+}
+
+/// An object's NUMA node set as a plain bitmap (empty for objects without one).
+pub(crate) fn nodes_of(obj: &TopologyObject) -> Bitmap {
+    obj.nodeset()
+        .map(|n| {
+            let n: &hwlocality::memory::nodeset::NodeSet = &n;
+            Bitmap::from(n.clone())
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ pub(crate) fn parse_type(s: &str) -> Option<TypeSpec> {
         return plain(ObjectType::PCIDevice);
     }
     if matches!(b.first(), Some(b'l' | b'L')) && b.get(1).is_some_and(u8::is_ascii_digit) {
-        let (depth, used) = super::cstr::strtol(&b[1..], 10);
+        let (depth, used) = super::cnum::strtol(&b[1..], 10);
         let end = 1 + used;
         let (ty, suffix) = if matches!(b.get(end), Some(b'i' | b'I')) {
             let ty = match depth {
@@ -150,7 +150,7 @@ pub(crate) fn parse_type(s: &str) -> Option<TypeSpec> {
         let group_depth = b
             .get(end)
             .filter(|c| c.is_ascii_digit())
-            .map(|_| super::cstr::strtol(&b[end..], 10).0 as u32);
+            .map(|_| super::cnum::strtol(&b[end..], 10).0 as u32);
         return Some(TypeSpec {
             ty: ObjectType::Group,
             group_depth,
@@ -323,6 +323,24 @@ pub(crate) fn spec_depth(topology: &HwlocTopology, spec: &TypeSpec) -> i32 {
 /// `hwloc_obj_type_is_normal`: CPU-side objects (not memory, I/O or Misc).
 pub(crate) fn is_normal(ty: ObjectType) -> bool {
     ty.is_normal()
+}
+
+/// Whether hwloc's tools read `name` as a type (or hwloc-calc's `hbm`/`mcdram`).
+pub(crate) fn is_hwloc_type(name: &str) -> bool {
+    parse_type(name).is_some()
+        || name.eq_ignore_ascii_case("hbm")
+        || name.eq_ignore_ascii_case("mcdram")
+}
+
+/// An hwloc object type by the names hwloc's tools accept (`core`, `l3`, `group1`, `gpu`...).
+pub fn type_from_name(name: &str) -> Option<ObjectType> {
+    parse_type(name).map(|spec| spec.ty)
+}
+
+/// The depth of the level a type name names (`hwloc_type_sscanf_as_depth`): hwloc's numbers,
+/// negative for special and missing levels; `None` when the name is not a type.
+pub(crate) fn type_name_depth(topology: &HwlocTopology, name: &str) -> Option<i32> {
+    parse_type(name).map(|spec| spec_depth(topology, &spec))
 }
 
 #[cfg(test)]

@@ -1,20 +1,6 @@
-//! Applying a placement to other programs: the CPU set of a command started by coretune (set
-//! before `exec`, so every thread it makes inherits it), the thread-count variables common
-//! runtimes read, and rebinding a running process with all its threads.
-//!
-//! | variable | read by | set to |
-//! |---|---|---|
-//! | `OMP_NUM_THREADS` | OpenMP runtimes (libgomp, libomp, Intel) | N |
-//! | `OMP_PLACES`, `OMP_PROC_BIND` | OpenMP | one place per thread and `close` when pinned, else `OMP_PROC_BIND=false` |
-//! | `RAYON_NUM_THREADS` | Rust rayon's global pool | N |
-//! | `MKL_NUM_THREADS` | Intel MKL | N |
-//! | `OPENBLAS_NUM_THREADS` | OpenBLAS | N |
-//! | `BLIS_NUM_THREADS` | BLIS | N |
-//! | `NUMEXPR_NUM_THREADS` | Python numexpr | N |
-//! | `JULIA_NUM_THREADS` | Julia | N |
-//! | `GOMAXPROCS` | Go runtime | N |
-//! | `TOKIO_WORKER_THREADS` | Rust tokio's multi-thread runtime (`#[tokio::main]`) | N |
-//! | `TBB_NUM_THREADS` | programs that size oneTBB's arena from it (oneTBB itself reads no variable) | N |
+//! Starting other programs and rebinding running ones: the CPU set of a command started by
+//! coretune (set before `exec`, so every thread it makes inherits it), its process tree, waiting
+//! for it with a timeout, and rebinding a running process with all its threads.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -23,36 +9,7 @@ use std::time::{Duration, Instant};
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::placement::Placement;
 use crate::sys::{self, ResourceUsage, Tree};
-
-/// The thread-count environment for `threads` threads, plus OpenMP's placement variables when a
-/// pinned placement is given (see the module table).
-pub fn thread_env(threads: usize, placement: Option<&Placement>) -> Vec<(&'static str, String)> {
-    let n = threads.to_string();
-    let mut env: Vec<(&'static str, String)> = [
-        "OMP_NUM_THREADS",
-        "RAYON_NUM_THREADS",
-        "MKL_NUM_THREADS",
-        "OPENBLAS_NUM_THREADS",
-        "BLIS_NUM_THREADS",
-        "NUMEXPR_NUM_THREADS",
-        "JULIA_NUM_THREADS",
-        "GOMAXPROCS",
-        "TOKIO_WORKER_THREADS",
-        "TBB_NUM_THREADS",
-    ]
-    .into_iter()
-    .map(|k| (k, n.clone()))
-    .collect();
-    if let Some(p) = placement {
-        if let Some(places) = p.omp_places() {
-            env.push(("OMP_PLACES", places));
-        }
-        env.push(("OMP_PROC_BIND", p.omp_proc_bind().to_owned()));
-    }
-    env
-}
 
 /// Why a program could not be started, waited for, or rebound.
 #[derive(Debug, thiserror::Error)]
@@ -376,45 +333,9 @@ pub fn thread_count(pid: u32) -> Result<usize, LaunchError> {
         .map_err(|_| LaunchError::NoSuchProcess { pid })
 }
 
-/// Re-pins the threads of running process `pid` one by one, as the pinning library would have
-/// placed them: ordered by creation (start time, then thread id), the first (the main thread)
-/// on the first of `places`, the k-th thread created after it on place k + 1 (wrapping
-/// around), threads whose creation `skip` skips on the union of the places. Returns each
-/// thread id with the CPUs it got, in that order.
-///
-/// # Errors
-///
-/// As [`rebind_process`].
-pub fn repin_process(
-    pid: u32,
-    places: &[CpuSet],
-    skip: crate::pin::SkipMask,
-) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
-    let no_such_process = || LaunchError::NoSuchProcess { pid };
-    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
-    let mut threads = sys::threads(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
-    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), t.tid));
-    let union = places.iter().fold(CpuSet::new(), |mut u, p| {
-        u |= p;
-        u
-    });
-    let plan = crate::pin::assign(threads.len(), skip, places.len());
-    let mut out = Vec::new();
-    for (thread, place) in threads.iter().zip(plan) {
-        let set = place.map_or(&union, |i| &places[i]);
-        if bind_one(pid, id, thread.tid, set)? {
-            out.push((thread.tid, set.clone()));
-        }
-    }
-    if out.is_empty() {
-        return Err(no_such_process());
-    }
-    Ok(out)
-}
-
 /// Binds thread `tid` of process `pid` (`id`) to `cpus`: `Ok(false)` when the thread has gone
 /// meanwhile.
-fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchError> {
+pub(crate) fn bind_one(pid: u32, id: i32, tid: i32, cpus: &CpuSet) -> Result<bool, LaunchError> {
     bound_or_gone(pid, id, tid, sys::set_task_affinity(tid, cpus))
 }
 
@@ -467,43 +388,17 @@ pub fn affinity_of(tid: i32) -> io::Result<CpuSet> {
 }
 
 /// A real uid as text, or `?` when it could not be read.
-fn uid_text(uid: Result<u32, crate::SysError>) -> String {
+fn uid_text(uid: Result<u32, sys::SysError>) -> String {
     uid.map_or_else(|_| "?".to_owned(), |uid| uid.to_string())
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::placement::{Binding, Policy, plan};
-    use crate::topology::{Topology, TopologySource};
-
-    #[test]
-    fn env_has_every_runtime_and_omp_placement() {
-        let topo = Topology::load(&TopologySource::Synthetic("core:2 pu:2".into())).unwrap();
-        let p = plan(&topo, 2, Policy::Cores, None, Binding::Pu).unwrap();
-        let env = thread_env(2, Some(&p));
-        let get = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
-        for k in [
-            "OMP_NUM_THREADS",
-            "RAYON_NUM_THREADS",
-            "GOMAXPROCS",
-            "TBB_NUM_THREADS",
-        ] {
-            assert_eq!(get(k), Some("2"), "{k}");
-        }
-        assert_eq!(get("OMP_PLACES"), Some("{0},{2}"));
-        assert_eq!(get("OMP_PROC_BIND"), Some("close"));
-        let unpinned = thread_env(2, None);
-        assert!(
-            unpinned.iter().all(|(k, _)| !k.starts_with("OMP_P")),
-            "{unpinned:?}"
-        );
-    }
 
     #[test]
     fn missing_pid_and_command_are_named() {
-        let err =
-            rebind_process(u32::MAX - 1, &crate::topology::set_from_indexes([0])).unwrap_err();
+        let err = rebind_process(u32::MAX - 1, &crate::sys::set_from_indexes([0])).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!("no process with pid {}", u32::MAX - 1)

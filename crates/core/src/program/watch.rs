@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 use hwlocality::object::types::ObjectType;
 use serde::{Deserialize, Serialize};
 
+use crate::sys::set_to_vec;
 use crate::sys::{self, SysError};
-use crate::topology::{Topology, set_to_vec};
+use crate::topology::Topology;
 
 /// Why watching failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,5 +1,26 @@
-//! Linux CPU lists (`0-3,8,10-11`), as the kernel writes them in `/sys` and `/proc` and as
-//! `taskset -c`, `numactl` and systemd read them.
+//! CPU sets as the system writes and takes them: Linux CPU lists (`0-3,8,10-11`), as the
+//! kernel writes them in `/sys`, `/proc` and cgroup files and as `taskset -c`, `numactl` and
+//! systemd read them, and hwloc bitmaps to and from lists of OS indexes, as the affinity calls
+//! take them. Standard library and hwlocality only, every OS.
+
+use hwlocality::bitmap::BitmapIndex;
+use hwlocality::cpu::cpuset::CpuSet;
+
+/// The CPUs of a set, as OS indexes in ascending order.
+pub fn set_to_vec(set: &CpuSet) -> Vec<usize> {
+    set.iter_set().map(usize::from).collect()
+}
+
+/// A CPU set from OS indexes (an index hwloc cannot hold is left out).
+pub fn set_from_indexes(indexes: impl IntoIterator<Item = usize>) -> CpuSet {
+    let mut set = CpuSet::new();
+    for i in indexes {
+        if let Ok(i) = BitmapIndex::try_from(i) {
+            set.set(i);
+        }
+    }
+    set
+}
 
 /// Parses a Linux CPU list (`0-3,8,10-11`; empty = no CPUs) into sorted, distinct CPU numbers.
 /// `None` when malformed.

@@ -37,11 +37,12 @@ use object::read::elf::{Dyn as _, ElfFile, FileHeader, ProgramHeader as _};
 use object::{Endianness, Object as _, ObjectSymbol as _, ReadCache};
 use serde::{Deserialize, Serialize};
 
-use crate::cpuset::format_list;
+use hwlocality::cpu::cpuset::CpuSet;
+
+use super::launch::{LaunchError, bind_one};
+use super::watch::Sample;
 use crate::placement::{Binding, Placement};
-use crate::sys;
-use crate::topology::set_to_vec;
-use crate::watch::Sample;
+use crate::sys::{self, format_list, set_to_vec};
 
 /// The environment variable carrying the plan to the library.
 pub const PLAN_VAR: &str = "CORETUNE_PIN";
@@ -505,7 +506,7 @@ impl PerThread {
     /// the plan, and `KMP_AFFINITY=disabled` so that LLVM's and Intel's OpenMP runtimes keep
     /// the places their threads were created with (LLVM's libomp otherwise resets every worker
     /// to the process's CPUs; likwid-pin sets it the same way); otherwise OpenMP's places, as
-    /// [`crate::launch::thread_env`] gives them. With the library, the variables of
+    /// [`thread_env`](super::thread_env) gives them. With the library, the variables of
     /// [`PerThread::cleared_env`] are removed too.
     pub fn env(
         &self,
@@ -519,9 +520,9 @@ impl PerThread {
                 .collect::<Vec<_>>()
         };
         let Some(lib) = &self.library else {
-            return own(crate::launch::thread_env(threads, Some(placement)));
+            return own(super::env::thread_env(threads, Some(placement)));
         };
-        let mut env = own(crate::launch::thread_env(threads, None));
+        let mut env = own(super::env::thread_env(threads, None));
         let lib = lib.to_string_lossy().into_owned();
         let preload = match ld_preload.filter(|p| !p.trim().is_empty()) {
             Some(rest) => format!("{lib}:{rest}"),
@@ -705,12 +706,48 @@ pub fn check_samples(
     record
 }
 
+/// Re-pins the threads of running process `pid` one by one, as the pinning library would have
+/// placed them: ordered by creation (start time, then thread id), the first (the main thread)
+/// on the first of `places`, the k-th thread created after it on place k + 1 (wrapping
+/// around), threads whose creation `skip` skips on the union of the places. Returns each
+/// thread id with the CPUs it got, in that order.
+///
+/// # Errors
+///
+/// As [`rebind_process`].
+pub fn repin_process(
+    pid: u32,
+    places: &[CpuSet],
+    skip: SkipMask,
+) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
+    let no_such_process = || LaunchError::NoSuchProcess { pid };
+    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
+    let mut threads = sys::threads(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
+    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), t.tid));
+    let union = places.iter().fold(CpuSet::new(), |mut u, p| {
+        u |= p;
+        u
+    });
+    let plan = assign(threads.len(), skip, places.len());
+    let mut out = Vec::new();
+    for (thread, place) in threads.iter().zip(plan) {
+        let set = place.map_or(&union, |i| &places[i]);
+        if bind_one(pid, id, thread.tid, set)? {
+            out.push((thread.tid, set.clone()));
+        }
+    }
+    if out.is_empty() {
+        return Err(no_such_process());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
     use crate::placement::{Policy, plan};
+    use crate::program::watch::ThreadSample;
     use crate::topology::{Topology, TopologySource};
-    use crate::watch::ThreadSample;
 
     fn placement(n: usize, binding: Binding) -> Placement {
         let topo = Topology::load(&TopologySource::Synthetic("core:2 pu:2".into())).unwrap();

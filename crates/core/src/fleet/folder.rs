@@ -28,12 +28,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::config::Config;
-use super::folder::SweepFolder;
-use super::report::{RunView, SweepReport};
-use super::target::Target;
-use super::{RunLine, SweepError};
-use crate::watch::CpuPlace;
+use crate::grid::Config;
+use crate::program::watch::CpuPlace;
+use crate::sweep::{RunLine, RunView, SweepError, SweepFolder, SweepReport, SweepResults, Target};
 
 /// Version of `fleet-summary.json`; see `docs/fleet.schema.json`.
 pub const FLEET_SCHEMA: &str = "coretune-fleet/1";
@@ -244,7 +241,7 @@ impl FleetFolder {
             let mut lines: Vec<RunLine> = Vec::new();
             let mut infos = Vec::new();
             for (node, folder) in nodes {
-                if folder.spec().plan != first.spec().plan
+                if folder.spec().design != first.spec().design
                     || folder.spec().target.label() != first.spec().target.label()
                 {
                     warnings.push(format!(
@@ -276,7 +273,7 @@ impl FleetFolder {
             for (i, line) in lines.iter_mut().enumerate() {
                 line.seq = i;
             }
-            let results = super::folder::SweepResults {
+            let results = SweepResults {
                 dir: first.dir(),
                 spec: first.spec(),
                 lines: &lines,
@@ -294,7 +291,7 @@ impl FleetFolder {
                 .and_then(SweepFolder::topology)
                 .map(|t| {
                     let spec = self.types[i].nodes[0].1.spec();
-                    super::apply::apply_lines(&t, &spec.target, c, spec.settings.binding)
+                    crate::sweep::apply_lines(&t, &spec.target, c, spec.settings.binding)
                 })
                 .unwrap_or_default()
         }))
@@ -410,7 +407,7 @@ impl FleetReport {
                 }
             })
             .collect();
-        let tolerance = types.first().map_or(0.03, |t| t.report.plan.tolerance);
+        let tolerance = types.first().map_or(0.03, |t| t.report.design.tolerance);
         let fleet = choose(&types, &configs, tolerance, apply);
         if fleet.is_none() && types.len() > 1 {
             warnings.push(
@@ -441,7 +438,7 @@ impl FleetReport {
         self.types
             .iter()
             .filter_map(|t| {
-                let has = |fam: &super::config::Family| {
+                let has = |fam: &crate::grid::Family| {
                     t.report
                         .configs
                         .iter()
@@ -549,3 +546,6 @@ fn choose(
 fn pct(ratio: f64) -> String {
     format!("{:+.1}%", (ratio - 1.0) * 100.0)
 }
+
+#[cfg(test)]
+mod test;

@@ -10,9 +10,9 @@ use std::str::FromStr;
 use hwlocality::cpu::cpuset::CpuSet;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::budget::CpuBudget;
 use crate::cpuset::{CpuSetError, CpuSetExpr, ResolveOptions, Warning};
 use crate::placement::{Binding, Placement, PlacementError, Policy, plan};
+use crate::topology::CpuBudget;
 use crate::topology::Topology;
 
 /// The CPU set a configuration is limited to: every CPU, or a parsed CPU-set expression (which

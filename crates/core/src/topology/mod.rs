@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 
 use hwlocality::Topology as HwlocTopology;
 use hwlocality::bitmap::Bitmap;
-use hwlocality::bitmap::BitmapIndex;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::nodeset::NodeSet;
 use hwlocality::object::TopologyObject;
@@ -35,6 +34,16 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::topology::editor::RestrictFlags;
 use serde::Serialize;
+
+use crate::sys::set_to_vec;
+
+mod budget;
+mod kind;
+mod machine;
+
+pub use budget::{CgroupCpuset, CpuBudget, Quota};
+pub use kind::ObjKind;
+pub use machine::{MachineRecord, topology_summary};
 
 /// Where a topology comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,16 +177,10 @@ impl LoadOptions {
         self
     }
 
-    /// Leaves out objects of a type named as hwloc names types (`hwloc-distrib --ignore`);
-    /// `false` when the name is not a type.
-    pub fn ignore(&mut self, type_name: &str) -> bool {
-        match crate::cpuset::parse_type_name(type_name) {
-            Some(ty) => {
-                self.ignore.push(ty);
-                true
-            }
-            None => false,
-        }
+    /// Leaves out objects of type `ty` (`hwloc-distrib --ignore`; hwloc's type names are read by
+    /// [`crate::hwloc::type_from_name`]).
+    pub fn ignore(&mut self, ty: ObjectType) {
+        self.ignore.push(ty);
     }
 }
 
@@ -698,12 +701,7 @@ impl Topology {
 
     /// The indexes of the objects of `kind` whose PUs intersect `set`: logical (hwloc-calc
     /// `-I`), or OS indexes when `physical`.
-    pub fn indexes_intersecting(
-        &self,
-        kind: crate::cpuset::ObjKind,
-        set: &CpuSet,
-        physical: bool,
-    ) -> Vec<usize> {
+    pub fn indexes_intersecting(&self, kind: ObjKind, set: &CpuSet, physical: bool) -> Vec<usize> {
         self.objects(kind.object_type())
             .into_iter()
             .filter(|o| o.cpuset().is_some_and(|s| s.intersects(set)))
@@ -856,22 +854,6 @@ fn synthetic_reason(description: &str) -> String {
     "unknown object type, or types out of order".to_owned()
 }
 
-/// The set bits of a CPU set, ascending.
-pub fn set_to_vec(set: &CpuSet) -> Vec<usize> {
-    set.iter_set().map(usize::from).collect()
-}
-
-/// A CPU set from OS indexes.
-pub fn set_from_indexes(indexes: impl IntoIterator<Item = usize>) -> CpuSet {
-    let mut set = CpuSet::new();
-    for i in indexes {
-        if let Ok(i) = BitmapIndex::try_from(i) {
-            set.set(i);
-        }
-    }
-    set
-}
-
 /// Object counts of a topology; keys as in `tests/data/topologies/expected.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -960,6 +942,7 @@ pub struct MissingPus {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::sys::set_from_indexes;
 
     #[test]
     fn node_kinds_print_as_hwloc_and_lstopo_name_them() {
@@ -1019,12 +1002,11 @@ mod test {
         assert_eq!(count(&tree, NodeKind::NumaNode), 4);
         let all = set_from_indexes(0..16);
         assert_eq!(
-            topo.indexes_intersecting(crate::cpuset::ObjKind::Numa, &set_from_indexes([5]), false),
+            topo.indexes_intersecting(ObjKind::Numa, &set_from_indexes([5]), false),
             vec![1]
         );
         assert_eq!(
-            topo.indexes_intersecting(crate::cpuset::ObjKind::Core, &all, false)
-                .len(),
+            topo.indexes_intersecting(ObjKind::Core, &all, false).len(),
             8
         );
     }

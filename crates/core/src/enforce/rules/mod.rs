@@ -33,7 +33,7 @@
 //! machine. [`Enforcer`] applies a rule set to processes; [`watch`] is the daemon.
 
 mod daemon;
-mod enforce;
+mod enforcer;
 mod file;
 mod matching;
 
@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-pub use daemon::{EventSource, WatchEvent, WatchOptions, watch};
-pub use enforce::{Action, Enforcer, Outcome, Trigger};
+pub use daemon::{DaemonEvent, DaemonOptions, EventSource, run_daemon};
+pub use enforcer::{Action, Enforcer, Outcome, Trigger};
 
 use crate::placement::Policy;
 use crate::sys::{self, FileMeta, SysError};

@@ -12,11 +12,6 @@
 //! `--cof` and `--cpuset-input-format` / `--cif` (`hwloc`, `list`, `taskset`,
 //! `systemd-dbus-api`), `--oo`.
 
-mod bitmap;
-mod cstr;
-mod location;
-mod types;
-
 use hwlocality::bitmap::Bitmap;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::attribute::{Initiator, MemoryAttribute, MemoryAttributeFlags};
@@ -24,31 +19,15 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{OSDeviceType, ObjectType};
 
-pub use bitmap::{hwloc_string, list_string, systemd_dbus_string, taskset_string};
-pub use location::LocationSettings;
-
-pub(crate) use bitmap::Assertion;
-use cstr::atoi;
-pub(crate) use cstr::strtoul;
-pub use cstr::{atoi as c_atoi, atol as c_atol};
-pub(crate) use types::{
-    DEPTH_NUMANODE, DEPTH_OS_DEVICE, DEPTH_UNKNOWN, object_type_name, objects_at, parse_type,
+use super::bitmap::{Assertion, BitmapFormat};
+use super::cnum::{atoi, strtoul};
+use super::location::{self, LocationSettings, Message, cpus_of, nodes_of};
+use super::types::{
+    self, DEPTH_NUMANODE, DEPTH_OS_DEVICE, DEPTH_UNKNOWN, object_type_name, objects_at, parse_type,
     spec_depth, type_depth,
 };
 
 use crate::topology::Topology;
-
-/// A line hwloc-calc prints, on the stream it prints it on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Message {
-    /// A line (without its newline) for standard output.
-    Stdout(String),
-    /// A line (without its newline) for standard error.
-    Stderr(String),
-    /// Text for standard output with no newline after it (`--largest` prints its objects one by
-    /// one before a failure).
-    StdoutPartial(String),
-}
 
 /// Where hwloc-calc stops early.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,45 +54,6 @@ impl From<Assertion> for CalcStop {
     }
 }
 
-/// How a bitmap is written (`--cpuset-output-format`, `--taskset`) or read (`--cif`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CpusetFormat {
-    /// hwloc's format: `0x000000ff,0x00000001`.
-    #[default]
-    Hwloc,
-    /// A list: `0-7,32`.
-    List,
-    /// taskset's format: `0xff00000001`.
-    Taskset,
-    /// systemd's D-Bus API: `ay 0x0001 0x03` (output only).
-    SystemdDbusApi,
-}
-
-impl CpusetFormat {
-    /// hwloc's names: `hwloc`, `list`, `taskset`, `systemd-dbus-api`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "hwloc" => Self::Hwloc,
-            "list" => Self::List,
-            "taskset" => Self::Taskset,
-            "systemd-dbus-api" => Self::SystemdDbusApi,
-            _ => return None,
-        })
-    }
-
-    /// The set in this format; `None` where the format cannot express it (an empty or infinite
-    /// set in systemd's).
-    pub fn render(self, set: &Bitmap) -> Option<String> {
-        match self {
-            Self::Hwloc => Some(hwloc_string(set)),
-            Self::List => Some(list_string(set)),
-            Self::Taskset => Some(taskset_string(set)),
-            Self::SystemdDbusApi => systemd_dbus_string(set),
-        }
-    }
-}
-
 /// Reads a bitmap in hwloc's format as `hwloc_bitmap_sscanf` does (an unparsable string gives
 /// the empty set), for `--restrict`.
 ///
@@ -121,96 +61,7 @@ impl CpusetFormat {
 ///
 /// [`CalcStop::Abort`] where libhwloc 2.9 fails its assertion (a first word that is empty).
 pub fn parse_hwloc_bitmap(s: &str) -> Result<Bitmap, CalcStop> {
-    Ok(bitmap::parse_hwloc(s)?.0)
-}
-
-/// Reads a bitmap in hwloc's format; `None` where hwloc fails to (or would abort).
-pub(crate) fn parse_hwloc_bitmap_checked(s: &str) -> Option<Bitmap> {
-    match bitmap::parse_hwloc(s) {
-        Ok((set, true)) => Some(set),
-        _ => None,
-    }
-}
-
-/// A flag name hwloc's tools accept, with its value.
-type FlagName = (&'static str, u64);
-
-/// `hwloc_topology_restrict` flags, as `--restrict-flags` names them.
-pub const RESTRICT_FLAGS: &[FlagName] = &[
-    ("HWLOC_RESTRICT_FLAG_REMOVE_CPULESS", 1 << 0),
-    ("HWLOC_RESTRICT_FLAG_BYNODESET", 1 << 3),
-    ("HWLOC_RESTRICT_FLAG_REMOVE_MEMLESS", 1 << 4),
-    ("HWLOC_RESTRICT_FLAG_ADAPT_MISC", 1 << 1),
-    ("HWLOC_RESTRICT_FLAG_ADAPT_IO", 1 << 2),
-];
-
-/// `hwloc_get_local_numanode_objs` flags, as `--local-memory-flags` names them.
-pub const LOCAL_NUMANODE_FLAGS: &[FlagName] = &[
-    ("HWLOC_LOCAL_NUMANODE_FLAG_LARGER_LOCALITY", 1 << 0),
-    ("HWLOC_LOCAL_NUMANODE_FLAG_SMALLER_LOCALITY", 1 << 1),
-    ("HWLOC_LOCAL_NUMANODE_FLAG_ALL", 1 << 2),
-];
-
-/// `hwloc_utils_parse_flags`: a number, `none`, or flag names (any unambiguous substring, `$`
-/// anchoring at the end) separated by `,`, `|` or `+`. A failure gives `u64::MAX` and the lines
-/// hwloc prints about it.
-pub fn parse_flags(s: &str, names: &[FlagName], kind: &str) -> (u64, Vec<Message>) {
-    let (value, used) = strtoul(s.as_bytes(), 0);
-    if used > 0 && used == s.len() {
-        // hwloc keeps the number in an int before returning it as unsigned long.
-        return ((value as i32) as i64 as u64, Vec::new());
-    }
-    let upper = s.to_ascii_uppercase();
-    if upper == "NONE" {
-        return (0, Vec::new());
-    }
-    let failure = |first: String| {
-        let mut msgs = vec![
-            Message::Stderr(first),
-            Message::Stderr(format!("Supported {kind} flags are substrings of:")),
-        ];
-        msgs.extend(names.iter().map(|(n, _)| Message::Stderr(format!("  {n}"))));
-        (u64::MAX, msgs)
-    };
-    let mut flags = 0;
-    let mut rest = upper.as_str();
-    loop {
-        rest = rest.trim_start_matches([',', '|', '+']);
-        let len = rest.find([' ', ',', '|', '+']).unwrap_or(rest.len());
-        if len == 0 {
-            break;
-        }
-        let mut token = &rest[..len];
-        let anchored = token.contains('$');
-        if let Some(d) = token.find('$') {
-            token = &token[..d];
-        }
-        let before = flags;
-        let mut count = 0;
-        for (name, value) in names {
-            let hit = if anchored {
-                name.ends_with(token)
-            } else {
-                name.contains(token)
-            };
-            if !hit {
-                continue;
-            }
-            if count > 0 {
-                return failure(format!("Duplicate match for {kind} flag `{token}'."));
-            }
-            flags |= value;
-            count += 1;
-        }
-        if flags == before {
-            return failure(format!("Failed to parse {kind} flag `{token}'."));
-        }
-        if len == rest.len() {
-            break;
-        }
-        rest = &rest[len + 1..];
-    }
-    (flags, Vec::new())
+    Ok(super::bitmap::parse_hwloc(s)?.0)
 }
 
 /// hwloc-calc's output options (everything after the topology options except the locations).
@@ -243,7 +94,7 @@ pub struct OutputSettings {
     /// `--sep`.
     pub sep: Option<String>,
     /// `--cof`/`--taskset`: how the set is written.
-    pub format: CpusetFormat,
+    pub format: BitmapFormat,
 }
 
 impl Default for OutputSettings {
@@ -262,7 +113,7 @@ impl Default for OutputSettings {
             local_memory_flags: 3,
             best_memattr: None,
             sep: None,
-            format: CpusetFormat::Hwloc,
+            format: BitmapFormat::Hwloc,
         }
     }
 }
@@ -651,26 +502,6 @@ impl<'t> Calc<'t> {
     }
 }
 
-/// An object's CPU set as a plain bitmap (empty for objects without one: I/O, Misc).
-pub(crate) fn cpus_of(obj: &TopologyObject) -> Bitmap {
-    obj.cpuset()
-        .map(|c| {
-            let c: &CpuSet = &c;
-            Bitmap::from(c.clone())
-        })
-        .unwrap_or_default()
-}
-
-/// An object's NUMA node set as a plain bitmap (empty for objects without one).
-pub(crate) fn nodes_of(obj: &TopologyObject) -> Bitmap {
-    obj.nodeset()
-        .map(|n| {
-            let n: &hwlocality::memory::nodeset::NodeSet = &n;
-            Bitmap::from(n.clone())
-        })
-        .unwrap_or_default()
-}
-
 /// hwloc's memory attribute by name (case-insensitive) or id (`hwloc_utils_parse_memattr_name`).
 fn parse_memattr(name: &str) -> Option<BestAttr> {
     if let Some(id) = MEMATTR_NAMES
@@ -902,6 +733,7 @@ fn best_node<'t>(
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::hwloc::hwloc_string;
     use crate::topology::TopologySource;
 
     /// Two packages, each with a small (tier 0, DRAM) and a big (tier 1, HBM) NUMA node: what an
@@ -971,29 +803,5 @@ mod test {
         assert_eq!(count("numa[tier=1]"), vec![Message::Stdout("2".into())]);
         assert_eq!(count("numa[HBM]"), vec![Message::Stdout("2".into())]);
         assert_eq!(count("numa"), vec![Message::Stdout("4".into())]);
-    }
-
-    #[test]
-    fn flags_parse_as_hwloc_utils_parse_flags() {
-        assert_eq!(parse_flags("3", LOCAL_NUMANODE_FLAGS, "x").0, 3);
-        assert_eq!(parse_flags("none", LOCAL_NUMANODE_FLAGS, "x").0, 0);
-        assert_eq!(
-            parse_flags("smaller,larger", LOCAL_NUMANODE_FLAGS, "x").0,
-            3
-        );
-        // `ALL` is also in `SMALLER`: ambiguous, as hwloc-calc says; `all$` and `flag_all` work.
-        assert_eq!(parse_flags("all", LOCAL_NUMANODE_FLAGS, "x").0, u64::MAX);
-        assert_eq!(parse_flags("all$", LOCAL_NUMANODE_FLAGS, "x").0, 4);
-        assert_eq!(parse_flags("flag_all", LOCAL_NUMANODE_FLAGS, "x").0, 4);
-        assert_eq!(parse_flags("bynodeset|memless", RESTRICT_FLAGS, "x").0, 24);
-        let (v, msgs) = parse_flags("locality", LOCAL_NUMANODE_FLAGS, "local_numanode");
-        assert_eq!(v, u64::MAX);
-        assert_eq!(
-            msgs[0],
-            Message::Stderr("Duplicate match for local_numanode flag `LOCALITY'.".to_owned())
-        );
-        assert_eq!(parse_flags("bogus", RESTRICT_FLAGS, "x").0, u64::MAX);
-        assert_eq!(parse_flags("-1", RESTRICT_FLAGS, "x").0, u64::MAX);
-        assert_eq!(parse_flags("IO$", RESTRICT_FLAGS, "x").0, 4);
     }
 }

@@ -447,7 +447,7 @@ cpus = "all ~pu:0"     # a coretune CPU-set expression, evaluated on this machin
             panic!("not an apply rule")
         };
         assert_eq!(
-            crate::topology::set_to_vec(effect.cpus.as_ref().unwrap()),
+            crate::sys::set_to_vec(effect.cpus.as_ref().unwrap()),
             [1, 2, 3]
         );
         assert!(effect.threads.is_none() && effect.nice.is_none());

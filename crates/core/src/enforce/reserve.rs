@@ -25,9 +25,9 @@ use std::str::FromStr;
 use hwlocality::cpu::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
-use crate::cpuset::{format_list, parse_list};
 use crate::sys::{self, CgroupVersion, SysError};
-use crate::topology::{Topology, set_from_indexes, set_to_vec};
+use crate::sys::{format_list, parse_list, set_from_indexes, set_to_vec};
+use crate::topology::Topology;
 
 /// The systemd units `reserve` limits: every process systemd starts is under one of them.
 pub const SYSTEMD_UNITS: [&str; 3] = ["user.slice", "system.slice", "init.scope"];
@@ -256,7 +256,7 @@ pub fn default_state_path() -> PathBuf {
 
 /// The rules file that keeps new processes off the reserved CPUs (the `rules` method writes it
 /// beside the state).
-pub fn reserve_rules_path(state: &Path) -> PathBuf {
+pub fn rules_path(state: &Path) -> PathBuf {
     state.with_file_name("reserve-rules.toml")
 }
 
@@ -268,7 +268,7 @@ pub fn reserve_rules_path(state: &Path) -> PathBuf {
 ///
 /// [`ReserveError::NothingLeft`], [`ReserveError::Unavailable`], [`ReserveError::OnlyReserved`],
 /// [`ReserveError::Sys`] when the current values cannot be read.
-pub fn plan_reserve(
+pub fn plan(
     topology: &Topology,
     reserved: &CpuSet,
     via: Option<ReserveMethod>,
@@ -565,13 +565,13 @@ pub fn ensure_not_reserved(state: &Path) -> Result<(), ReserveError> {
 
 /// Saves `plan` at `state` (durably), then makes its changes in order. When one fails, those
 /// made are taken back and the state removed. The `rules` way also writes the rules file that
-/// keeps new processes off the set ([`reserve_rules_path`]).
+/// keeps new processes off the set ([`rules_path`]).
 ///
 /// # Errors
 ///
 /// [`ReserveError::AlreadyReserved`] when `state` exists; [`ReserveError::Sys`] for a change
 /// that failed (after taking the others back).
-pub fn apply_reserve(plan: &ReservePlan, state: &Path) -> Result<(), ReserveError> {
+pub fn apply(plan: &ReservePlan, state: &Path) -> Result<(), ReserveError> {
     ensure_not_reserved(state)?;
     let json = serde_json::to_vec_pretty(plan).map_err(|e| ReserveError::BadState {
         path: state.to_path_buf(),
@@ -594,11 +594,11 @@ pub fn apply_reserve(plan: &ReservePlan, state: &Path) -> Result<(), ReserveErro
              [[rule]]\nname = \"coretune reserve: keep CPUs {} free\"\nexe = \"*\"\ncpus = \"{}\"\n",
             plan.reason,
             plan.reserved,
-            reserve_rules_path(state).display(),
+            rules_path(state).display(),
             plan.reserved,
             plan.allowed
         );
-        sys::write_durably(&reserve_rules_path(state), rules.as_bytes())?;
+        sys::write_durably(&rules_path(state), rules.as_bytes())?;
     }
     Ok(())
 }
@@ -608,7 +608,7 @@ pub fn apply_reserve(plan: &ReservePlan, state: &Path) -> Result<(), ReserveErro
 /// # Errors
 ///
 /// [`ReserveError::NotReserved`], [`ReserveError::BadState`].
-pub fn read_reserve_state(state: &Path) -> Result<ReservePlan, ReserveError> {
+pub fn read_state(state: &Path) -> Result<ReservePlan, ReserveError> {
     let bytes = sys::read_if_exists(state)?.ok_or_else(|| ReserveError::NotReserved {
         path: state.to_path_buf(),
     })?;
@@ -632,8 +632,8 @@ pub fn read_reserve_state(state: &Path) -> Result<ReservePlan, ReserveError> {
 ///
 /// [`ReserveError::NotReserved`], [`ReserveError::BadState`], [`ReserveError::Sys`] for a
 /// change that could not be taken back (the state is kept, so `--undo` can be run again).
-pub fn undo_reserve(state: &Path) -> Result<ReservePlan, ReserveError> {
-    let plan = read_reserve_state(state)?;
+pub fn undo(state: &Path) -> Result<ReservePlan, ReserveError> {
+    let plan = read_state(state)?;
     let mut first_error = None;
     for step in plan.steps.iter().rev() {
         if let Err(e) = run_step(step, false) {
@@ -644,7 +644,7 @@ pub fn undo_reserve(state: &Path) -> Result<ReservePlan, ReserveError> {
         return Err(e.into());
     }
     if plan.method == ReserveMethod::Rules {
-        let rules = reserve_rules_path(state);
+        let rules = rules_path(state);
         if sys::read_if_exists(&rules)?.is_some() {
             sys::remove_durably(&rules)?;
         }
@@ -692,12 +692,12 @@ mod test {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("reserve.json");
         assert!(matches!(
-            read_reserve_state(&state),
+            read_state(&state),
             Err(ReserveError::NotReserved { .. })
         ));
         std::fs::write(&state, "{}").unwrap();
         assert!(matches!(
-            read_reserve_state(&state),
+            read_state(&state),
             Err(ReserveError::BadState { .. })
         ));
         assert_eq!(

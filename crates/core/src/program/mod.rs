@@ -1,0 +1,33 @@
+//! Other programs: starting them on a CPU set with the thread-count variables their runtimes
+//! read ([`spawn`], [`run`], [`thread_env`]), their process trees ([`Launched`]), rebinding a
+//! running one ([`rebind_process`]), placing their threads one by one ([`pin`]: the preloaded
+//! pinning library, its plan and the check of where threads ran) and watching where they run
+//! ([`watch`]: per-CPU utilisation, thread placement and migrations over time).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use coretune_core::cpuset::set_from_indexes;
+//! use coretune_core::program;
+//!
+//! // `timeout 10 taskset -c 0 sh -c 'exit 3'`, with OMP_NUM_THREADS=1 and the like.
+//! let mut cmd = program::shell_command("exit 3");
+//! cmd.envs(program::thread_env(1, None));
+//! let status = program::run(cmd, Some(&set_from_indexes([0])), Some(Duration::from_secs(10)))?
+//!     .expect("ends within 10 s");
+//! assert_eq!(program::exit_code(status), 3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod env;
+mod launch;
+pub mod pin;
+pub mod watch;
+
+pub use env::thread_env;
+pub use launch::{
+    LaunchError, Launched, affinity_of, exit_code, find_program, rebind_process, run,
+    shell_command, spawn, thread_count,
+};
+pub use pin::repin_process;
+
+pub(crate) use launch::{shell_program, spawn_own_tree};
