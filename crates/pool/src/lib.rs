@@ -11,7 +11,8 @@
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
 //!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
-//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit.
+//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
+//!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
 //!
 //! ```
 //! use coretune_pool::{ThreadPoolBuilder, Throttle};
