@@ -13,6 +13,8 @@
 //!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
 //!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
+//! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
+//!   peer pools that benchmarks measure this pool against; not for use.
 //!
 //! ```
 //! use coretune_pool::{ThreadPoolBuilder, Throttle};
@@ -40,7 +42,7 @@ mod batch;
 mod builder;
 mod job;
 mod latch;
-#[cfg(not(loom))]
+#[cfg(all(feature = "peers", not(loom)))]
 pub mod peers;
 mod registry;
 mod ring;
