@@ -13,6 +13,8 @@
 //!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
 //!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
+//! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets
+//!   its processor group (the pool's workers and coretune-core's pinning both use it).
 //! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
 //!   peer pools that benchmarks measure this pool against; not for use.
 //!
@@ -40,6 +42,7 @@
 
 mod batch;
 mod builder;
+mod group;
 mod job;
 mod latch;
 #[cfg(all(feature = "peers", not(loom)))]
@@ -60,6 +63,7 @@ mod worker;
 struct ReadmeDoctests;
 
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+pub use group::thread_group;
 pub use scope::Scope;
 pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};
 
