@@ -23,9 +23,10 @@
 # ab:    coretune spawn and spawn_batch of this checkout against the same built from git
 #        revision BASE (default main; a temporary worktree, its own target directory), in the
 #        same interleaved rounds, quiet and contended: the A/B for a change to the pool.
-# wake:  `cargo bench -p coretune-pool --bench spawn` restricted to coretune spawn: prints the
-#        idle pool's CPU use and the wake-up latency of one spawn into a sleeping pool
-#        (coretune and rayon, 500 samples, median and p99).
+# wake:  `cargo bench -p coretune-pool --features peers --bench spawn` (the bench needs the
+#        pool's peer pools) restricted to coretune spawn: prints the idle pool's CPU use and
+#        the wake-up latency of one spawn into a sleeping pool (coretune and rayon, 500
+#        samples, median and p99).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -174,7 +175,8 @@ for section in "${sections[@]}"; do
     ;;
   wake)
     echo "== wake-up latency and idle CPU ($(cut -d' ' -f1-3 /proc/loadavg) loadavg before)"
-    SPAWN_BENCH_ONLY="coretune spawn" cargo bench --locked -p coretune-pool --bench spawn 2>/dev/null |
+    SPAWN_BENCH_ONLY="coretune spawn" cargo bench --locked -p coretune-pool --features peers \
+      --bench spawn 2>/dev/null |
       grep -E "idle|wake-up|^[0-9]+ items|coretune spawn"
     ;;
   *)

@@ -1,7 +1,8 @@
 //! Pool overhead: the main thread queues N empty work items, each decrements a shared
 //! counter and the last one signals the main thread; reported as wall time / N.
 //!
-//! `cargo bench -p coretune-pool --bench spawn` runs N = 10,000,000, 5 repetitions
+//! `cargo bench -p coretune-pool --features peers --bench spawn` (the peer pools are
+//! behind that feature) runs N = 10,000,000, 5 repetitions
 //! (median reported, workloads interleaved per repetition); `SPAWN_BENCH_ONLY=text`
 //! keeps the row named `text`, or else the rows whose name contains it. Without `--bench` (as under
 //! `cargo test --benches`) it is a smoke test: N = 10,000, 1 repetition.

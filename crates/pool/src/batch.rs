@@ -1,7 +1,7 @@
 //! Batch submission: many jobs behind one queue entry per worker.
 //!
-//! `spawn_batch` with crossbeam's injector paid a tail CAS, a slot flag update and a
-//! deque hand-off per job. Instead, jobs are written into a plain array of up to
+//! Through crossbeam's injector, `spawn_batch` would pay a tail CAS, a slot flag update
+//! and a deque hand-off per job. Instead, jobs are written into a plain array of up to
 //! [`BATCH_JOBS`] slots (one allocation per batch), and the array is queued as one
 //! *runner* job per worker. A runner claims [`CLAIM`] consecutive slots at a time with
 //! one `fetch_add` and runs them, until the array is exhausted; runners that arrive

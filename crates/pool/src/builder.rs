@@ -137,7 +137,9 @@ impl ThreadPoolBuilder {
     /// `/proc/cpuinfo`) before it runs its start handler or any job: coretune-core's
     /// `Placement::pool_builder` passes a placement's per-thread CPU sets here.
     /// [`build`](Self::build) returns once every worker is pinned, or fails naming the
-    /// first worker the kernel refused (Linux only; elsewhere a non-empty list fails).
+    /// first worker the kernel refused. Pinning works on Linux and on Windows, where a set
+    /// is pinned to the processor group [`thread_group`](crate::thread_group) chooses;
+    /// elsewhere a non-empty list fails.
     ///
     /// ```
     /// # #[cfg(target_os = "linux")] {

@@ -11,7 +11,12 @@
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
 //!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
-//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit.
+//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
+//!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
+//! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets
+//!   its processor group (the pool's workers and coretune-core's pinning both use it).
+//! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
+//!   peer pools that benchmarks measure this pool against; not for use.
 //!
 //! ```
 //! use coretune_pool::{ThreadPoolBuilder, Throttle};
@@ -37,9 +42,10 @@
 
 mod batch;
 mod builder;
+mod group;
 mod job;
 mod latch;
-#[cfg(not(loom))]
+#[cfg(all(feature = "peers", not(loom)))]
 pub mod peers;
 mod registry;
 mod ring;
@@ -57,6 +63,7 @@ mod worker;
 struct ReadmeDoctests;
 
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+pub use group::thread_group;
 pub use scope::Scope;
 pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};
 

@@ -1,6 +1,7 @@
 //! Minimal peer pools, written the obvious way so that a comparison says what a hand-rolled pool
 //! would cost: the `spawn` benchmark and coretune's `spawn` workload run the same tasks on these
-//! and on [`ThreadPool`](crate::ThreadPool). For measurements, not for use.
+//! and on [`ThreadPool`](crate::ThreadPool). For measurements, not for use: only built with
+//! coretune-pool's cargo feature `peers` (off by default).
 
 use crossbeam_deque::{Injector, Steal, Worker};
 use std::collections::VecDeque;

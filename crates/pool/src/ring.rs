@@ -56,7 +56,7 @@ use std::sync::Arc;
 
 /// Slots per ring: 1024 × 16 bytes = 16 KiB, half of this machine's 32 KiB L1 data cache.
 /// A scratch benchmark of the bare ring (one producer, two consumers spinning, 10M jobs;
-/// BENCHMARKS.md, issue-13 section) gave 6.6-7.2 ns/job with 512 or 1024 slots, 8-11 with
+/// BENCHMARKS.md, "Bare queues") gave 6.6-7.2 ns/job with 512 or 1024 slots, 8-11 with
 /// 128 or 256, 10.6-12.8 with 2048 or 4096, and 10.7-16.5 with 32-byte slots.
 #[cfg(not(loom))]
 const CAPACITY: u32 = 1024;

@@ -45,47 +45,34 @@
 //! `notify_new_jobs(1)` itself, so wake-ups cascade instead of the submitter paying for
 //! all of them.
 //!
-//! # What the protocol costs, measured (issue 13)
+//! # What the protocol costs
 //!
-//! - **`spawn` barely touches it.** During the spawn benchmark (10M items from one thread)
-//!   the workers went to sleep a handful of times per run before the yield token (2–10
-//!   voluntary context switches),
-//!   so a push almost always costs only the fence and the load of `sleepers`. Counting
-//!   steals showed about 24 jobs per steal from the submitter's queue: the queue is not
-//!   empty most of the time. The process's CPU time per item (about 55–90 ns under load,
-//!   against about 30 ns for the Go channel pool of `scripts/bench-pool.sh`) splits
-//!   (`perf record -e cpu-clock`, samples per thread) into about 40 ns on the submitting
-//!   thread, nearly all in the push, and about 15 ns on each worker, a quarter of it in
-//!   the search's spinning. Where the push's time goes is not settled: the samples fall
-//!   on the store of the job into the deque slot (lines the workers' steals last read),
-//!   but without hardware counters on this machine that is a hint, not a measurement.
-//!   Since then a `spawn`ed closure of one word goes to the submitter's ring of 16-byte
-//!   jobs (`ring.rs`), which took `spawn` to 0.36× the CPU per item (BENCHMARKS.md,
-//!   session 6); the protocol around the push is the same.
-//! - **The search's yields are involuntary context switches.** A worker whose
-//!   `yield_now` lets another thread run is counted by the kernel as preempted
-//!   (`nivcsw`), not as sleeping. `bench sum` (64 workers on 2 CPUs, each idle once at
-//!   the end of its share) showed about 1,600 involuntary switches a run with the 26
-//!   yielding rounds of `worker.rs`, and about 150 with the search cut to its 6 spinning
-//!   rounds (pool counters: about 1,900 yields a run). They cost little time there
-//!   (`sum`'s run time did not change), but each is a pass through the scheduler, and
-//!   idle workers taking turns with `yield_now` are runnable threads on CPUs that busy
-//!   threads need.
-//! - **The yield token** (step 2) cut those to about 60–110 a run (the pool's other
-//!   workers sleep after spinning) and, in interleaved runs on the loaded machine, gave
-//!   `spawn` 0.82–0.95× the wall time of the search without it (CPU time per item
-//!   within the noise) at the price of about 1,700 voluntary switches per 5M items (the
-//!   second worker now sleeps and is woken). BENCHMARKS.md has the figures and the
-//!   command that repeats the comparison on a quiet machine.
-//! - Designs tried and not kept (no difference beyond the noise of the loaded machine):
-//!   8, 12 or 100 search rounds instead of 32; a worker that took a lone job waiting
-//!   0.2–1 µs so that the queue fills before its next steal; stealing up to 128 or 512
-//!   jobs at once from a submitter queue instead of 32. Not built: rayon's rule (a push
-//!   wakes nobody while a worker is searching) and the rest of Go's (the searcher that
-//!   finds work wakes the next). They move the no-lost-wake-up argument onto a second
-//!   counter, whose reader (the submitter) has no real fence in the asymmetric scheme,
-//!   so every "found work" would need a `membarrier` of its own; and `spawn`, whose
-//!   pushes almost never see a sleeper, would not see them.
+//! Measured with the spawn benchmark and `coretune bench sum` on the 2-CPU machine; the
+//! figures, the commands and the designs tried and not kept are in BENCHMARKS.md, "Where
+//! the time goes (a second look)".
+//!
+//! - **`spawn` barely touches it.** During a 10M-item `spawn` run the workers go to sleep a
+//!   handful of times, so a push almost always costs only the fence and the load of
+//!   `sleepers`; a worker takes about 24 jobs per steal from a submitter's queue, which is
+//!   rarely empty. Profiles put nearly all of the submitting thread's CPU time in the push
+//!   itself, not in this protocol.
+//! - **The search's yields are involuntary context switches.** A worker whose `yield_now`
+//!   lets another thread run is counted by the kernel as preempted (`nivcsw`), not as
+//!   sleeping. With every idle worker searching all 32 rounds, `bench sum` (64 workers on
+//!   2 CPUs, each idle once at the end of its share) showed about 1,600 of them a run, and
+//!   about 150 with the search cut to its 6 spinning rounds. They cost `sum` little time,
+//!   but each is a pass through the scheduler, and idle workers taking turns with
+//!   `yield_now` are runnable threads on CPUs that busy threads need.
+//! - **Hence the yield token** (step 2): about 60–110 such switches a run of `sum`, with
+//!   `spawn`'s wall and CPU time no worse within the noise, at the price of the other idle
+//!   workers sleeping and being woken (about 1,700 voluntary switches per 5M items).
+//! - **Not built:** rayon's rule (a push wakes nobody while a worker is searching) and the
+//!   rest of Go's (the searcher that finds work wakes the next). They move the
+//!   no-lost-wake-up argument onto a second counter, whose reader (the submitter) has no
+//!   real fence in the asymmetric scheme, so every "found work" would need a `membarrier`
+//!   of its own; and `spawn`, whose pushes almost never see a sleeper, would not see them.
+//!   Longer or shorter searches, a pause before the next steal and larger steal batches
+//!   made no difference beyond the noise of the loaded machine.
 //!
 //! # Memory ordering
 //!
@@ -104,8 +91,8 @@
 //!   submitter passed it before its write, its later read sees the sleeper's increment
 //!   (made before the call); if after its write, the write is visible to the sleeper's
 //!   final look. This is the light/heavy fence pair of folly's `asymmetricThreadFence`.
-//!   The bench measured the per-push `SeqCst` fence at about a quarter of the spawn cost
-//!   (BENCHMARKS.md); a sleep now costs one more system call.
+//!   A per-push `SeqCst` fence was about a quarter of the spawn cost (BENCHMARKS.md,
+//!   "How we got here"); with the pair, a sleep costs one more system call instead.
 //!
 //! Either way, waking someone is enough: if the worker it finds is the one that is still
 //! looking (it holds its lock until it blocks, so the waker waits for that), then that

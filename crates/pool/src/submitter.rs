@@ -1,13 +1,13 @@
 //! Submitter queues: one ring and one FIFO deque per (thread outside the pool, pool) pair.
 //!
-//! A `spawn` from outside the pool used to go to crossbeam's `Injector`, whose push
-//! takes a compare-and-swap on the tail plus a read-modify-write of the slot's state,
-//! both on lines the workers read. A thread that submits then owned a crossbeam
-//! `Worker` deque (single producer: a slot write and a release store of `back`) and
-//! the workers steal batches from it like from each other. That push still read `front`
-//! (which every steal writes) and stored 32-byte jobs, two per cache line; so a `spawn`ed
-//! closure of at most one word now goes to the thread's ring (`ring.rs`: 16-byte jobs,
-//! the consumers' cursor read about once per lap). The deque keeps everything else
+//! Why not crossbeam's `Injector` for a `spawn` from outside the pool: its push takes a
+//! compare-and-swap on the tail plus a read-modify-write of the slot's state, both on
+//! lines the workers read. A thread that submits owns a crossbeam `Worker` deque instead
+//! (single producer: a slot write and a release store of `back`), and the workers steal
+//! batches from it like from each other. That push still reads `front` (which every
+//! steal writes) and stores 32-byte jobs, two per cache line; so a `spawn`ed closure of
+//! at most one word goes to the thread's ring (`ring.rs`: 16-byte jobs, the consumers'
+//! cursor read about once per lap). The deque keeps everything else
 //! (larger closures, scoped jobs, batch runners) and takes the ring's overflow: once a
 //! job went there, small closures follow it until the deque is seen empty, so that the
 //! ring drains and the workers, which look in the ring first, reach the deque (nothing
@@ -27,9 +27,9 @@
 //!   registration. Pushes during thread-local destruction, or re-entrant ones, fall
 //!   back to the injector.
 //!
-//! The sleep protocol is unchanged: a worker's final look before sleeping checks every
-//! registered ring and stealer under the mutex, and the registration happens before the
-//! push.
+//! The sleep protocol is the same as for any queue: a worker's final look before sleeping
+//! checks every registered ring and stealer under the mutex, and the registration happens
+//! before the push.
 
 use crate::job::{Job, SmallJob};
 use crate::registry::{Registry, retry};

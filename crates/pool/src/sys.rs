@@ -3,11 +3,11 @@
 //! which pins a worker to the CPUs its builder was given
 //! ([`ThreadPoolBuilder::cpus`](crate::ThreadPoolBuilder::cpus)).
 //!
-//! On Windows a worker is pinned with `SetThreadGroupAffinity`: CPU `n` is bit `n % 64`
-//! of processor group `n / 64`, hwloc's numbering of Windows CPUs. A thread runs in one
-//! group at a time, so a set that crosses groups pins the worker to its largest part
-//! (the lowest such group on a tie); coretune's placements give each worker a PU or a
-//! core, which never cross.
+//! On Windows a worker is pinned with `SetThreadGroupAffinity` to the processor group and
+//! mask [`thread_group`](crate::thread_group) chooses: CPU `n` is bit `n % 64` of group
+//! `n / 64`, hwloc's numbering of Windows CPUs, and a set that crosses groups pins the
+//! worker to its largest part (the lowest such group on a tie); coretune's placements give
+//! each worker a PU or a core, which never cross.
 //!
 //! Elsewhere, or if the kernel refuses, [`register`] returns false and the protocol uses
 //! a symmetric `SeqCst` fence on both sides; [`pin_current_thread`] fails with
@@ -81,8 +81,16 @@ mod imp {
         use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
         use windows_sys::Win32::System::Threading::{GetCurrentThread, SetThreadGroupAffinity};
 
-        let (group, mask) = super::largest_group(cpus).ok_or_else(|| {
+        let (group, mask) = crate::thread_group(cpus).ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "no CPU to pin to")
+        })?;
+        // A 64-bit target's `usize` holds every mask; a 32-bit one's holds the 32 CPUs its
+        // groups can have.
+        let mask = usize::try_from(mask).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "CPU beyond a 32-bit thread's affinity mask",
+            )
         })?;
         let affinity = GROUP_AFFINITY {
             Mask: mask,
@@ -113,38 +121,3 @@ mod imp {
 }
 
 pub(crate) use imp::{heavy_barrier, pin_current_thread, register};
-
-/// The processor group (hwloc's Windows numbering: CPU `n` is bit `n % 64` of group
-/// `n / 64`) holding the most of `cpus`, the lowest on a tie, and the mask of those CPUs.
-#[cfg_attr(not(windows), allow(dead_code))]
-fn largest_group(cpus: &[usize]) -> Option<(u16, usize)> {
-    let mut groups: Vec<(u16, usize)> = Vec::new();
-    for &cpu in cpus {
-        let group = u16::try_from(cpu / 64).ok()?;
-        let bit = 1usize.checked_shl(u32::try_from(cpu % 64).ok()?)?;
-        match groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, mask)) => *mask |= bit,
-            None => groups.push((group, bit)),
-        }
-    }
-    groups.sort_by_key(|&(g, _)| g);
-    groups
-        .into_iter()
-        .rev()
-        .max_by_key(|&(_, mask)| mask.count_ones())
-}
-
-#[cfg(test)]
-mod test {
-    use super::largest_group;
-
-    #[test]
-    fn a_set_is_pinned_to_its_largest_processor_group() {
-        assert_eq!(largest_group(&[]), None);
-        assert_eq!(largest_group(&[0, 1]), Some((0, 0b11)));
-        assert_eq!(largest_group(&[63, 64, 65]), Some((1, 0b11)));
-        // A tie goes to the lower group.
-        assert_eq!(largest_group(&[3, 64]), Some((0, 0b1000)));
-        assert_eq!(largest_group(&[130]), Some((2, 0b100)));
-    }
-}

@@ -182,7 +182,7 @@ impl WorkerThread {
     /// Runs one job under the throttle, handing a panic to the panic handler.
     ///
     /// A worker keeps its permit from one job to the next, as a `ThrottleSeat` does (see
-    /// `throttle.rs`): it gives it back when it goes to sleep, or before a job when the
+    /// `throttle/README.md`): it gives it back when it goes to sleep, or before a job when the
     /// limit was lowered below the permits held, so a limit costs a hand-off only then.
     pub(crate) fn execute(&self, job: Job) {
         let throttle = self.registry.throttle.as_deref();

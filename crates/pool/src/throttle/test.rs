@@ -1,0 +1,329 @@
+//! Unit tests of the throttle: the hill climber against synthetic throughput curves with
+//! noise and stalls (README.md, "Tests"), and the semaphore and its seats on real threads.
+
+use super::climb::HillClimb;
+use super::{AdaptiveConfig, Throttle};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The default settings between 1 and `max`, starting at `initial`.
+fn config(max: usize, initial: usize) -> AdaptiveConfig {
+    AdaptiveConfig {
+        min: 1,
+        max,
+        initial: Some(initial),
+        ..AdaptiveConfig::default()
+    }
+}
+
+/// Deterministic noise from a 64-bit LCG (Knuth's MMIX constants).
+struct Noise(u64);
+impl Noise {
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+
+    /// The factor a sample is off by, shaped like the traces measured on the 2-CPU
+    /// machine under load: near-normal noise of standard deviation `sd` (the sum of three
+    /// uniforms, Irwin–Hall), and one sample in 30 a stall at a tenth of the throughput
+    /// (the process descheduled for most of the sample).
+    fn factor(&mut self, sd: f64) -> f64 {
+        if self.uniform() < -1.0 + 2.0 / 30.0 {
+            return 0.1;
+        }
+        let normal = self.uniform() + self.uniform() + self.uniform(); // variance 1
+        1.0 + sd * normal
+    }
+}
+
+/// Factors on each test's noise: as written, and √2 times it — the noise of samples half
+/// as long (counts of independent completions over half the time vary √2 times as much
+/// relative to their mean), the margin behind the default `min_completions` and
+/// `sample_interval` (README.md, "Sample size"). At 2 times, the knee and peak tests fail:
+/// the 25 % and 4 % steps are then within the noise of a level.
+const NOISE_SCALES: [f64; 2] = [1.0, std::f64::consts::SQRT_2];
+
+/// Checks `property` for noise seeds 1 to 20 at each of [`NOISE_SCALES`] and allows it
+/// to fail for at most 2 seeds per scale: the climber's 2-standard-error test, with
+/// standard errors estimated from a few samples, accepts a chance difference a few per
+/// cent of the time, and a property that held for one seed only would prove little.
+fn for_most_seeds(property: impl Fn(u64, f64) -> Result<(), String>) {
+    for scale in NOISE_SCALES {
+        let failures: Vec<String> = (1..=20u64)
+            .filter_map(|seed| {
+                property(seed, scale)
+                    .err()
+                    .map(|e| format!("noise ×{scale:.2}, seed {seed}: {e}"))
+            })
+            .collect();
+        assert!(failures.len() <= 2, "{failures:#?}");
+    }
+}
+
+/// `Err(message)` unless `ok`.
+fn check(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(message()) }
+}
+
+/// Runs the climber against `curve(limit)` with noise of relative standard deviation
+/// `sd` and stalls (from `seed`, see [`Noise::factor`]) and returns the limits in force,
+/// one per sample.
+fn climb(
+    config: AdaptiveConfig,
+    samples: usize,
+    (sd, seed): (f64, u64),
+    curve: impl Fn(usize) -> f64,
+) -> Vec<usize> {
+    let mut climber = HillClimb::new(config);
+    let mut rng = Noise(seed);
+    (0..samples)
+        .map(|_| {
+            let limit = climber.limit();
+            climber.on_sample(curve(limit) * rng.factor(sd));
+            limit
+        })
+        .collect()
+}
+
+/// The first sample after which the limit stays within one step of its final value.
+fn settled_at(limits: &[usize]) -> usize {
+    let last = *limits.last().expect("a run has samples");
+    limits
+        .iter()
+        .rposition(|l| l.abs_diff(last) > 1)
+        .map_or(0, |i| i + 1)
+}
+
+/// Whole-run throughput of the limits chosen against always running at the best.
+fn ratio_to_best(limits: &[usize], max: usize, curve: impl Fn(usize) -> f64) -> f64 {
+    let best = (1..=max).map(&curve).fold(0.0, f64::max);
+    limits.iter().map(|&l| curve(l)).sum::<f64>() / (best * limits.len() as f64)
+}
+
+/// Default-size runs last 130 ms (`sum`) to 1 s, i.e. about 100–200 samples; the
+/// targets are whole-run throughput within 5 % of the best fixed limit and settling
+/// within the first 10 % of the samples.
+const RUN: usize = 150;
+
+#[test]
+fn plateau_stays_unthrottled_and_settles_at_once() {
+    // mixed-like: throughput rises to a plateau at 12 of 32 threads and stays there.
+    let curve = |l: usize| 9000.0 * (l as f64 / 12.0).min(1.0);
+    for_most_seeds(|seed, scale| {
+        let limits = climb(config(32, 32), RUN, (0.1 * scale, seed), curve);
+        check(ratio_to_best(&limits, 32, curve) > 0.95, || {
+            format!("ratio {limits:?}")
+        })?;
+        check(settled_at(&limits) <= RUN / 10, || {
+            format!("settled {limits:?}")
+        })?;
+        // At most a chance step to 31, whose probes visit 30.
+        check(limits[RUN / 10..].iter().all(|&l| l >= 30), || {
+            format!("moved {limits:?}")
+        })
+    });
+}
+
+#[test]
+fn oversubscription_knee_is_found_by_halving() {
+    // CPU-bound on 2 cores, each doubling beyond 2 costs 20 % (cache thrash).
+    let curve = |l: usize| {
+        let l = l as f64;
+        1000.0 * l.min(2.0) * 0.8f64.powf((l / 2.0).log2().max(0.0))
+    };
+    for_most_seeds(|seed, scale| {
+        // 3 % noise: a level's median of 4 has a standard error of about 2 %, so a 25 %
+        // gain (0.8 → 1) clears the test of a difference (2 standard errors, widened
+        // for their few degrees of freedom); a 10 % one often does not.
+        let limits = climb(config(64, 64), 400, (0.03 * scale, seed), curve);
+        // 64 → 32 → 16 → 8 → 4 → 2 in five probes, then single steps around 2.
+        let settled = settled_at(&limits);
+        check(settled <= 60, || {
+            format!("settled at {settled}: {limits:?}")
+        })?;
+        check(
+            limits[settled..].iter().all(|l| (1..=3).contains(l)),
+            || format!("{limits:?}"),
+        )?;
+        let at_best = limits[settled..].iter().filter(|&&l| l == 2).count();
+        check(at_best > (limits.len() - settled) * 3 / 4, || {
+            format!("{limits:?}")
+        })
+    });
+}
+
+#[test]
+fn climbs_to_a_peak_and_stays_within_one_step() {
+    // Throughput peaks at 5 and falls either side, from below as well as from above.
+    let curve = |l: usize| 1000.0 / (1.0 + 0.05 * (l as f64 - 5.0).powi(2));
+    for initial in [1, 12] {
+        for_most_seeds(|seed, scale| {
+            let limits = climb(config(12, initial), 400, (0.02 * scale, seed), curve);
+            let tail = &limits[200..];
+            check(tail.iter().all(|l| (4..=6).contains(l)), || {
+                format!("{tail:?}")
+            })?;
+            let at_peak = tail.iter().filter(|&&l| l == 5).count();
+            check(at_peak > tail.len() / 2, || format!("{initial}: {tail:?}"))
+        });
+    }
+}
+
+#[test]
+fn flat_noisy_curve_does_not_wander() {
+    // No real gain anywhere: 12 % noise and stalls must not push the limit far from
+    // where it started. A chance win is possible, a drift is not.
+    for_most_seeds(|seed, scale| {
+        let limits = climb(config(12, 12), 600, (0.12 * scale, seed), |_| 1000.0);
+        let settled = settled_at(&limits);
+        check(settled <= 60, || format!("settled {limits:?}"))?;
+        check(limits[settled..].iter().all(|&l| l >= 10), || {
+            format!("moved {limits:?}")
+        })
+    });
+}
+
+#[test]
+fn settled_moves_are_single_steps() {
+    let curve = |l: usize| (l as f64).sqrt() * 100.0;
+    for_most_seeds(|seed, scale| {
+        let limits = climb(config(8, 1), 300, (0.03 * scale, seed), curve);
+        let settled = settled_at(&limits);
+        for pair in limits[settled..].windows(2) {
+            check(pair[0].abs_diff(pair[1]) <= 1, || format!("{limits:?}"))?;
+        }
+        // The top is 8; sqrt gives 7 → 8 only 7 %, which noise can hide.
+        check(*limits.last().unwrap() >= 7, || format!("{limits:?}"))
+    });
+}
+
+#[test]
+fn min_equal_max_never_moves() {
+    let limits = climb(config(1, 1), 50, (0.1, 1), |l| l as f64);
+    assert!(limits.iter().all(|&l| l == 1));
+}
+
+#[test]
+fn fixed_limit_bounds_concurrency() {
+    let throttle = Throttle::new(2);
+    let running = AtomicUsize::new(0);
+    let peak = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| {
+                for _ in 0..200 {
+                    let _guard = throttle.acquire();
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    std::hint::spin_loop();
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert!(peak.load(Ordering::SeqCst) <= 2);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_seat_keeps_its_permit_until_the_limit_drops() {
+    let throttle = Throttle::new(2);
+    let mut a = throttle.seat();
+    let mut b = throttle.seat();
+    a.hold();
+    b.hold();
+    assert!(!throttle.is_over_limit());
+    for _ in 0..10 {
+        a.hold(); // kept: no release, no new acquisition
+    }
+    assert_eq!(throttle.in_use(), 2);
+    assert!(throttle.try_acquire().is_none());
+    throttle.set_limit(1);
+    assert!(throttle.is_over_limit());
+    // `a` gives its permit back and waits until `b` is released.
+    let throttle = &throttle;
+    std::thread::scope(|s| {
+        let waiter = s.spawn(move || {
+            a.hold();
+            assert!(throttle.in_use() <= 1);
+            a
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(throttle.in_use(), 1);
+        b.release();
+        let a = waiter.join().unwrap();
+        assert!(a.is_held() && !throttle.is_over_limit());
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn seats_bound_concurrency_through_limit_changes() {
+    let throttle = Throttle::new(3);
+    let running = AtomicUsize::new(0);
+    let violations = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| {
+                let mut seat = throttle.seat();
+                for _ in 0..300 {
+                    seat.hold();
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    // A lowered limit may be exceeded until the holders next look, so
+                    // the bound is the largest limit ever set.
+                    if now > 3 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    std::hint::spin_loop();
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        }
+        for limit in [1, 3, 2, 1, 3] {
+            std::thread::sleep(Duration::from_millis(2));
+            throttle.set_limit(limit);
+        }
+    });
+    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    assert_eq!(throttle.in_use(), 0);
+    assert!(!throttle.is_over_limit());
+}
+
+#[test]
+fn raising_the_limit_wakes_waiters() {
+    let throttle = Throttle::new(1);
+    let held = throttle.acquire();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| drop(throttle.acquire()));
+        std::thread::sleep(Duration::from_millis(20));
+        throttle.set_limit(2);
+        waiter.join().unwrap();
+    });
+    drop(held);
+    assert_eq!(throttle.limit(), 2);
+}
+
+#[test]
+fn adaptive_throttle_records_a_trace() {
+    let throttle = Throttle::adaptive(config(4, 2));
+    assert!(throttle.is_adaptive());
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(30) {
+        throttle.record_completions(64);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let trace = throttle.trace();
+    assert!(trace.len() >= 5, "{trace:?}");
+    assert!(trace.windows(2).all(|w| w[0].at < w[1].at));
+    assert!(
+        trace
+            .iter()
+            .all(|s| s.throughput > 0.0 && (1..=4).contains(&s.limit))
+    );
+    assert!(Throttle::new(3).trace().is_empty());
+}
