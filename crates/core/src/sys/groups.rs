@@ -92,11 +92,9 @@ pub(crate) trait GroupCalls {
 // Called by the Windows platform layer; built and tested on every system.
 #[cfg_attr(not(windows), allow(dead_code))]
 pub(crate) fn largest(masks: &[GroupMask]) -> Option<GroupMask> {
-    masks
-        .iter()
-        .rev()
-        .copied()
-        .max_by_key(|m| m.mask.count_ones())
+    let cpus: Vec<usize> = masks.iter().flat_map(|m| m.cpus()).collect();
+    // The pool pins its workers by the same rule; one definition keeps them in the same group.
+    coretune_pool::thread_group(&cpus).map(|(group, mask)| GroupMask { group, mask })
 }
 
 /// Puts a process that was started suspended on the CPU set `masks` (one per group), before its

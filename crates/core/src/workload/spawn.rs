@@ -32,6 +32,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+#[cfg(feature = "peers")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -207,6 +208,7 @@ impl Workload for Spawn {
             workload: "spawn",
             message: e,
         };
+        #[cfg(feature = "peers")]
         let hook = config.pinning_start_hook();
         let countdown = Countdown::leak(items);
         let before = task_migrations();
@@ -235,6 +237,7 @@ impl Workload for Spawn {
                     timed!((0..items).for_each(|_| p.spawn(move || countdown.item())))
                 };
             }
+            #[cfg(feature = "peers")]
             PoolKind::Rayon | PoolKind::RayonScope => {
                 let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
                 if let Some(hook) = hook {
@@ -247,6 +250,7 @@ impl Workload for Spawn {
                     timed!(p.scope(|s| (0..items).for_each(|_| s.spawn(move |_| countdown.item()))))
                 };
             }
+            #[cfg(feature = "peers")]
             PoolKind::Tokio => {
                 let mut builder = tokio::runtime::Builder::new_multi_thread();
                 builder.worker_threads(threads);
@@ -259,6 +263,17 @@ impl Workload for Spawn {
                 (elapsed, after) = timed!((0..items).for_each(|_| {
                     rt.spawn(async move { countdown.item() });
                 }));
+            }
+            #[cfg(not(feature = "peers"))]
+            PoolKind::Rayon | PoolKind::RayonScope | PoolKind::Tokio => {
+                return Err(WorkloadError::BadParameter {
+                    workload: "spawn",
+                    message: format!(
+                        "--pool {}: this coretune was built without the `peers` feature \
+                         (rayon and tokio)",
+                        pool.name()
+                    ),
+                });
             }
             PoolKind::Crossbeam => {
                 let p = coretune_pool::peers::InjectorPool::new(threads);
@@ -325,7 +340,11 @@ mod test {
 
     #[test]
     fn every_pool_runs_every_item_once() {
-        for pool in PoolKind::ALL {
+        let built = |p: &PoolKind| {
+            cfg!(feature = "peers")
+                || !matches!(p, PoolKind::Rayon | PoolKind::RayonScope | PoolKind::Tokio)
+        };
+        for pool in PoolKind::ALL.into_iter().filter(built) {
             let w = Spawn::new(Params {
                 items: 20_000,
                 pool,
@@ -351,6 +370,7 @@ mod test {
     }
 
     #[test]
+    #[cfg(feature = "peers")]
     fn start_hook_reaches_the_pool_threads() {
         use std::sync::Arc;
         for pool in [PoolKind::Coretune, PoolKind::Rayon, PoolKind::Tokio] {
