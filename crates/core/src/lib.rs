@@ -7,10 +7,9 @@
 //! above it; `tests/layers.rs` checks it, and `ARCHITECTURE.md` draws it):
 //!
 //! - [`topology`]: the machine (hwloc, live or from XML/synthetic descriptions), the CPU budget
-//!   this process really has, the reproducibility record;
+//!   this process really has, its Windows processor groups, the reproducibility record;
 //! - [`hwloc`]: hwloc-calc and hwloc-distrib themselves, for the drop-ins and as the ground the
 //!   CPU-set language and the `spread` placement stand on;
-//! - [`groups`]: Windows processor groups, read or modelled for any machine;
 //! - [`cpuset`]: coretune's CPU-set language and its output formats;
 //! - [`placement`]: which CPUs each of N threads gets ([`plan`] → [`Placement`]);
 //! - [`program`]: other programs started, rebound, pinned thread by thread and watched;
@@ -44,8 +43,6 @@ mod sys;
 pub mod topology;
 
 pub mod hwloc;
-
-pub mod groups;
 
 pub mod cpuset;
 

@@ -6,7 +6,7 @@ mod util;
 use coretune_core::CpuSetExpr;
 use coretune_core::cpuset::set_from_indexes;
 use coretune_core::cpuset::{Atom, Format};
-use coretune_core::groups::{GroupMask, ProcessorGroups};
+use coretune_core::topology::groups::{GroupMask, ProcessorGroups};
 use proptest::prelude::*;
 
 fn big_set() -> impl Strategy<Value = Vec<usize>> {

@@ -16,7 +16,6 @@ const LAYERS: &[&str] = &[
     "sys",
     "topology",
     "hwloc",
-    "groups",
     "cpuset",
     "placement",
     "program",

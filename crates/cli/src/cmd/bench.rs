@@ -5,13 +5,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Runner;
 use coretune_core::cpuset::format_list;
-use coretune_core::grid::{Config, Cpus, Grid, MachineCounts, ThrottleSpec};
-use coretune_core::sweep::{
-    Design, Progress, RunLog, RunSettings, Status, Strategy, Target, execute, summarize,
-};
-use coretune_core::workload::{RunRecord, Throughput};
+use coretune_core::grid::{Config, Cpus, MachineCounts, ThrottleSpec};
+use coretune_core::sweep::{BenchReport, Design, Progress, RunSettings, Sweep, SweepSpec, Target};
+use coretune_core::workload::ThrottleSample;
 use coretune_core::{Binding, Policy};
-use serde::Serialize;
 
 use crate::exit;
 use crate::workload_args::WorkloadArgs;
@@ -51,47 +48,6 @@ pub(crate) struct BenchArgs {
     json: bool,
 }
 
-/// One sample of an adaptive throttle's trace, with the run it belongs to.
-#[derive(Debug, Serialize)]
-struct TracePoint {
-    /// Measured run (1-based) whose throttle took the sample.
-    run: usize,
-    /// Time since that run's throttle was created.
-    t_s: f64,
-    /// Limit in force during the sample.
-    limit: usize,
-    /// Completions (work units) per second during the sample.
-    throughput: f64,
-}
-
-/// `coretune bench --json`'s object.
-#[derive(Debug, Serialize)]
-struct Report {
-    workload: String,
-    description: String,
-    threads: usize,
-    place: Policy,
-    cpus: Cpus,
-    throttle: ThrottleSpec,
-    verified: bool,
-    /// Median wall time of the verified runs (null when none verified).
-    wall_s: Option<f64>,
-    /// Bootstrap 95% interval of that median.
-    ci_s: Option<(f64, f64)>,
-    throughput: Option<Throughput>,
-    ctx_switches: CtxSwitches,
-    migrations: Option<f64>,
-    runs: Vec<RunRecord>,
-    /// Every measured run's adaptive-throttle samples (empty without `--throttle adaptive`).
-    throttle_trace: Vec<TracePoint>,
-}
-
-#[derive(Debug, Serialize)]
-struct CtxSwitches {
-    voluntary: Option<f64>,
-    involuntary: Option<f64>,
-}
-
 pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
@@ -121,20 +77,8 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         throttle: args.throttle.unwrap_or_default(),
     };
     // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
-    let plan = Design {
-        grid: Grid {
-            threads: vec![config.threads],
-            places: vec![config.place],
-            cpus: vec![config.cpus.clone()],
-            throttles: vec![config.throttle],
-        },
-        strategy: Strategy::Exhaustive,
-        runs: args.runs,
-        warmup: args.warmup,
-        min_time: std::time::Duration::ZERO,
-        tolerance: 0.03,
-    };
-    for (cpus, warning) in runner.check(&plan.grid)? {
+    let design = Design::one(&config, args.runs, args.warmup);
+    for (cpus, warning) in runner.check(&design.grid)? {
         eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
     }
     config.placement(&topo, args.bind).context("--place")?;
@@ -156,13 +100,15 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "run", "wall", "user", "sys", "vol.cs", "invol.cs", "migr", "peak RSS", "throughput"
         )?;
     }
-    let mut log = RunLog::in_memory();
+    let mut sweep = Sweep::in_memory(SweepSpec::new(
+        design,
+        runner.target().clone(),
+        runner.settings().clone(),
+    ));
     let mut measured = 0;
     let mut printed = Ok(());
-    let result = execute(
-        &plan,
-        &mut log,
-        &mut |c| runner.run(c).outcome,
+    let result = sweep.execute(
+        &runner,
         &mut |p: &Progress<'_>| {
             if p.line.warmup || args.json || printed.is_err() {
                 return;
@@ -174,44 +120,12 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     );
     printed?;
     result?;
-    let lines: Vec<_> = log.lines().iter().filter(|l| !l.warmup).collect();
-    let summary = summarize(log.lines()).into_iter().next();
-    let runs: Vec<RunRecord> = lines.iter().filter_map(|l| l.record.clone()).collect();
-    let traces: Vec<Vec<coretune_core::workload::ThrottleSample>> =
-        runs.iter().map(|r| r.throttle_trace.clone()).collect();
-    let report = Report {
-        workload: args.workload.clone(),
-        description,
-        threads: config.threads,
-        place: config.place,
-        cpus: config.cpus.clone(),
-        throttle: config.throttle,
-        verified: lines.iter().all(|l| l.status == Status::Ok),
-        wall_s: summary
-            .as_ref()
-            .and_then(|s| s.wall.as_ref())
-            .map(|w| w.median),
-        ci_s: summary.as_ref().and_then(|s| s.wall.as_ref()).map(|w| w.ci),
-        throughput: summary.as_ref().and_then(|s| s.throughput),
-        ctx_switches: CtxSwitches {
-            voluntary: summary.as_ref().and_then(|s| s.voluntary_ctx_switches),
-            involuntary: summary.as_ref().and_then(|s| s.involuntary_ctx_switches),
-        },
-        migrations: summary.as_ref().and_then(|s| s.migrations),
-        throttle_trace: traces
-            .iter()
-            .enumerate()
-            .flat_map(|(i, trace)| {
-                trace.iter().map(move |s| TracePoint {
-                    run: i + 1,
-                    t_s: s.t_s,
-                    limit: s.limit,
-                    throughput: s.throughput,
-                })
-            })
-            .collect(),
-        runs,
-    };
+    let report = BenchReport::build(&args.workload, description, &config, sweep.lines());
+    let traces: Vec<Vec<ThrottleSample>> = report
+        .runs
+        .iter()
+        .map(|r| r.throttle_trace.clone())
+        .collect();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;

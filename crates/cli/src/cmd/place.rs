@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use coretune_core::cpuset::set_to_vec;
-use coretune_core::groups::windows_lines;
-use coretune_core::groups::{GroupSource, ProcessorGroups};
+use coretune_core::topology::groups::windows_lines;
+use coretune_core::topology::groups::{GroupSource, ProcessorGroups};
 use coretune_core::{Binding, Placement, Policy, plan};
 use serde::Serialize;
 

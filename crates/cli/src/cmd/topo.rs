@@ -14,15 +14,9 @@ use anyhow::Context;
 use clap::Args;
 use coretune_core::Topology;
 use coretune_core::cpuset::format_list;
-use coretune_core::groups::{GroupSource, ProcessorGroups};
-use coretune_core::topology::CpuBudget;
-use coretune_core::topology::{NodeKind, TopoNode};
-use serde::Serialize;
+use coretune_core::topology::{Facts, NodeKind, TopoNode};
 
 use crate::input::TopologyArgs;
-
-/// Version of `coretune topo --json`'s format; see `docs/topo.schema.json`.
-pub(crate) const SCHEMA: &str = "coretune-topo/1";
 
 #[derive(Debug, Args)]
 pub(crate) struct TopoArgs {
@@ -68,92 +62,6 @@ pub(crate) fn run(args: &TopoArgs) -> anyhow::Result<ExitCode> {
         out.write_all(render_text(&topo, &facts, args.full).as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Everything `topo` reports, in the shape of its JSON output.
-#[derive(Debug, Serialize)]
-struct Facts {
-    schema: &'static str,
-    source: String,
-    this_system: bool,
-    summary: String,
-    counts: coretune_core::topology::Counts,
-    smt: coretune_core::topology::Smt,
-    numa_nodes: Vec<coretune_core::topology::NumaNodeInfo>,
-    distances: Vec<coretune_core::topology::DistanceMatrix>,
-    cpu_kinds: Vec<coretune_core::topology::CpuKindInfo>,
-    offline_pus: Vec<usize>,
-    disallowed_pus: Vec<usize>,
-    processor_groups: Groups,
-    /// Only for the live machine: budgets of other machines are not knowable from a description.
-    budget: Option<Budget>,
-}
-
-/// Windows processor groups, read or modelled.
-#[derive(Debug, Serialize)]
-struct Groups {
-    source: &'static str,
-    groups: Vec<Group>,
-}
-
-#[derive(Debug, Serialize)]
-struct Group {
-    group: usize,
-    pus: Vec<usize>,
-}
-
-#[derive(Debug, Serialize)]
-struct Budget {
-    explanation: String,
-    #[serde(flatten)]
-    budget: CpuBudget,
-}
-
-impl Facts {
-    fn gather(topo: &Topology) -> Self {
-        let counts = topo.counts();
-        let smt = topo.smt();
-        let missing = topo.missing_pus();
-        let budget = topo.is_this_system().then(|| {
-            let budget = CpuBudget::live(topo);
-            Budget {
-                explanation: budget.to_string(),
-                budget,
-            }
-        });
-        Facts {
-            schema: SCHEMA,
-            source: topo.source().to_string(),
-            this_system: topo.is_this_system(),
-            summary: coretune_core::topology::topology_summary(topo),
-            counts,
-            smt,
-            numa_nodes: topo.numa_nodes(),
-            distances: topo.numa_distances(),
-            cpu_kinds: topo.cpu_kinds(),
-            offline_pus: missing.offline,
-            disallowed_pus: missing.disallowed,
-            processor_groups: {
-                let groups = ProcessorGroups::of(topo);
-                Groups {
-                    source: match groups.source() {
-                        GroupSource::Windows => "windows",
-                        _ => "modelled",
-                    },
-                    groups: groups
-                        .groups()
-                        .iter()
-                        .enumerate()
-                        .map(|(group, pus)| Group {
-                            group,
-                            pus: pus.clone(),
-                        })
-                        .collect(),
-                }
-            },
-            budget,
-        }
-    }
 }
 
 fn render_text(topo: &Topology, facts: &Facts, full: bool) -> String {

@@ -30,7 +30,8 @@ use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::sweep::{
-    Design, Progress, RunSettings, Strategy, SweepError, SweepResults, Target, timestamped_dir,
+    DEFAULT_TOLERANCE_PCT, Design, Progress, RunSettings, Strategy, SweepError, SweepResults,
+    Target, timestamped_dir,
 };
 use coretune_core::topology::{MachineRecord, topology_summary};
 use coretune_core::workload;
@@ -85,7 +86,7 @@ pub(crate) struct TuneArgs {
     #[arg(long)]
     exhaustive: bool,
     /// Configurations within this many percent of the fastest tie (ties go to the simplest).
-    #[arg(long, default_value_t = 3.0, value_name = "PCT")]
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
     tolerance: f64,
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]

@@ -24,10 +24,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::{CpuSetError, MAX_CPU};
-use crate::groups::GroupMask;
 use crate::hwloc::{is_hwloc_type, parse_hwloc_bitmap_checked};
 use crate::sys::{format_list, parse_list};
 use crate::topology::ObjKind;
+use crate::topology::groups::GroupMask;
 
 /// How a term combines with the set built so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,7 +244,7 @@ impl fmt::Display for CpuSetExpr {
                 Atom::CpusFrom { cpus, from } => write!(f, "{},{from}-", format_list(cpus))?,
                 Atom::Hwloc(text) => f.write_str(text)?,
                 Atom::WindowsGroups(masks) => {
-                    write!(f, "win:{}", crate::groups::windows_text(masks))?;
+                    write!(f, "win:{}", crate::topology::groups::windows_text(masks))?;
                 }
                 Atom::Location(levels) => {
                     for (j, level) in levels.iter().enumerate() {

@@ -1,13 +1,15 @@
 //! Output formats for a CPU set: what each tool that takes a CPU set wants to be given.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::str::FromStr;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::groups::{GroupMask, ProcessorGroups, windows_text};
+use crate::hwloc::{hwloc_string, taskset_string};
 use crate::sys::{format_list, set_to_vec};
 use crate::topology::Topology;
+use crate::topology::groups::{GroupMask, ProcessorGroups, windows_text};
 
 /// A way to write a CPU set down.
 ///
@@ -111,9 +113,9 @@ impl Format {
         let cpus = set_to_vec(set);
         Ok(match self {
             Format::List | Format::Numactl | Format::Systemd | Format::Likwid => format_list(&cpus),
-            Format::Hwloc => hwloc_string(&cpus),
-            Format::Taskset => format!("0x{}", hex_digits(&cpus, false)),
-            Format::Slurm => format!("mask_cpu:0x{}", hex_digits(&cpus, false)),
+            Format::Hwloc => hwloc_string(set.borrow()),
+            Format::Taskset => taskset_string(set.borrow()),
+            Format::Slurm => format!("mask_cpu:{}", taskset_string(set.borrow())),
             Format::Windows | Format::PowerShell => {
                 let (masks, unplaced) = groups.split(&cpus);
                 if let Some(&cpu) = unplaced.first() {
@@ -223,53 +225,6 @@ pub enum FormatError {
         /// The first such CPU.
         cpu: usize,
     },
-}
-
-/// The set's 32-bit words, least significant first, with at least one word.
-fn words32(cpus: &[usize]) -> Vec<u32> {
-    let n = cpus.last().map_or(1, |&c| c / 32 + 1);
-    let mut words = vec![0u32; n];
-    for &c in cpus {
-        words[c / 32] |= 1 << (c % 32);
-    }
-    words
-}
-
-/// hwloc's `hwloc_bitmap_snprintf` for a finite set.
-fn hwloc_string(cpus: &[usize]) -> String {
-    let words = words32(cpus);
-    let mut out = String::new();
-    for (i, &w) in words.iter().enumerate().rev() {
-        let first = i + 1 == words.len();
-        if !first {
-            out.push(',');
-        }
-        if w != 0 {
-            out.push_str(&format!("0x{w:08x}"));
-        } else if i == 0 {
-            out.push_str("0x0");
-        }
-    }
-    out
-}
-
-/// Hex digits of the whole mask without leading zeros (`0` for the empty set).
-fn hex_digits(cpus: &[usize], upper: bool) -> String {
-    let words = words32(cpus);
-    let mut out = String::new();
-    for &w in words.iter().rev() {
-        if out.is_empty() {
-            if w != 0 {
-                out = format!("{w:x}");
-            }
-        } else {
-            out.push_str(&format!("{w:08x}"));
-        }
-    }
-    if out.is_empty() {
-        out.push('0');
-    }
-    if upper { out.to_ascii_uppercase() } else { out }
 }
 
 fn omp_places(cpus: &[usize]) -> String {

@@ -299,7 +299,7 @@ fn eval_atom(
         }
         Atom::Kind(sel) => eval_kind(topology, term, *sel),
         Atom::WindowsGroups(masks) => {
-            let groups = crate::groups::ProcessorGroups::of(topology);
+            let groups = crate::topology::groups::ProcessorGroups::of(topology);
             let cpus = groups.cpus(masks).map_err(|reason| CpuSetError::Location {
                 part: term.text.clone(),
                 reason,

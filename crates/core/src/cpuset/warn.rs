@@ -5,9 +5,9 @@ use std::fmt;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::types::ObjectType;
 
-use crate::groups::ProcessorGroups;
 use crate::sys::{format_list, set_to_vec};
 use crate::topology::Topology;
+use crate::topology::groups::ProcessorGroups;
 
 /// Something about a CPU set worth knowing before measuring on it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -407,7 +407,11 @@ impl FleetReport {
                 }
             })
             .collect();
-        let tolerance = types.first().map_or(0.03, |t| t.report.design.tolerance);
+        let tolerance = types
+            .first()
+            .map_or(crate::sweep::DEFAULT_TOLERANCE_PCT / 100.0, |t| {
+                t.report.design.tolerance
+            });
         let fleet = choose(&types, &configs, tolerance, apply);
         if fleet.is_none() && types.len() > 1 {
             warnings.push(

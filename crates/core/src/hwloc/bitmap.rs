@@ -9,6 +9,7 @@
 use hwlocality::bitmap::Bitmap;
 
 use super::cnum::strtoul;
+use crate::sys::format_list;
 
 /// A bitmap as libhwloc stores it on LP64: 64-bit words, least significant first, and whether
 /// every bit past them is set.
@@ -133,40 +134,24 @@ pub fn taskset_string(set: &Bitmap) -> String {
 
 /// `hwloc_bitmap_list_asprintf`: `0-3,8`, with `N-` for an infinite tail (empty for no bit).
 pub fn list_string(set: &Bitmap) -> String {
-    let Words { words, infinite } = Words::of(set);
-    let top = words.len() * 64;
-    let is_set = |b: usize| {
-        if b >= top {
-            infinite
-        } else {
-            words[b / 64] & (1 << (b % 64)) != 0
+    // An infinite set has every bit from just past its last unset one on: `N-`.
+    let tail = set
+        .weight()
+        .is_none()
+        .then(|| set.last_unset().map_or(0, |i| usize::from(i) + 1));
+    let finite: Vec<usize> = set
+        .iter_set()
+        .map(usize::from)
+        .take_while(|&b| tail.is_none_or(|t| b < t))
+        .collect();
+    let mut out = format_list(&finite);
+    if let Some(t) = tail {
+        if !out.is_empty() {
+            out.push(',');
         }
-    };
-    let mut parts = Vec::new();
-    let mut b = 0;
-    while b < top {
-        if !is_set(b) {
-            b += 1;
-            continue;
-        }
-        let begin = b;
-        while b < top && is_set(b) {
-            b += 1;
-        }
-        if b == top && infinite {
-            parts.push(format!("{begin}-"));
-            return parts.join(",");
-        }
-        parts.push(if b == begin + 1 {
-            begin.to_string()
-        } else {
-            format!("{begin}-{}", b - 1)
-        });
+        out.push_str(&format!("{t}-"));
     }
-    if infinite {
-        parts.push(format!("{top}-"));
-    }
-    parts.join(",")
+    out
 }
 
 /// systemd's D-Bus `AllowedCPUs`/`AllowedMemoryNodes` value (hwloc 2.11's `systemd-dbus-api`
@@ -285,7 +270,10 @@ pub(crate) fn parse_taskset(s: &str) -> (Bitmap, bool) {
 /// the list is refused as unparsable.
 const LIST_MAX_BIT: u64 = 1 << 24;
 
-/// `hwloc_bitmap_list_sscanf`: the set (zeroed on a parse failure) and whether it parsed.
+/// `hwloc_bitmap_list_sscanf`: the set (zeroed on a parse failure) and whether it parsed. Not the
+/// kernel's list format (`crate::sys`'s `parse_list`, strict, for `/sys` and cgroup files): this
+/// one reads numbers as C's `strtoul` with base 0 does (`0x10`, `010`), skips spaces, takes `N-`
+/// as an infinite tail and ignores a reversed range, as hwloc-calc's `--cif list` does.
 pub(crate) fn parse_list(s: &str) -> (Bitmap, bool) {
     let b = s.as_bytes();
     let mut set = Bitmap::new();
@@ -420,6 +408,11 @@ mod test {
         );
         let (set, _) = parse_list("3-");
         assert_eq!(list_string(&set), "3-");
+        // The finite part and the infinite tail, and a tail that swallows a run before it.
+        assert_eq!(list_string(&parse_list("0-3,64-").0), "0-3,64-");
+        assert_eq!(list_string(&parse_list("0-3,60-63,64-").0), "0-3,60-");
+        assert_eq!(list_string(&Bitmap::full()), "0-");
+        assert_eq!(list_string(&Bitmap::new()), "");
         assert_eq!(systemd_dbus_string(&set), None);
         assert!(!parse_list("x").1);
         assert!(!parse_taskset("0xzz").1);

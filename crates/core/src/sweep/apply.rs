@@ -29,7 +29,7 @@
 //! A sweep made on Windows (its topology is a Windows machine's) gets Windows lines instead of
 //! the Linux and cluster ones: `coretune run`, `start /affinity` and PowerShell's
 //! `ProcessorAffinity` within processor group 0, `coretune run --cpus 'win:…'` for another group
-//! or across groups ([`crate::groups::windows_lines`]), and the runtimes' variables set the
+//! or across groups ([`crate::topology::groups::windows_lines`]), and the runtimes' variables set the
 //! PowerShell way (`$env:NAME=VALUE`).
 
 use super::run::substitute_all;
@@ -67,7 +67,7 @@ pub fn apply_lines(
     };
     let list = format_list(&set_to_vec(&placement.union()));
     let restricted = config.is_restricted();
-    let windows = crate::groups::is_windows(topology);
+    let windows = crate::topology::groups::is_windows(topology);
     let mut lines = Vec::new();
     let cmd = match target {
         Target::Workload { spec, .. } => {
@@ -128,8 +128,8 @@ fn windows_lines(
     let n = config.threads;
     let mut lines = Vec::new();
     if config.is_restricted() {
-        let groups = crate::groups::ProcessorGroups::of(topology);
-        lines.extend(crate::groups::windows_lines(
+        let groups = crate::topology::groups::ProcessorGroups::of(topology);
+        lines.extend(crate::topology::groups::windows_lines(
             &groups,
             &set_to_vec(&placement.union()),
             cmd,
@@ -422,7 +422,7 @@ mod test {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/data/windows/wine8-2pu.xml");
         let t = Topology::load(&TopologySource::XmlFile(path)).unwrap();
-        assert!(crate::groups::is_windows(&t));
+        assert!(crate::topology::groups::is_windows(&t));
         let l = lines(&t, &config(1, Policy::Compact, "pu:1"), Binding::Pu);
         assert_eq!(
             l[0],

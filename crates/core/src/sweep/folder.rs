@@ -7,13 +7,12 @@
 //! already holds one), opened to continue it ([`SweepFolder::resume`]), or read without being
 //! changed ([`SweepFolder::read`], for reporting a folder copied from elsewhere).
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use super::report::{RunView, SweepReport};
 use super::run::Runner;
 use super::target::SweepSpec;
-use super::{Outcome, Progress, RunLine, RunLog, SweepError, execute};
+use super::{Progress, RunLine, RunLog, Sweep, SweepError};
 use crate::program::watch::{CpuPlace, Sample};
 use crate::topology::MachineRecord;
 use crate::topology::{Topology, TopologySource};
@@ -29,8 +28,7 @@ const SUMMARY_FILE: &str = "summary.json";
 #[derive(Debug)]
 pub struct SweepFolder {
     dir: PathBuf,
-    spec: SweepSpec,
-    log: RunLog,
+    sweep: Sweep,
 }
 
 impl SweepFolder {
@@ -54,8 +52,7 @@ impl SweepFolder {
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
         Ok(Self {
             dir: dir.to_path_buf(),
-            spec,
-            log,
+            sweep: Sweep::in_folder(spec, log, dir),
         })
     }
 
@@ -70,8 +67,7 @@ impl SweepFolder {
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
         Ok(Self {
             dir: dir.to_path_buf(),
-            spec,
-            log,
+            sweep: Sweep::in_folder(spec, log, dir),
         })
     }
 
@@ -85,8 +81,7 @@ impl SweepFolder {
         let log = RunLog::read(&dir.join(RUNS_FILE))?;
         Ok(Self {
             dir: dir.to_path_buf(),
-            spec,
-            log,
+            sweep: Sweep::in_folder(spec, log, dir),
         })
     }
 
@@ -106,17 +101,17 @@ impl SweepFolder {
 
     /// What the sweep measures.
     pub fn spec(&self) -> &SweepSpec {
-        &self.spec
+        self.sweep.spec()
     }
 
     /// Every run logged so far.
     pub fn lines(&self) -> &[RunLine] {
-        self.log.lines()
+        self.sweep.lines()
     }
 
     /// Whether the sweep is complete: continuing it (`tune --resume`) would make no run.
     pub fn is_complete(&self) -> bool {
-        super::is_complete(&self.spec.design, self.lines())
+        self.sweep.is_complete()
     }
 
     /// Records where the sweep runs: `machine.json`, and `topology.xml` when the topology can
@@ -157,51 +152,26 @@ impl SweepFolder {
         read_json(&self.dir.join(SUMMARY_FILE)).ok()
     }
 
-    /// Runs the sweep's plan with `runner` until it is complete, `stop` says so, or a run is
-    /// abandoned; every run is appended to `runs.jsonl` as it finishes and its monitor samples
-    /// saved. `progress` is told after each run.
+    /// Runs the sweep ([`Sweep::execute`]): every run is appended to `runs.jsonl` as it
+    /// finishes and its monitor samples saved in `monitor/`.
     ///
     /// # Errors
     ///
-    /// As [`execute`], and writing the monitor samples.
+    /// As [`Sweep::execute`].
     pub fn execute(
         &mut self,
         runner: &Runner<'_>,
         progress: &mut dyn FnMut(&Progress<'_>),
         stop: &dyn Fn() -> bool,
     ) -> Result<(), SweepError> {
-        let samples: RefCell<Option<Vec<Sample>>> = RefCell::new(None);
-        let save_error: RefCell<Option<SweepError>> = RefCell::new(None);
-        let dir = self.dir.clone();
-        let result = execute(
-            &self.spec.design,
-            &mut self.log,
-            &mut |c| -> Outcome {
-                let r = runner.run(c);
-                *samples.borrow_mut() = (!r.monitor.is_empty()).then_some(r.monitor);
-                r.outcome
-            },
-            &mut |p| {
-                if let Some(s) = samples.borrow_mut().take() {
-                    if let Err(e) = save_monitor(&dir, p.line.seq, &s) {
-                        save_error.borrow_mut().get_or_insert(e);
-                    }
-                }
-                progress(p);
-            },
-            &|| stop() || save_error.borrow().is_some(),
-        );
-        match save_error.into_inner() {
-            Some(e) => Err(e),
-            None => result,
-        }
+        self.sweep.execute(runner, progress, stop)
     }
 
     /// The sweep's results so far, to report.
     pub fn results(&self) -> SweepResults<'_> {
         SweepResults {
             dir: &self.dir,
-            spec: &self.spec,
+            spec: self.sweep.spec(),
             lines: self.lines(),
         }
     }
@@ -282,7 +252,7 @@ pub fn monitor_file(seq: usize) -> String {
     format!("monitor/{seq}.jsonl")
 }
 
-fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepError> {
+pub(super) fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepError> {
     let path = dir.join(monitor_file(seq));
     let write_error = |path: &Path| {
         let path = path.to_path_buf();

@@ -39,6 +39,8 @@
 //! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
 
 mod apply;
+mod bench;
+mod compare;
 mod cost;
 mod folder;
 mod recommend;
@@ -47,6 +49,7 @@ mod run;
 mod search;
 mod target;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -56,6 +59,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use apply::apply_lines;
+pub use bench::{BenchReport, CtxSwitches, TracePoint};
+pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
 pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
 pub use recommend::{Recommendation, recommend};
@@ -68,6 +73,7 @@ pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};
 
 use crate::grid::{Config, ConfigError, Family, Grid};
 use crate::measure::{Noise, NoiseProbe, Summary};
+use crate::program::watch::Sample;
 use crate::workload::{RunRecord, Throughput};
 
 /// How a run ended.
@@ -283,6 +289,93 @@ impl RunLog {
     }
 }
 
+/// A sweep: what it measures and every run made so far, kept in memory or in a results folder
+/// ([`SweepFolder`]). [`Sweep::execute`] is how every sweep runs: `tune`'s in a folder,
+/// `bench`'s one configuration in memory.
+#[derive(Debug)]
+pub struct Sweep {
+    spec: SweepSpec,
+    log: RunLog,
+    /// The results folder whose `monitor/` keeps each run's monitor samples, if any.
+    folder: Option<PathBuf>,
+}
+
+impl Sweep {
+    /// A sweep whose runs are kept in memory only (the monitor samples are dropped).
+    pub fn in_memory(spec: SweepSpec) -> Self {
+        Self {
+            spec,
+            log: RunLog::in_memory(),
+            folder: None,
+        }
+    }
+
+    /// A sweep logged in `log` whose monitor samples go to `folder`'s `monitor/`.
+    pub(crate) fn in_folder(spec: SweepSpec, log: RunLog, folder: &Path) -> Self {
+        Self {
+            spec,
+            log,
+            folder: Some(folder.to_path_buf()),
+        }
+    }
+
+    /// What the sweep measures.
+    pub fn spec(&self) -> &SweepSpec {
+        &self.spec
+    }
+
+    /// Every run logged so far.
+    pub fn lines(&self) -> &[RunLine] {
+        self.log.lines()
+    }
+
+    /// Whether the sweep is complete: continuing it would make no run.
+    pub fn is_complete(&self) -> bool {
+        is_complete(&self.spec.design, self.lines())
+    }
+
+    /// Runs the sweep's design with `runner` until it is complete, `stop` says so, or a run is
+    /// abandoned (the stages and rounds of the module docs). `progress` is told after each run.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::Write`] when the log or a run's monitor samples cannot be written,
+    /// [`SweepError::Interrupted`] when `stop` said so, [`SweepError::Abandoned`] after a run
+    /// that could not be stopped at its timeout. Every finished run is in the log.
+    pub fn execute(
+        &mut self,
+        runner: &Runner<'_>,
+        progress: &mut dyn FnMut(&Progress<'_>),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), SweepError> {
+        let samples: RefCell<Option<Vec<Sample>>> = RefCell::new(None);
+        let save_error: RefCell<Option<SweepError>> = RefCell::new(None);
+        let folder = self.folder.clone();
+        let result = execute(
+            &self.spec.design,
+            &mut self.log,
+            &mut |c| -> Outcome {
+                let r = runner.run(c);
+                *samples.borrow_mut() = (!r.monitor.is_empty()).then_some(r.monitor);
+                r.outcome
+            },
+            &mut |p| {
+                if let (Some(dir), Some(s)) = (&folder, samples.borrow_mut().take()) {
+                    if let Err(e) = folder::save_monitor(dir, p.line.seq, &s) {
+                        save_error.borrow_mut().get_or_insert(e);
+                    }
+                }
+                progress(p);
+            },
+            &|| stop() || save_error.borrow().is_some(),
+        );
+        match save_error.into_inner() {
+            Some(e) => Err(e),
+            None => result,
+        }
+    }
+}
+
 /// What to measure and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Design {
@@ -300,6 +393,32 @@ pub struct Design {
     pub min_time: Duration,
     /// Relative difference under which configurations tie (0.03 = 3%).
     pub tolerance: f64,
+}
+
+/// The tie tolerance when none is given, in percent: configurations whose medians are within
+/// 3% of each other tie and the simpler one is recommended (DESIGN.md's default, about the
+/// run-to-run spread of a quiet machine); `tune --tolerance`, `compare --threshold`, `bench`
+/// and a fleet report whose sweeps say nothing use it.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 3.0;
+
+impl Design {
+    /// One configuration, measured `runs` times after `warmup` warm-up runs, no minimum time:
+    /// what `coretune bench` runs.
+    pub fn one(config: &Config, runs: usize, warmup: usize) -> Self {
+        Self {
+            grid: Grid {
+                threads: vec![config.threads],
+                places: vec![config.place],
+                cpus: vec![config.cpus.clone()],
+                throttles: vec![config.throttle],
+            },
+            strategy: Strategy::Exhaustive,
+            runs,
+            warmup,
+            min_time: Duration::ZERO,
+            tolerance: DEFAULT_TOLERANCE_PCT / 100.0,
+        }
+    }
 }
 
 /// Progress reported after each run.
@@ -470,7 +589,7 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 /// [`SweepError::Write`] when the log cannot be written, [`SweepError::Interrupted`] when `stop`
 /// said so, [`SweepError::Abandoned`] after a run that could not be stopped at its timeout.
 /// Every finished run is in the log.
-pub fn execute(
+pub(crate) fn execute(
     plan: &Design,
     log: &mut RunLog,
     run: &mut dyn FnMut(&Config) -> Outcome,

@@ -23,7 +23,8 @@ pub fn set_from_indexes(indexes: impl IntoIterator<Item = usize>) -> CpuSet {
 }
 
 /// Parses a Linux CPU list (`0-3,8,10-11`; empty = no CPUs) into sorted, distinct CPU numbers.
-/// `None` when malformed.
+/// `None` when malformed: decimal numbers and ranges only, as the kernel writes them (hwloc's
+/// more lenient list syntax, C number prefixes and infinite tails, is `crate::hwloc`'s).
 pub fn parse_list(text: &str) -> Option<Vec<usize>> {
     let text = text.trim();
     let mut out = Vec::new();

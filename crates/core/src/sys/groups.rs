@@ -3,7 +3,7 @@
 //! `topology-windows.c`), and which calls put a new process or running threads on such a set.
 //! Decided here on every OS (so tested on Linux through a recording [`GroupCalls`]), made by
 //! `windows/affinity.rs`. Which group each CPU of *another* machine would be in is
-//! `crate::groups`' model. Standard library only.
+//! `crate::topology::groups`' model. Standard library only.
 
 use std::fmt;
 use std::io;

@@ -38,10 +38,13 @@ use serde::Serialize;
 use crate::sys::set_to_vec;
 
 mod budget;
+pub mod facts;
+pub mod groups;
 mod kind;
 mod machine;
 
 pub use budget::{CgroupCpuset, CpuBudget, Quota};
+pub use facts::{Facts, TOPO_SCHEMA};
 pub use kind::ObjKind;
 pub use machine::{MachineRecord, topology_summary};
 
