@@ -1,4 +1,6 @@
-//! One configuration of a sweep, the grid of them, and the typed values of its axes.
+//! What a sweep varies: one configuration ([`Config`]: threads, placement, CPU set, throttle),
+//! the grid of them ([`Grid`]), the typed values of its axes ([`Cpus`], [`ThrottleSpec`]) and
+//! the thread counts a machine suggests ([`default_threads`], [`parse_threads`]).
 //!
 //! Every axis value is a type that parses from and prints as the text a user writes
 //! ([`Policy`], [`Cpus`], [`ThrottleSpec`]); results files store that text (a throttle limit as

@@ -1,24 +1,4 @@
 //! The expression syntax: tokens, their parse into [`CpuSetExpr`], and the canonical rendering.
-//!
-//! An expression is a space-separated list of terms applied left to right to an initially empty
-//! set, as `hwloc-calc` applies its arguments. A term is an optional operator (`~` remove, `x` or
-//! `&` intersect, `^` xor; none = union) followed by an atom:
-//!
-//! | atom | meaning |
-//! |---|---|
-//! | `all`, `root` | every usable PU |
-//! | `0-3,8` | a Linux CPU list (OS indexes) |
-//! | `0xff`, `0xffffffff,0xfffffffc` | a hex mask; comma groups are hwloc's 32-bit words, most significant first, an empty group is 0 |
-//! | `0b1010` | a binary mask, most significant bit first |
-//! | `win:FC`, `win:0:FFFF,1:3` | Windows `start /affinity` hex, optionally one mask per 64-CPU processor group |
-//! | `mask_cpu:0xff` | Slurm's `--cpu-bind=mask_cpu:` mask |
-//! | `numa:1`, `core:0-3`, `numa:1.core:0-3` | hwloc objects (see [`ObjKind`] for the type names) with index ranges, nested with `.` |
-//! | `cpukind:0`, `pcores`, `ecores` | a kind of core on hybrid machines (hwloc's rank: 0 = most efficient) |
-//! | `8-`, `0-3,8-`, `0xf...f`, `0xf...f,0xfffffff0` | open-ended: up to the machine's last CPU |
-//! | `os=eth0`, `pci=0000:02:00.0`, `pci[10de:]:0`, `osdev[gpu]:1`, `group0:1`, `l3u:2`, `l1i:0` | any other hwloc-calc location, devices included: the CPUs near a device |
-//!
-//! Index ranges are hwloc-calc's: `N`, `N-M`, `N-` (to the last), `N:W` (W objects from N,
-//! wrapping to 0 past the last), `all`, `odd`, `even`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -153,6 +133,26 @@ impl PartialEq for Term {
 impl Eq for Term {}
 
 /// A parsed CPU-set expression: terms applied left to right.
+///
+/// An expression is a space-separated list of terms applied left to right to an initially empty
+/// set, as `hwloc-calc` applies its arguments. A term is an optional operator (`~` remove, `x` or
+/// `&` intersect, `^` xor; none = union) followed by an atom:
+///
+/// | atom | meaning |
+/// |---|---|
+/// | `all`, `root` | every usable PU |
+/// | `0-3,8` | a Linux CPU list (OS indexes) |
+/// | `0xff`, `0xffffffff,0xfffffffc` | a hex mask; comma groups are hwloc's 32-bit words, most significant first, an empty group is 0 |
+/// | `0b1010` | a binary mask, most significant bit first |
+/// | `win:FC`, `win:0:FFFF,1:3` | Windows `start /affinity` hex, optionally one mask per 64-CPU processor group |
+/// | `mask_cpu:0xff` | Slurm's `--cpu-bind=mask_cpu:` mask |
+/// | `numa:1`, `core:0-3`, `numa:1.core:0-3` | hwloc objects (see [`ObjKind`](crate::topology::ObjKind) for the type names) with index ranges, nested with `.` |
+/// | `cpukind:0`, `pcores`, `ecores` | a kind of core on hybrid machines (hwloc's rank: 0 = most efficient) |
+/// | `8-`, `0-3,8-`, `0xf...f`, `0xf...f,0xfffffff0` | open-ended: up to the machine's last CPU |
+/// | `os=eth0`, `pci=0000:02:00.0`, `pci[10de:]:0`, `osdev[gpu]:1`, `group0:1`, `l3u:2`, `l1i:0` | any other hwloc-calc location, devices included: the CPUs near a device |
+///
+/// Index ranges are hwloc-calc's: `N`, `N-M`, `N-` (to the last), `N:W` (W objects from N,
+/// wrapping to 0 past the last), `all`, `odd`, `even`.
 ///
 /// Parsing needs no topology; [`CpuSetExpr::resolve`](super::CpuSetExpr::resolve) evaluates it on
 /// one. [`Display`](fmt::Display) prints a canonical form that parses back to an equal expression

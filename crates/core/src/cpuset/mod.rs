@@ -1,8 +1,10 @@
-//! CPU sets: an expression language for naming them, output formats, and warnings about sets
-//! that are likely to measure something other than what was meant.
+//! CPU sets: coretune's expression language for naming them ([`CpuSetExpr`], evaluated on a
+//! topology by [`CpuSetExpr::resolve`] into a [`Resolved`] set), the formats other tools take
+//! ([`Format`]), and warnings about sets likely to measure something other than what was meant
+//! ([`Warning`]).
 //!
 //! The language is a superset of the part of `hwloc-calc`'s location syntax people use (see
-//! [`expr`] for the table). Where `hwloc-calc` accepts the same input on the same topology, the
+//! [`CpuSetExpr`] for the table). Where `hwloc-calc` accepts the same input on the same topology, the
 //! answer is the same; the differences are deliberate and all on inputs hwloc would only warn
 //! about:
 //!
@@ -15,8 +17,8 @@
 //!   the second infinite).
 //!
 //! Locations this language does not spell itself (devices: `os=eth0`, `pci=...`; groups, cache
-//! variants) go to hwloc-calc's own engine, [`Calc`], which is also all of `coretune calc`: a
-//! reimplementation of hwloc-calc 2.9 that prints what it prints.
+//! variants) go to hwloc-calc's own engine, [`crate::hwloc::Calc`], which is also all of
+//! `coretune calc`: a reimplementation of hwloc-calc 2.9 that prints what it prints.
 //!
 //! ```
 //! use coretune_core::cpuset::{CpuSetExpr, Format, ResolveOptions};

@@ -98,7 +98,7 @@ pub fn hwloc_string(set: &Bitmap) -> String {
 }
 
 /// `hwloc_bitmap_taskset_asprintf`: one hex number, as `taskset` takes it.
-pub fn taskset_string(set: &Bitmap) -> String {
+pub(crate) fn taskset_string(set: &Bitmap) -> String {
     let Words { words, infinite } = Words::of(set);
     let mut out = String::new();
     let mut started = false;
@@ -133,7 +133,7 @@ pub fn taskset_string(set: &Bitmap) -> String {
 }
 
 /// `hwloc_bitmap_list_asprintf`: `0-3,8`, with `N-` for an infinite tail (empty for no bit).
-pub fn list_string(set: &Bitmap) -> String {
+pub(crate) fn list_string(set: &Bitmap) -> String {
     // An infinite set has every bit from just past its last unset one on: `N-`.
     let tail = set
         .weight()
@@ -157,7 +157,7 @@ pub fn list_string(set: &Bitmap) -> String {
 /// systemd's D-Bus `AllowedCPUs`/`AllowedMemoryNodes` value (hwloc 2.11's `systemd-dbus-api`
 /// output format): `ay 0xNNNN 0xAA 0xBB ...`, the mask's bytes least significant first. `None`
 /// for an empty or infinite set, which the format cannot express.
-pub fn systemd_dbus_string(set: &Bitmap) -> Option<String> {
+pub(crate) fn systemd_dbus_string(set: &Bitmap) -> Option<String> {
     if set.weight().is_none_or(|w| w == 0) {
         return None;
     }

@@ -120,7 +120,7 @@ impl Default for OutputSettings {
 
 /// A level of objects to count or list (`-N`, `-I`, a step of `-H`), resolved on the topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Level {
+struct ObjectLevel {
     depth: i32,
     /// OS devices of this kind only (`-I gpu`).
     osdev: Option<OSDeviceType>,
@@ -129,7 +129,7 @@ struct Level {
     filter: Option<location::Filter>,
 }
 
-impl Level {
+impl ObjectLevel {
     fn keeps(&self, obj: &TopologyObject) -> bool {
         self.filter.as_ref().is_none_or(|f| f.keeps(obj))
     }
@@ -139,9 +139,9 @@ impl Level {
 #[derive(Clone, Debug)]
 pub struct PreparedOutput {
     settings: OutputSettings,
-    number_of: Option<Level>,
-    intersect: Option<Level>,
-    hierarchical: Vec<Level>,
+    number_of: Option<ObjectLevel>,
+    intersect: Option<ObjectLevel>,
+    hierarchical: Vec<ObjectLevel>,
     best_memattr: Option<BestAttr>,
 }
 
@@ -175,7 +175,7 @@ pub struct Calc<'t> {
 
 impl<'t> Calc<'t> {
     /// hwloc-calc on `topology` (loaded as hwloc-calc loads it: see
-    /// [`LoadOptions::hwloc_calc`](crate::LoadOptions::hwloc_calc)).
+    /// [`LoadOptions::hwloc_calc`](crate::topology::LoadOptions::hwloc_calc)).
     pub fn new(topology: &'t Topology) -> Self {
         Self {
             topology,
@@ -258,16 +258,17 @@ impl<'t> Calc<'t> {
         settings: &OutputSettings,
         msgs: &mut Vec<Message>,
     ) -> Result<PreparedOutput, CalcStop> {
-        let mut level = |text: &Option<String>, caller: &str| -> Result<Option<Level>, CalcStop> {
-            let Some(text) = text else { return Ok(None) };
-            match self.type_depth(text, caller) {
-                Ok(level) => Ok(Some(level)),
-                Err(message) => {
-                    msgs.push(Message::Stderr(message));
-                    Err(CalcStop::Exit(0))
+        let mut level =
+            |text: &Option<String>, caller: &str| -> Result<Option<ObjectLevel>, CalcStop> {
+                let Some(text) = text else { return Ok(None) };
+                match self.type_depth(text, caller) {
+                    Ok(level) => Ok(Some(level)),
+                    Err(message) => {
+                        msgs.push(Message::Stderr(message));
+                        Err(CalcStop::Exit(0))
+                    }
                 }
-            }
-        };
+            };
         let number_of = level(&settings.number_of, "--number-of")?;
         let intersect = level(&settings.intersect, "--intersect")?;
         let mut hierarchical = Vec::new();
@@ -313,7 +314,7 @@ impl<'t> Calc<'t> {
     }
 
     /// `hwloc_calc_type_depth`: a type name or a depth number for `-N`, `-I`, `-H`.
-    fn type_depth(&self, text: &str, caller: &str) -> Result<Level, String> {
+    fn type_depth(&self, text: &str, caller: &str) -> Result<ObjectLevel, String> {
         let hw = self.topology.hwloc();
         // `numa[tier=1]`: hwloc 2.11's filter after the type.
         let filter = text
@@ -327,7 +328,7 @@ impl<'t> Calc<'t> {
             }
             // A bare depth leaves hwloc-calc's attribute union zeroed: OS devices of type 0
             // (block) only.
-            return Ok(Level {
+            return Ok(ObjectLevel {
                 depth: value as i32,
                 osdev: Some(OSDeviceType::Storage),
                 filter: None,
@@ -343,7 +344,7 @@ impl<'t> Calc<'t> {
                 "cannot use {caller} type {name} with multiple depth, please use the relevant depth"
             ));
         }
-        Ok(Level {
+        Ok(ObjectLevel {
             depth,
             osdev: spec.osdev,
             filter,
@@ -542,7 +543,7 @@ fn covering<'t>(
     hw: &'t hwlocality::Topology,
     set: &Bitmap,
     nodeset: bool,
-    level: &Level,
+    level: &ObjectLevel,
 ) -> impl Iterator<Item = &'t TopologyObject> {
     let set = set.clone();
     let level = level.clone();
@@ -576,7 +577,7 @@ fn covering<'t>(
 #[allow(clippy::too_many_arguments)]
 fn hierarchical(
     hw: &hwlocality::Topology,
-    depths: &[Level],
+    depths: &[ObjectLevel],
     logical: bool,
     prefix: &str,
     sep: &str,

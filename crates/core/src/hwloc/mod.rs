@@ -40,7 +40,7 @@ mod flags;
 mod location;
 mod types;
 
-pub use bitmap::{BitmapFormat, hwloc_string, list_string, systemd_dbus_string, taskset_string};
+pub use bitmap::{BitmapFormat, hwloc_string};
 pub use calc::{Calc, CalcStop, OutputSettings, PreparedOutput, parse_hwloc_bitmap};
 pub use cnum::{atoi, atol};
 pub use distrib::{DistribError, DistribOptions, hwloc_distrib};
@@ -48,6 +48,6 @@ pub use flags::{LOCAL_NUMANODE_FLAGS, RESTRICT_FLAGS, parse_flags};
 pub use location::{LocationSettings, Message};
 pub use types::type_from_name;
 
-pub(crate) use bitmap::parse_hwloc_bitmap_checked;
+pub(crate) use bitmap::{parse_hwloc_bitmap_checked, taskset_string};
 pub(crate) use distrib::split;
 pub(crate) use types::is_hwloc_type;

@@ -714,7 +714,7 @@ pub fn check_samples(
 ///
 /// # Errors
 ///
-/// As [`rebind_process`].
+/// As [`rebind_process`](super::rebind_process).
 pub fn repin_process(
     pid: u32,
     places: &[CpuSet],

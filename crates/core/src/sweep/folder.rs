@@ -248,7 +248,7 @@ fn load_topology(dir: &Path) -> Option<Topology> {
 }
 
 /// Where a run's monitor samples are kept, relative to the folder.
-pub fn monitor_file(seq: usize) -> String {
+pub(crate) fn monitor_file(seq: usize) -> String {
     format!("monitor/{seq}.jsonl")
 }
 

@@ -1,10 +1,13 @@
-//! Sweeps: a grid (threads × placement × CPU set × throttle) measured with warm-up, repeats and
-//! interleaved order, every finished run appended to a log so that nothing finished is lost.
+//! The sweep engine: a [`Design`] (a grid of configurations, a search strategy, repeats) run by a
+//! [`Runner`] through [`Sweep::execute`] with warm-up, repeats and interleaved order, every
+//! finished run appended to a [`RunLog`] so that nothing finished is lost; the results folder
+//! ([`SweepFolder`]), statistics ([`summarize`]), the [`Recommendation`] with its apply lines,
+//! the report model ([`SweepReport`]), and two sweeps compared ([`compare`]).
 //!
 //! # Lifecycle
 //!
 //! 1. A [`Design`] says what to measure and how ([`Strategy`], runs, warm-up, minimum time).
-//! 2. [`execute`] asks the strategy for a *stage* of configurations, runs each stage in
+//! 2. [`Sweep::execute`] asks the strategy for a *stage* of configurations, runs each stage in
 //!    *rounds* — round `r` runs every configuration that needs an `r`-th run once, in an order
 //!    shuffled per round, so that drift (thermal, other tenants) hits every configuration alike
 //!    — and asks for the next stage until the strategy has nothing more. Warm-up runs come first
@@ -23,20 +26,23 @@
 //!
 //! # Where each step lives
 //!
-//! | step | module |
+//! | step | file |
 //! |---|---|
-//! | grid values and configurations | [`config`] |
-//! | what is measured, `sweep.json` | [`target`] |
-//! | one run of one configuration | [`run`] ([`Runner`]) |
-//! | which configurations next | [`search`] |
-//! | the stages and rounds, the log | this module ([`execute`], [`RunLog`]) |
-//! | the results folder | [`folder`] ([`SweepFolder`]) |
-//! | statistics per configuration | [`summarize`] |
-//! | the recommendation | [`recommend`] |
-//! | its apply lines | [`apply`] |
-//! | the report model (`summary.json`, plot data) | [`report`] |
-//! | what a plan costs before it runs | [`plan`] |
-//! | several node types' sweeps merged (`fleet-summary.json`) | [`fleet`] |
+//! | grid values and configurations | `crate::grid` |
+//! | what is measured, `sweep.json` | `target.rs` ([`SweepSpec`], [`Target`]) |
+//! | one run of one configuration | `run.rs` ([`Runner`]) |
+//! | which configurations next | `search.rs` ([`Strategy`]) |
+//! | the stages and rounds, the log | this module ([`Sweep`], [`RunLog`]) |
+//! | the results folder | `folder.rs` ([`SweepFolder`]) |
+//! | statistics per configuration | this module ([`summarize`]) |
+//! | the recommendation | `recommend.rs` ([`recommend`]) |
+//! | its apply lines | `apply.rs` ([`apply_lines`]) |
+//! | the report model (`summary.json`, plot data) | `report.rs` ([`SweepReport`]) |
+//! | what a design costs before it runs | `cost.rs` ([`DesignEstimate`]) |
+//! | one configuration on its own (`bench --json`) | `bench.rs` ([`BenchReport`]) |
+//! | two sweeps compared | `compare.rs` ([`Comparison`]) |
+//!
+//! Several node types' sweeps merged into one report are `crate::fleet`'s.
 
 mod apply;
 mod bench;
@@ -62,7 +68,7 @@ pub use apply::apply_lines;
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
-pub use folder::{SweepFolder, SweepResults, monitor_file, timestamped_dir};
+pub use folder::{SweepFolder, SweepResults, timestamped_dir};
 pub use recommend::{Recommendation, recommend};
 pub use report::{
     ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, ThrottleTrace, UslRow,

@@ -382,7 +382,7 @@ pub(crate) struct CgroupLimits {
     pub(crate) quotas: Vec<CgroupQuota>,
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", windows)))]
 mod test {
     use std::collections::BTreeMap;
     use std::io;
@@ -395,12 +395,13 @@ mod test {
     use super::*;
 
     /// Every OS module provides the same functions with the same signatures: the fallback is
-    /// checked here against the Linux module, since no other target is built.
+    /// checked here against this system's module (Linux's in the Linux tests, Windows' in the
+    /// Windows tests run under Wine, `make test-windows`).
     #[test]
     fn every_os_module_has_the_same_interface() {
         macro_rules! same {
             ($($f:ident: $t:ty),* $(,)?) => {
-                $(let _: [$t; 2] = [linux::$f, unsupported::$f];)*
+                $(let _: [$t; 2] = [os::$f, unsupported::$f];)*
             };
         }
         type Cpus = Result<Vec<usize>, SysError>;
@@ -470,11 +471,11 @@ mod test {
             systemd_booted: fn(&Path) -> bool,
             systemctl: fn(&[&str]) -> Text,
         );
-        let _: [&str; 2] = [linux::PROC_DIR, unsupported::PROC_DIR];
-        let _: [bool; 2] = [linux::THREADS_VISIBLE, unsupported::THREADS_VISIBLE];
-        let _: [bool; 2] = [linux::PRELOAD, unsupported::PRELOAD];
-        let _: [bool; 2] = [linux::PROC_FS, unsupported::PROC_FS];
-        let _: [LimitNames; 2] = [linux::LIMIT_NAMES, unsupported::LIMIT_NAMES];
+        let _: [&str; 2] = [os::PROC_DIR, unsupported::PROC_DIR];
+        let _: [bool; 2] = [os::THREADS_VISIBLE, unsupported::THREADS_VISIBLE];
+        let _: [bool; 2] = [os::PRELOAD, unsupported::PRELOAD];
+        let _: [bool; 2] = [os::PROC_FS, unsupported::PROC_FS];
+        let _: [LimitNames; 2] = [os::LIMIT_NAMES, unsupported::LIMIT_NAMES];
         macro_rules! counter {
             ($os:ident) => {
                 let _: fn() -> Result<$os::MigrationCounter, SysError> =
@@ -483,7 +484,7 @@ mod test {
                     $os::MigrationCounter::read;
             };
         }
-        counter!(linux);
+        counter!(os);
         counter!(unsupported);
         macro_rules! switches {
             ($os:ident) => {
@@ -492,7 +493,7 @@ mod test {
                     $os::SwitchCounter::read;
             };
         }
-        switches!(linux);
+        switches!(os);
         switches!(unsupported);
         macro_rules! child {
             ($os:ident) => {
@@ -505,7 +506,7 @@ mod test {
                 let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::usage;
             };
         }
-        child!(linux);
+        child!(os);
         child!(unsupported);
         macro_rules! daemon {
             ($os:ident) => {
@@ -521,7 +522,7 @@ mod test {
                 ) -> Result<Woken, SysError> = $os::DaemonSignals::wait;
             };
         }
-        daemon!(linux);
+        daemon!(os);
         daemon!(unsupported);
     }
 }

@@ -1,4 +1,8 @@
-//! The machine's topology, as hwloc sees it, from the live system or a description of another one.
+//! The machine: its topology as hwloc sees it ([`Topology`], loaded from the live system or a
+//! description of another one, [`TopologySource`]), the kinds of object coretune names
+//! ([`ObjKind`]), the CPUs this process may really use ([`CpuBudget`]), how Windows groups its
+//! processors ([`groups`]), everything `coretune topo` reports ([`Facts`]) and the
+//! reproducibility record of a sweep ([`MachineRecord`]).
 //!
 //! Every command that needs a topology takes the same `--input`: nothing for the live machine, a
 //! hwloc XML file, or a hwloc synthetic description (`"pack:2 numa:2 core:8 pu:2"`). A saved

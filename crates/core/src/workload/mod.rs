@@ -1,5 +1,6 @@
-//! Built-in workloads: real jobs that check their own answers, so that `coretune tune` works with
-//! nothing installed and a broken parallel run can never look fast.
+//! Built-in workloads ([`Workload`], made by [`build`] from a [`WorkloadSpec`]): real jobs that
+//! check their own answers, so that `coretune tune` works with nothing installed and a broken
+//! parallel run can never look fast. One file each: `raymesh`, `membw`, `mixed`, `sum`, `spawn`.
 //!
 //! Each workload is prepared once (inputs generated, reference answers computed), then run any
 //! number of times under a [`RunConfig`] — thread count, each worker's CPU set and steal order

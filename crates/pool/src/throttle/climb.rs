@@ -228,7 +228,7 @@ const MEDIAN_SE_FACTOR: f64 = 1.253_314_137_315_500_3;
 /// √(π/2) ≈ 1.25 times the mean's (the median's asymptotic relative efficiency under
 /// normal noise); an outlier inflates it, so the test errs towards not moving.
 #[derive(Debug, Clone, Copy)]
-struct Level {
+struct LimitStats {
     limit: usize,
     centre: f64,
     std_error: f64,
@@ -238,7 +238,7 @@ struct Level {
     relative_variance: f64,
 }
 
-impl Level {
+impl LimitStats {
     fn measure(limit: usize, samples: &[f64]) -> Self {
         let n = samples.len() as f64;
         let mean = samples.iter().sum::<f64>() / n;
@@ -247,7 +247,7 @@ impl Level {
         } else {
             0.0
         };
-        Level {
+        LimitStats {
             limit,
             centre: median(samples),
             std_error: MEDIAN_SE_FACTOR * (variance / n).sqrt(),
@@ -278,7 +278,7 @@ struct PooledNoise {
 }
 
 impl PooledNoise {
-    fn add(&mut self, level: &Level) {
+    fn add(&mut self, level: &LimitStats) {
         if level.samples > 1 {
             self.sum += level.relative_variance * (level.samples - 1) as f64;
             self.degrees_of_freedom += level.samples - 1;
@@ -295,7 +295,7 @@ impl PooledNoise {
     }
 
     /// The standard error of `level`'s median: its own, or the pooled one if larger.
-    fn std_error(&self, level: &Level) -> f64 {
+    fn std_error(&self, level: &LimitStats) -> f64 {
         if self.degrees_of_freedom == 0 {
             return level.std_error;
         }
@@ -320,7 +320,7 @@ pub(super) struct HillClimb {
     window: Vec<f64>,
     /// Samples still to discard before the window fills again.
     skip: usize,
-    best: Option<Level>,
+    best: Option<LimitStats>,
     noise: PooledNoise,
     failed_probes: usize,
     settled_measurements: usize,
@@ -388,7 +388,7 @@ impl HillClimb {
         {
             return None;
         }
-        let current = Level::measure(self.limit, &inliers);
+        let current = LimitStats::measure(self.limit, &inliers);
         self.window.clear();
         self.noise.add(&current);
         let Some(best) = self.best else {

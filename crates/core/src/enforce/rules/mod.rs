@@ -30,7 +30,7 @@
 //! Every key given must match (a list matches when any item does); a rule needs at least one
 //! key to match on and something to apply. [`RuleSet::load`] refuses a file with any error
 //! (naming line and column), and skips with a [`RuleWarning`] a rule that only fails on this
-//! machine. [`Enforcer`] applies a rule set to processes; [`watch`] is the daemon.
+//! machine. [`Enforcer`] applies a rule set to processes; [`run_daemon`] is the daemon.
 
 mod daemon;
 mod enforcer;
