@@ -423,9 +423,7 @@ impl FleetReport {
         Self {
             schema: FLEET_SCHEMA.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            created_at: crate::sys::since_epoch().as_secs_f64(),
             target,
             types,
             configs,

@@ -299,19 +299,15 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepErro
 /// A folder for new results: `base/<prefix><UTC date>T<time>` (`coretune-results/2026-11-21T21-58-15`,
 /// `coretune-results/watch-2026-11-21T21-58-15`).
 pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
-    base.join(format!("{prefix}{}", timestamp(crate::sys::unix_now())))
+    base.join(format!(
+        "{prefix}{}",
+        timestamp(crate::sys::since_epoch().as_secs())
+    ))
 }
 
 /// Civil date and time (UTC) of a Unix time, for folder names.
 fn timestamp(unix: u64) -> String {
-    let (y, m, d) = crate::sys::civil_date(unix);
-    let secs = unix % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    crate::sys::utc_text(std::time::Duration::from_secs(unix), '-', false)
 }
 
 #[cfg(test)]

@@ -696,9 +696,7 @@ pub(crate) fn execute(
                         (Status::Timeout, Some(why), None)
                     }
                 };
-                let ended_at = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64());
+                let ended_at = crate::sys::since_epoch().as_secs_f64();
                 log.append(RunLine {
                     seq: 0,
                     config,

@@ -234,9 +234,7 @@ impl SweepReport {
         Self {
             schema: SUMMARY_SCHEMA.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            created_at: crate::sys::since_epoch().as_secs_f64(),
             target,
             machine,
             design,

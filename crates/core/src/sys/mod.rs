@@ -71,7 +71,7 @@ use windows as os;
 pub use cpu_list::{format_list, parse_list, set_from_indexes, set_to_vec};
 pub use error::SysError;
 pub use groups::{GROUP_SIZE, GroupMask};
-pub(crate) use utc::{civil_date, unix_now};
+pub(crate) use utc::{since_epoch, utc_text};
 
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{

@@ -1,17 +1,36 @@
 //! Wall-clock time as a UTC calendar date and time, for folder names and log lines (standard
 //! library only, every OS).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The current Unix time, in whole seconds (0 should the clock be set before 1970).
-pub(crate) fn unix_now() -> u64 {
+/// The time since the Unix epoch (zero should the clock be set before 1970).
+pub(crate) fn since_epoch() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// `time` (since the Unix epoch) as UTC `YYYY-MM-DDTHH:MM:SS`, `sep` between the time's fields
+/// (`:` as RFC 3339 writes them; `-` in a folder name, since Windows refuses `:` there), with
+/// `.mmm` milliseconds when `millis`.
+pub(crate) fn utc_text(time: Duration, sep: char, millis: bool) -> String {
+    let unix = time.as_secs();
+    let (y, m, d) = civil_date(unix);
+    let s = unix % 86_400;
+    let mut text = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}{sep}{:02}{sep}{:02}",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    );
+    if millis {
+        text.push_str(&format!(".{:03}", time.subsec_millis()));
+    }
+    text
 }
 
 /// The UTC date (year, month, day) of a Unix time (Hinnant's `civil_from_days`).
-pub(crate) fn civil_date(unix: u64) -> (i64, i64, i64) {
+fn civil_date(unix: u64) -> (i64, i64, i64) {
     let days = i64::try_from(unix / 86_400).unwrap_or(0);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -36,5 +55,8 @@ mod test {
         assert_eq!(civil_date(1_795_298_295), (2026, 11, 21));
         // A leap day.
         assert_eq!(civil_date(951_782_400), (2000, 2, 29));
+        let t = Duration::from_millis(1_795_298_295_042);
+        assert_eq!(utc_text(t, ':', true), "2026-11-21T21:58:15.042");
+        assert_eq!(utc_text(t, '-', false), "2026-11-21T21-58-15");
     }
 }

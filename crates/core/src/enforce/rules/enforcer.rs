@@ -15,9 +15,7 @@ use serde::Serialize;
 
 use super::matching::ProcessView;
 use super::{RuleAction, RuleEffect, RuleSet};
-use crate::sys::format_list;
-use crate::sys::set_to_vec;
-use crate::sys::{self, SysError};
+use crate::sys::{self, SysError, format_list, set_to_vec};
 
 /// What made coretune look at a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -111,19 +109,7 @@ impl Action {
 
 /// The current time as RFC 3339 UTC with milliseconds.
 fn now_text() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs();
-    let (y, m, d) = crate::sys::civil_date(secs);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60,
-        now.subsec_millis()
-    )
+    format!("{}Z", sys::utc_text(sys::since_epoch(), ':', true))
 }
 
 /// A process a rule changed, remembered until it ends or calls `exec`.
