@@ -1,11 +1,10 @@
 //! One module per subcommand.
 
 pub(crate) mod bench;
-pub(crate) mod calc;
 pub(crate) mod compare;
 pub(crate) mod completions;
 pub(crate) mod cpus;
-pub(crate) mod distrib;
+pub(crate) mod hwloc;
 pub(crate) mod man;
 pub(crate) mod place;
 pub(crate) mod report;
