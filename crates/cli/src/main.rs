@@ -11,7 +11,6 @@ mod cmd;
 mod exit;
 mod input;
 mod report;
-mod slurm;
 mod workload_args;
 
 use std::io::{self, Write};

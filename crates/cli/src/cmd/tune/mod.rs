@@ -12,8 +12,10 @@
 //!
 //! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
 //! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
-//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (the shared
-//! `slurm` module); `--resume` of a fleet folder continues the fleet.
+//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`);
+//! `--resume` of a fleet folder continues the fleet.
+
+mod slurm;
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -42,8 +44,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::exit;
 use crate::input::TopologyArgs;
 use crate::report::{self, table};
-use crate::slurm::{self, SlurmArgs};
 use crate::workload_args::WorkloadArgs;
+use slurm::SlurmArgs;
 
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
