@@ -9,10 +9,8 @@
 
 mod cmd;
 mod exit;
-mod hwloc_tool;
 mod input;
 mod report;
-mod slurm;
 mod workload_args;
 
 use std::io::{self, Write};
@@ -40,9 +38,9 @@ enum Command {
     /// Plan which CPUs each of N threads runs on, and print how to apply it.
     Place(cmd::place::PlaceArgs),
     /// hwloc-calc, as a drop-in: takes its command line unchanged and prints what it prints.
-    Calc(cmd::calc::CalcArgs),
+    Calc(cmd::hwloc::calc::CalcArgs),
     /// hwloc-distrib, as a drop-in: takes its command line unchanged and prints what it prints.
-    Distrib(cmd::distrib::DistribArgs),
+    Distrib(cmd::hwloc::distrib::DistribArgs),
     /// Run a command on a CPU set with its thread-count variables set, or rebind a process.
     Run(cmd::run::RunArgs),
     /// Sweep threads x placement x CPU set x throttle for a workload or a program, recommend one
@@ -76,8 +74,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(&args),
         Command::Cpus(args) => cmd::cpus::run(&args),
         Command::Place(args) => cmd::place::run(&args),
-        Command::Calc(args) => cmd::calc::run(&args),
-        Command::Distrib(args) => cmd::distrib::run(&args),
+        Command::Calc(args) => cmd::hwloc::calc::run(&args),
+        Command::Distrib(args) => cmd::hwloc::distrib::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Tune(args) => cmd::tune::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),

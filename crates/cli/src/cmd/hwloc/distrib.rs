@@ -9,7 +9,7 @@ use coretune_core::hwloc::{BitmapFormat, CalcStop, DistribError, DistribOptions,
 use coretune_core::topology::LoadOptions;
 use coretune_core::{Bitmap, hwloc};
 
-use crate::hwloc_tool::{
+use super::common::{
     self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
 };
 
@@ -38,11 +38,11 @@ Formatting options:
 Miscellaneous options:
   -v --verbose / --version / -h --help
 ";
-    format!("{head}{}{tail}", hwloc_tool::input_usage(19))
+    format!("{head}{}{tail}", common::input_usage(19))
 }
 
 pub(crate) fn run(args: &DistribArgs) -> anyhow::Result<ExitCode> {
-    Ok(hwloc_tool::run_tool("distrib", usage, |p| {
+    Ok(common::run_tool("distrib", usage, |p| {
         distrib(&args.args, p)
     }))
 }
@@ -126,7 +126,7 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
                     ));
                     return Err(Exit(0));
                 }
-                _ => match hwloc_tool::lookup_input_option(args, i, &mut input, p)? {
+                _ => match common::lookup_input_option(args, i, &mut input, p)? {
                     Some(u) => used = u,
                     None => {
                         p.err(&format!("Unrecognized option: {arg}"));
@@ -166,7 +166,7 @@ fn distrib(args: &[String], p: &mut Printer) -> ToolResult {
         ));
         return Err(Exit(1));
     }
-    let mut topo = hwloc_tool::load(&input, &load, 1, verbose, p)?;
+    let mut topo = common::load(&input, &load, 1, verbose, p)?;
     if let Err(stop) = restrict.apply(&mut topo, p) {
         return Ok(Err(stop));
     }

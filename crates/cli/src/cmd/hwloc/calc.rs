@@ -15,7 +15,7 @@ use coretune_core::hwloc::{
 };
 use coretune_core::topology::LoadOptions;
 
-use crate::hwloc_tool::{
+use super::common::{
     self, CRASHED, Exit, Input, Printer, Restrict, ToolArgs, ToolResult, option_value,
 };
 
@@ -65,7 +65,7 @@ Formatting options:
 Miscellaneous options:
   -q --quiet / -v --verbose / --version / -h --help
 ";
-    format!("{head}{}{tail}", hwloc_tool::input_usage(28))
+    format!("{head}{}{tail}", common::input_usage(28))
 }
 
 /// hwloc-calc's topology options (accepted first only).
@@ -79,7 +79,7 @@ struct TopologyOptions {
 }
 
 pub(crate) fn run(args: &CalcArgs) -> anyhow::Result<ExitCode> {
-    Ok(hwloc_tool::run_tool("calc", usage, |p| calc(&args.args, p)))
+    Ok(common::run_tool("calc", usage, |p| calc(&args.args, p)))
 }
 
 /// Applies one location, printing hwloc-calc's messages about it.
@@ -127,14 +127,14 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                 }
                 i += 1;
             }
-            _ => match hwloc_tool::lookup_input_option(args, i, &mut topo_opts.input, p)? {
+            _ => match common::lookup_input_option(args, i, &mut topo_opts.input, p)? {
                 Some(used) => i += used - 1,
                 None => break,
             },
         }
         i += 1;
     }
-    let mut topo = hwloc_tool::load(
+    let mut topo = common::load(
         &topo_opts.input,
         &LoadOptions::hwloc_calc(topo_opts.disallowed),
         CRASHED,

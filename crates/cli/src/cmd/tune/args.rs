@@ -1,0 +1,582 @@
+//! `coretune tune`'s command line: the clap arguments ([`TuneArgs`]) and what they are checked
+//! and turned into before anything runs ([`TuneOptions`]), as hyperfine's `options.rs` does:
+//! which of tune's jobs this is, the machine it plans or measures, the target, the run settings,
+//! the design, and for `--slurm` the sweep arguments a node repeats. `mod.rs` only runs and
+//! prints.
+//!
+//! Each job checks in its own fixed order, and a command line with several mistakes is told the
+//! first: for a new sweep the settings, the target, the target on this machine (the program is
+//! there, the workload builds: `mod.rs`, through the engine), then the axes. That is why the axes
+//! stay as given until [`SweepOptions::grid`] lays them over the target's default grid.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use coretune_core::Topology;
+use coretune_core::fleet::SlurmFleet;
+use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads};
+use coretune_core::program::pin::SkipMask;
+use coretune_core::sweep::{DEFAULT_TOLERANCE_PCT, Design, RunSettings, Strategy, Target};
+use coretune_core::workload;
+use coretune_core::{Binding, Policy};
+
+use super::slurm::SlurmArgs;
+use crate::input::TopologyArgs;
+use crate::workload_args::WorkloadArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct TuneArgs {
+    /// Built-in workload: raymesh (default), membw, mixed, sum, spawn. Not used with `-- CMD`.
+    workload: Option<String>,
+    /// Thread counts: numbers, ranges (1-8, 2-32:2) and cores, pus, K*pus (default: 1 to 4 × PUs).
+    #[arg(long, value_name = "LIST")]
+    threads: Option<String>,
+    /// Placements to try (default: os,compact,spread,cores).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    place: Option<Vec<Policy>>,
+    /// A CPU set to try, as an expression; repeat for several (default: all, and 'all ~pu:0'
+    /// when there are more than 2 PUs).
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    cpus: Vec<String>,
+    /// Throttle values to try: none, numbers, cores, pus, adaptive (default: none).
+    #[arg(long, value_name = "LIST")]
+    throttle: Option<String>,
+    /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
+    /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
+    #[arg(long, default_value = "pu")]
+    bind: Binding,
+    /// Skip mask for a program's pinned threads, likwid-pin's -s (hex: bit i = the i-th
+    /// pthread_create makes a helper left unpinned; default: its OpenMP runtime's).
+    #[arg(long, value_name = "MASK")]
+    skip: Option<SkipMask>,
+    /// Measured runs per configuration.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    runs: usize,
+    /// Warm-up runs per configuration (logged, not summarised).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    warmup: usize,
+    /// Add runs until each configuration has this many seconds measured (at most 10 × --runs).
+    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
+    min_time: f64,
+    /// Longest a run may take, in seconds (a configuration that times out gets no more runs).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// Measure every configuration of the grid instead of searching it.
+    #[arg(long)]
+    exhaustive: bool,
+    /// Configurations within this many percent of the fastest tie (ties go to the simplest).
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
+    tolerance: f64,
+    /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR); for
+    /// a fleet folder (--slurm), resubmit only the nodes whose sweeps are incomplete.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command", "partition", "nodelist", "constraint", "dry_run"])]
+    resume: Option<PathBuf>,
+    /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
+    /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
+    /// scripts and submit nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
+    #[arg(long, value_name = "SECS", requires = "dry_run")]
+    estimate_one: Option<f64>,
+    #[command(flatten)]
+    input: TopologyArgs,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Print summary.json instead of the table (for --slurm fleet-summary.json; for --dry-run
+    /// the plan).
+    #[arg(long)]
+    json: bool,
+    /// Run the command through `sh -c` (its words joined with spaces).
+    #[arg(long)]
+    shell: bool,
+    /// A shell command to run before each run of the program (not measured).
+    #[arg(long, value_name = "CMD")]
+    prepare: Option<String>,
+    #[command(flatten)]
+    workload_args: WorkloadArgs,
+    /// Sample per-CPU utilisation and each thread's CPU during every run (every MS
+    /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
+    monitor: Option<u64>,
+    #[command(flatten)]
+    slurm: SlurmArgs,
+    /// The program to measure, with {threads}, {cpus} and {place} placeholders.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// `coretune tune`, checked: the job the arguments ask for, and how it shows.
+#[derive(Debug)]
+pub(super) struct TuneOptions {
+    pub(super) job: Job,
+    /// No progress bar or line (`-q`, or `--json`).
+    pub(super) quiet: bool,
+    /// JSON instead of the table (`--json`).
+    pub(super) json: bool,
+}
+
+/// What `coretune tune` does.
+#[derive(Debug)]
+pub(super) enum Job {
+    /// `--resume` of a fleet folder: follow its jobs and resubmit the incomplete nodes.
+    ResumeFleet { dir: PathBuf, cluster: SlurmArgs },
+    /// `--slurm`: the sweep on cluster nodes, one exclusive job each, or with `dry_run` their
+    /// batch scripts.
+    Fleet {
+        cluster: SlurmArgs,
+        /// The sweep's arguments, repeated by every node.
+        sweep_args: Vec<String>,
+        out: Option<PathBuf>,
+        dry_run: bool,
+    },
+    /// `--dry-run` without `--slurm`: the plan for this machine or `--input`'s.
+    Plan {
+        on: Machine,
+        sweep: Box<SweepOptions>,
+        /// `--bind`: what the estimate counts as a pinned thread's set.
+        binding: Binding,
+        /// `--estimate-one`: how long one single-threaded run takes.
+        one: Option<Duration>,
+    },
+    /// A sweep measured on this machine.
+    Measure { on: Machine, folder: Folder },
+}
+
+/// The machine a sweep is planned for or measured on.
+#[derive(Debug)]
+pub(super) struct Machine {
+    pub(super) topo: Topology,
+    /// What `pus` and `cores` mean in thread lists.
+    pub(super) counts: MachineCounts,
+}
+
+/// Where a measured sweep comes from and goes.
+#[derive(Debug)]
+pub(super) enum Folder {
+    /// `--resume DIR`: the sweep in DIR (its grid and settings are read from DIR).
+    Resume(PathBuf),
+    /// A new sweep, into `--out` (`None`: a timestamped folder).
+    New {
+        sweep: Box<SweepOptions>,
+        settings: RunSettings,
+        out: Option<PathBuf>,
+    },
+}
+
+/// A sweep as the arguments describe it: what it measures, and all of its design but the grid.
+#[derive(Debug)]
+pub(super) struct SweepOptions {
+    pub(super) target: Target,
+    axes: Axes,
+    strategy: Strategy,
+    runs: usize,
+    warmup: usize,
+    /// Seconds: made a `Duration` only with a design ([`SweepOptions::design`]).
+    min_time: f64,
+    /// A fraction (the argument is a percentage).
+    tolerance: f64,
+}
+
+/// The grid axes the arguments name, as given.
+#[derive(Debug)]
+struct Axes {
+    threads: Option<String>,
+    place: Option<Vec<Policy>>,
+    cpus: Vec<String>,
+    throttle: Option<String>,
+}
+
+impl TryFrom<&TuneArgs> for TuneOptions {
+    type Error = anyhow::Error;
+
+    fn try_from(args: &TuneArgs) -> anyhow::Result<Self> {
+        let job = if let Some(dir) = args.resume.as_deref().filter(|d| SlurmFleet::is_fleet(d)) {
+            Job::ResumeFleet {
+                dir: dir.to_path_buf(),
+                cluster: args.slurm.clone(),
+            }
+        } else if args.slurm.slurm {
+            if args.input.input.is_some() {
+                bail!(
+                    "--input plans one machine (with --dry-run, without --slurm); with --slurm \
+                     each node sweeps its own topology"
+                );
+            }
+            // Checked here, before any job is submitted: a typo is one line, not a failed fleet.
+            check_settings(args)?;
+            let machine = MachineCounts { cores: 1, pus: 1 };
+            SweepOptions::from_args(args)?.grid(Grid::default_for(machine), machine)?;
+            Job::Fleet {
+                cluster: args.slurm.clone(),
+                sweep_args: sweep_args(args),
+                out: args.out.clone(),
+                dry_run: args.dry_run,
+            }
+        } else if args.dry_run {
+            check_settings(args)?;
+            let one = args
+                .estimate_one
+                .map(|s| {
+                    Duration::try_from_secs_f64(s)
+                        .ok()
+                        .filter(|d| !d.is_zero())
+                        .context("--estimate-one must be a positive number of seconds")
+                })
+                .transpose()?;
+            let topo = args.input.load()?;
+            let counts = if args.input.input.is_some() {
+                MachineCounts::of(&topo)
+            } else {
+                MachineCounts::live(&topo)
+            };
+            Job::Plan {
+                on: Machine { topo, counts },
+                sweep: Box::new(SweepOptions::from_args(args)?),
+                binding: args.bind,
+                one,
+            }
+        } else {
+            if args.input.input.is_some() {
+                bail!(
+                    "--input: tune measures this machine; plan for another with --input TOPOLOGY \
+                     --dry-run"
+                );
+            }
+            let topo = TopologyArgs::default().load()?;
+            let counts = MachineCounts::live(&topo);
+            let folder = match &args.resume {
+                Some(dir) => Folder::Resume(dir.clone()),
+                None => {
+                    check_settings(args)?;
+                    let settings = settings(args);
+                    Folder::New {
+                        sweep: Box::new(SweepOptions::from_args(args)?),
+                        settings,
+                        out: args.out.clone(),
+                    }
+                }
+            };
+            Job::Measure {
+                on: Machine { topo, counts },
+                folder,
+            }
+        };
+        Ok(Self {
+            job,
+            quiet: args.quiet || args.json,
+            json: args.json,
+        })
+    }
+}
+
+impl SweepOptions {
+    /// The target checked, the rest as given; `check_settings` has passed.
+    fn from_args(args: &TuneArgs) -> anyhow::Result<Self> {
+        Ok(Self {
+            target: target(args)?,
+            axes: Axes {
+                threads: args.threads.clone(),
+                place: args.place.clone(),
+                cpus: args.cpus.clone(),
+                throttle: args.throttle.clone(),
+            },
+            strategy: if args.exhaustive {
+                Strategy::Exhaustive
+            } else {
+                Strategy::Search
+            },
+            runs: args.runs,
+            warmup: args.warmup,
+            min_time: args.min_time,
+            tolerance: args.tolerance / 100.0,
+        })
+    }
+
+    /// The target's `default` grid with the axes the arguments name replaced (thread lists
+    /// counted on `machine`).
+    pub(super) fn grid(&self, default: Grid, machine: MachineCounts) -> anyhow::Result<Grid> {
+        self.axes.apply(default, machine)
+    }
+
+    /// The design that sweeps `grid`.
+    pub(super) fn design(&self, grid: Grid) -> Design {
+        Design {
+            grid,
+            strategy: self.strategy,
+            runs: self.runs,
+            warmup: self.warmup,
+            // `check_settings` lets through finite values too large for a `Duration`, on which
+            // `from_secs_f64` panics; made here, once the grid is checked, such a value still
+            // fails where it always has (and not with --slurm, which builds no design).
+            min_time: Duration::from_secs_f64(self.min_time),
+            tolerance: self.tolerance,
+        }
+    }
+}
+
+/// The numbers that are not grid values.
+fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if !(args.tolerance >= 0.0 && args.tolerance < 100.0) {
+        bail!("--tolerance must be a percentage from 0 to 100");
+    }
+    if !(args.min_time >= 0.0 && args.min_time.is_finite()) {
+        bail!("--min-time must be a number of seconds");
+    }
+    if args.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    Ok(())
+}
+
+/// How each run of a new sweep is made. Built only for a new sweep on this machine, before its
+/// target is checked: `check_settings` lets through finite `--timeout` values too large for a
+/// `Duration`, on which `from_secs_f64` panics, and they still fail where they always have.
+fn settings(args: &TuneArgs) -> RunSettings {
+    RunSettings {
+        binding: args.bind,
+        timeout: args.timeout.map(Duration::from_secs_f64),
+        prepare: args.prepare.clone(),
+        monitor: args.monitor.map(Duration::from_millis),
+        skip: args.skip,
+    }
+}
+
+/// What the sweep measures: the built-in workload named (raymesh by default), or the program.
+fn target(args: &TuneArgs) -> anyhow::Result<Target> {
+    if args.command.is_empty() {
+        let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
+        if !workload::NAMES.contains(&name.as_str()) {
+            bail!(
+                "unknown workload '{name}' (known: {})",
+                workload::NAMES.join(", ")
+            );
+        }
+        Ok(Target::Workload {
+            spec: args
+                .workload_args
+                .spec(&name)
+                .for_sweep(args.workload_args.size.is_some()),
+            description: String::new(),
+        })
+    } else {
+        if args.workload.is_some() {
+            bail!("give a built-in workload or a command after --, not both");
+        }
+        Ok(Target::Command {
+            argv: args.command.clone(),
+            shell: args.shell,
+        })
+    }
+}
+
+impl Axes {
+    /// `grid` with the axes the arguments name replaced.
+    fn apply(&self, mut grid: Grid, machine: MachineCounts) -> anyhow::Result<Grid> {
+        if let Some(spec) = &self.threads {
+            grid.threads =
+                parse_threads(spec, machine).map_err(|e| anyhow::anyhow!("--threads: {e}"))?;
+        }
+        if let Some(places) = &self.place {
+            grid.places.clone_from(places);
+        }
+        if !self.cpus.is_empty() {
+            grid.cpus = self
+                .cpus
+                .iter()
+                .map(|e| e.parse::<Cpus>().with_context(|| format!("--cpus '{e}'")))
+                .collect::<anyhow::Result<_>>()?;
+        }
+        if let Some(spec) = &self.throttle {
+            grid.throttles =
+                ThrottleSpec::parse_list(spec).map_err(|e| anyhow::anyhow!("--throttle: {e}"))?;
+        }
+        Ok(grid)
+    }
+}
+
+/// The arguments that repeat this sweep on another machine (a Slurm node): every sweep option
+/// as given, without where the results go or how progress is shown. Written `--name=value`, so
+/// that a value starting with `-` stays a value.
+fn sweep_args(args: &TuneArgs) -> Vec<String> {
+    let mut v: Vec<String> = args.workload.iter().cloned().collect();
+    let mut opt = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            v.push(format!("--{name}={value}"));
+        }
+    };
+    let w = &args.workload_args;
+    opt("threads", args.threads.clone());
+    opt(
+        "place",
+        args.place.as_ref().map(|p| {
+            p.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    );
+    for cpus in &args.cpus {
+        opt("cpus", Some(cpus.clone()));
+    }
+    opt("throttle", args.throttle.clone());
+    opt("bind", Some(args.bind.to_string()));
+    opt("runs", Some(args.runs.to_string()));
+    opt("warmup", Some(args.warmup.to_string()));
+    opt("min-time", Some(args.min_time.to_string()));
+    opt("timeout", args.timeout.map(|t| t.to_string()));
+    opt("tolerance", Some(args.tolerance.to_string()));
+    opt("prepare", args.prepare.clone());
+    opt("monitor", args.monitor.map(|m| m.to_string()));
+    opt("size", w.size.map(|s| s.to_string()));
+    opt("rays", w.rays.map(|x| x.to_string()));
+    opt("mib", w.mib.map(|x| x.to_string()));
+    opt("tasks", w.tasks.map(|x| x.to_string()));
+    opt("compute-us", w.compute_us.map(|x| x.to_string()));
+    opt("block-us", w.block_us.map(|x| x.to_string()));
+    opt("count", w.count.map(|x| x.to_string()));
+    opt("repeat", w.repeat.map(|x| x.to_string()));
+    opt("items", w.items.map(|x| x.to_string()));
+    opt("pool", w.pool.clone());
+    for (flag, on) in [
+        ("--exhaustive", args.exhaustive),
+        ("--shell", args.shell),
+        ("--batch", w.batch),
+    ] {
+        if on {
+            v.push(flag.into());
+        }
+    }
+    if !args.command.is_empty() {
+        v.push("--".into());
+        v.extend(args.command.iter().cloned());
+    }
+    v
+}
+
+#[cfg(test)]
+mod test {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tune: TuneArgs,
+    }
+
+    fn parse(args: &[&str]) -> TuneArgs {
+        Cli::try_parse_from(std::iter::once("tune").chain(args.iter().copied()))
+            .unwrap()
+            .tune
+    }
+
+    /// The arguments without where results go, how progress shows, and the Slurm options.
+    fn sweep_only(mut a: TuneArgs) -> String {
+        a.out = None;
+        a.quiet = false;
+        a.json = false;
+        a.dry_run = false;
+        a.slurm = SlurmArgs::default();
+        format!("{a:?}")
+    }
+
+    #[test]
+    fn sweep_args_repeat_the_sweep_on_a_node() {
+        let cases: [&[&str]; 3] = [
+            &[
+                "sum",
+                "--size",
+                "small",
+                "--threads",
+                "1,2",
+                "--place",
+                "os,compact",
+                "--cpus",
+                "all ~pu:0",
+                "--cpus",
+                "all",
+                "--throttle",
+                "none,2",
+                "--bind",
+                "core",
+                "--runs",
+                "5",
+                "--warmup",
+                "0",
+                "--min-time",
+                "0.5",
+                "--timeout",
+                "9.5",
+                "--tolerance",
+                "2.5",
+                "--exhaustive",
+                "--count",
+                "99",
+                "--repeat",
+                "3",
+                "--slurm",
+                "--partition",
+                "a",
+                "--out",
+                "/x",
+                "-q",
+                "--monitor",
+            ],
+            &[
+                "spawn",
+                "--items",
+                "1000",
+                "--pool",
+                "rayon",
+                "--batch",
+                "--monitor",
+                "10",
+                "--rays",
+                "5",
+                "--mib",
+                "2",
+                "--tasks",
+                "3",
+                "--compute-us",
+                "4",
+                "--block-us",
+                "5",
+            ],
+            &[
+                "--shell",
+                "--prepare",
+                "echo hi",
+                "--threads",
+                "2*pus",
+                "--",
+                "./app",
+                "-t",
+                "{threads}",
+                "--out",
+                "x",
+            ],
+        ];
+        for args in cases {
+            let a = parse(args);
+            let node = sweep_args(&a);
+            assert!(
+                !node.iter().any(|w| w == "--slurm" || w == "-q"),
+                "{node:?}"
+            );
+            let words: Vec<&str> = node.iter().map(String::as_str).collect();
+            let again = parse(&words);
+            assert_eq!(sweep_only(a), sweep_only(again), "{node:?}");
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! `coretune tune`: sweep a grid of configurations, recommend one, write the results folder.
+//!
+//! The sweep itself — target, grid, runs, log, statistics, recommendation and report model — is
+//! core's engine ([`Runner`], [`SweepFolder`]). `args.rs` checks the arguments and turns them into
+//! what the engine takes ([`TuneOptions`]); this file makes the [`SweepSpec`] (or reads one back
+//! for `--resume`), runs it, shows progress, prints the table and writes the report files after
+//! every stage of the search and at the end.
+//!
+//! With no arguments it is the README's main job: the `raymesh` workload over its default grid.
+//! After `--`, any program is measured instead, with `{threads}`, `{cpus}` and `{place}`
+//! substituted into its arguments. A program that is not there is refused before the folder is
+//! made; a sweep in which no configuration completed a verified run exits with status 1.
+//!
+//! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
+//! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
+//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`);
+//! `--resume` of a fleet folder continues the fleet.
+
+mod args;
+mod slurm;
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use coretune_core::grid::{Grid, MachineCounts};
+use coretune_core::program::watch::{CpuPlace, cpu_places};
+use coretune_core::sweep::{
+    Progress, RunSettings, SweepError, SweepResults, Target, timestamped_dir,
+};
+use coretune_core::topology::{MachineRecord, topology_summary};
+use coretune_core::workload;
+use coretune_core::{Binding, Topology};
+use coretune_core::{Runner, SweepFolder, SweepReport, SweepSpec};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::exit;
+use crate::report::{self, table};
+use args::{Folder, Job, Machine, SweepOptions, TuneOptions};
+
+pub(crate) use args::TuneArgs;
+
+pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    let TuneOptions { job, quiet, json } = TuneOptions::try_from(args)?;
+    let shown = slurm::Shown { quiet, json };
+    match job {
+        Job::ResumeFleet { dir, cluster } => slurm::resume(&dir, &cluster, shown),
+        Job::Fleet {
+            cluster,
+            sweep_args,
+            out,
+            dry_run,
+        } => slurm::start(&cluster, sweep_args, out.as_deref(), dry_run, shown),
+        Job::Plan {
+            on,
+            sweep,
+            binding,
+            one,
+        } => plan_only(&on, &sweep, binding, one, json),
+        Job::Measure { on, folder } => measure(on, folder, quiet, json),
+    }
+}
+
+/// Runs the sweep on this machine (`on`), shows its progress, prints the table (or with `json`
+/// summary.json) and writes the report files.
+fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let Machine {
+        topo,
+        counts: machine,
+    } = on;
+    let (mut folder, runner) = match folder {
+        Folder::Resume(dir) => {
+            let folder = SweepFolder::resume(&dir).context("--resume")?;
+            let spec = folder.spec();
+            let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
+            check_grid(&runner, &spec.design.grid)?;
+            (folder, runner)
+        }
+        Folder::New {
+            sweep,
+            settings,
+            out,
+        } => new_sweep(&sweep, settings, out.as_deref(), &topo, machine)?,
+    };
+    let dir = folder.dir().to_path_buf();
+    let record = MachineRecord::gather(topology_summary(&topo), env!("CARGO_PKG_VERSION"));
+    folder.write_machine(&record, &topo)?;
+
+    let stop = ctrl_c(&dir);
+    let already = folder.lines().len();
+    let bar = progress_bar(quiet);
+    let places = cpu_places(&topo);
+    let spec = folder.spec().clone();
+    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
+        let results = SweepResults {
+            dir: &dir,
+            spec: &spec,
+            lines,
+        };
+        write_report(&results, record.clone(), &topo, &places)
+    };
+    let mut stage = (usize::MAX, 0);
+    let result = folder.execute(
+        &runner,
+        &mut |p: &Progress<'_>| {
+            show(&bar, &mut stage, p);
+            if p.remaining_in_stage == 0 {
+                // After every stage, so an interrupted sweep still has its summaries.
+                if let Err(e) = export(p.lines) {
+                    bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
+                }
+            }
+        },
+        &|| stop.load(Ordering::SeqCst),
+    );
+    bar.finish_and_clear();
+    let report = export(folder.lines())?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        if let Some(d) = runner.describe() {
+            writeln!(out, "{}: {d}", report.target.label())?;
+        }
+        writeln!(out, "{}", report.machine.topology)?;
+        out.write_all(table::render(&report, std::io::stdout().is_terminal()).as_bytes())?;
+        let all = folder.lines().len();
+        writeln!(
+            out,
+            "\nResults: {} ({} runs this time, {all} in all)",
+            dir.display(),
+            all - already,
+        )?;
+    }
+    out.flush()?;
+    let resume = format!("coretune tune --resume {}", dir.display());
+    match result {
+        Ok(()) => {}
+        Err(SweepError::Interrupted) => {
+            eprintln!("coretune: interrupted; continue with: {resume}");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
+        Err(SweepError::Abandoned(why)) => {
+            bail!("{why}; the finished runs are saved, continue with: {resume}")
+        }
+        Err(e) => return Err(e).context("sweep"),
+    }
+    if let Some(why) = report.failure(folder.lines()) {
+        eprintln!("coretune: {why}");
+        return Ok(ExitCode::from(exit::FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Makes the sweep the arguments describe, checks it against this machine (the workload builds,
+/// the program exists, every CPU set resolves), and only then creates its folder.
+fn new_sweep<'t>(
+    sweep: &SweepOptions,
+    settings: RunSettings,
+    out: Option<&Path>,
+    topo: &'t Topology,
+    machine: MachineCounts,
+) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
+    let runner = Runner::new(topo, sweep.target.clone(), settings.clone(), machine)?;
+    let grid = sweep.grid(runner.default_grid(), machine)?;
+    check_grid(&runner, &grid)?;
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => timestamped_dir(Path::new("coretune-results"), ""),
+    };
+    let spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    Ok((SweepFolder::create(&dir, spec)?, runner))
+}
+
+/// `--dry-run` without `--slurm`: the grid this machine (or `--input`'s) would sweep, how many
+/// runs, and with `--estimate-one` (`one`) how long.
+fn plan_only(
+    on: &Machine,
+    sweep: &SweepOptions,
+    binding: Binding,
+    one: Option<Duration>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (topo, machine) = (&on.topo, on.counts);
+    let target = &sweep.target;
+    let default = match target {
+        Target::Workload { spec, .. } => {
+            let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
+            workload::build(spec, llc)?.default_grid(machine)
+        }
+        Target::Command { .. } => Grid::default_for(machine),
+    };
+    let plan = sweep.design(sweep.grid(default, machine)?);
+    let estimate = plan.estimate(topo, binding, machine, one)?;
+    let text = if json {
+        report::plan::json(&topology_summary(topo), target, &plan, &estimate)?
+    } else {
+        report::plan::text(&topology_summary(topo), target, &plan, &estimate, one)
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
+/// reason when pinned placements cannot reach the program's threads one by one.
+fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
+    for (cpus, warning) in runner.check(grid)? {
+        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+    if let Some(warning) = runner.pinning_warning(grid) {
+        eprintln!("coretune: warning: {warning}");
+    }
+    Ok(())
+}
+
+/// The first Ctrl-C asks the sweep to stop after the run in flight; the second quits at once
+/// (the log is flushed after every run, so nothing finished is lost either way).
+fn ctrl_c(dir: &Path) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let presses = Arc::new(AtomicUsize::new(0));
+    let flag = Arc::clone(&stop);
+    let shown = dir.display().to_string();
+    // Not fatal: without a handler Ctrl-C ends the process, and the log is still intact.
+    let _ = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            flag.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\ncoretune: stopping after the run in flight (Ctrl-C again to quit now); \
+                 continue with: coretune tune --resume {shown}"
+            );
+        } else {
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+    });
+    stop
+}
+
+fn progress_bar(hidden: bool) -> ProgressBar {
+    let bar = if hidden {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
+fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
+    if p.stage != stage.0 {
+        *stage = (p.stage, p.done - 1);
+        bar.set_prefix((p.stage + 1).to_string());
+    }
+    let in_stage = p.done - stage.1;
+    bar.set_length((in_stage + p.remaining_in_stage) as u64);
+    bar.set_position(in_stage as u64);
+    let wall = p
+        .line
+        .wall_s()
+        .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
+    bar.set_message(format!("{}: {wall}", p.line.config));
+}
+
+/// Builds the report of `results` (apply lines on this machine's topology) and writes every
+/// report file into its folder.
+fn write_report(
+    results: &SweepResults<'_>,
+    machine: MachineRecord,
+    topo: &Topology,
+    places: &[CpuPlace],
+) -> anyhow::Result<SweepReport> {
+    let report = results.report(machine, Some(topo), None);
+    let view = results.run_view(&report, places);
+    report::write_all(results.dir, &report, &view)?;
+    Ok(report)
+}
