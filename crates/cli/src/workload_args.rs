@@ -1,5 +1,5 @@
-//! Workload options shared by `bench` and (later) `tune`: which built-in workload, its size and
-//! its own parameters.
+//! Workload options shared by `bench` and `tune`: which built-in workload, its size and its own
+//! parameters.
 
 use clap::Args;
 use coretune_core::workload::{Size, WorkloadSpec};

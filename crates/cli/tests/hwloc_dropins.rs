@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use proptest::test_runner::TestCaseError;
 
 /// What a run printed and how it ended.
@@ -548,7 +549,12 @@ proptest! {
     // Each case runs two processes per tool (a few ms each; up to ~50 ms for the biggest
     // corpus files in a debug build). 300 + 200 cases keep this test near 30 s on 2 loaded
     // cores.
-    #![proptest_config(ProptestConfig { cases: cases(300), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(300),
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn calc_prints_what_hwloc_calc_prints((args, stdin) in calc_case()) {
@@ -560,7 +566,12 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(200),
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn distrib_prints_what_hwloc_distrib_prints(args in distrib_case()) {
@@ -618,7 +629,12 @@ fn hierarchical_case() -> impl Strategy<Value = (String, Vec<String>, Vec<String
 proptest! {
     // Each case runs hwloc-calc once, then both tools twice when it printed objects (about a
     // third of the cases): 100 cases, a few seconds.
-    #![proptest_config(ProptestConfig { cases: cases(100), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(100),
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn calc_reads_back_what_hwloc_calc_h_prints((input, first, output) in hierarchical_case()) {

@@ -8,6 +8,7 @@ use coretune_core::cpuset::set_from_indexes;
 use coretune_core::cpuset::{Atom, Format};
 use coretune_core::topology::groups::{GroupMask, ProcessorGroups};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 fn big_set() -> impl Strategy<Value = Vec<usize>> {
     prop_oneof![
@@ -19,7 +20,12 @@ fn big_set() -> impl Strategy<Value = Vec<usize>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn parse_of_format_is_identity(cpus in big_set()) {

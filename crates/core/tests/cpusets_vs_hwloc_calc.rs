@@ -15,6 +15,7 @@ use coretune_core::cpuset::set_from_indexes;
 use coretune_core::cpuset::{Format, ResolveOptions};
 use coretune_core::{Topology, TopologySource};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use strategies::{Synthetic, synthetic};
 
 fn hwloc_calc_available() -> bool {
@@ -104,7 +105,12 @@ fn hwloc_calc(description: &str, physical: bool, terms: &[String]) -> (String, S
 
 proptest! {
     // Each case runs hwloc-calc once (a few ms); 96 cases keep this under a few seconds.
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn same_answer_as_hwloc_calc((s, physical, terms) in case()) {

@@ -15,6 +15,7 @@ use coretune_core::cpuset::{Format, ResolveOptions, resolve};
 use coretune_core::placement::distribute;
 use coretune_core::{Binding, Placement, Policy, plan};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 fn hex(set: &coretune_core::CpuSet) -> String {
     Format::Hwloc.render(set).unwrap()
@@ -280,7 +281,12 @@ fn binding() -> impl Strategy<Value = Binding> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 64,
+        // The regressions file beside this one (tests/ has no lib.rs for SourceParallel).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn placement_invariants_for_any_thread_count(

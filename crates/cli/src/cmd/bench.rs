@@ -1,3 +1,7 @@
+//! `coretune bench WORKLOAD`: one built-in workload in one configuration, measured as a sweep of
+//! that one configuration (`Design::one`, in memory): the same warm-up, counters and statistics
+//! as `tune`, printed run by run, or as one JSON object (`BenchReport`).
+
 use std::io::Write as _;
 use std::process::ExitCode;
 

@@ -65,8 +65,10 @@ const TIMED_OUT: u8 = 124;
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let timeout = match args.timeout {
-        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
-        Some(t) => bail!("--timeout {t}: give a positive number of seconds"),
+        Some(t) => match Duration::try_from_secs_f64(t) {
+            Ok(d) if t > 0.0 => Some(d),
+            _ => bail!("--timeout {t}: give a positive number of seconds"),
+        },
         None => None,
     };
     // Binding only makes sense on the machine this runs on; devices are loaded when --cpus may

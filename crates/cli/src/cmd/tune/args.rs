@@ -312,10 +312,8 @@ impl SweepOptions {
             strategy: self.strategy,
             runs: self.runs,
             warmup: self.warmup,
-            // `check_settings` lets through finite values too large for a `Duration`, on which
-            // `from_secs_f64` panics; made here, once the grid is checked, such a value still
-            // fails where it always has (and not with --slurm, which builds no design).
-            min_time: Duration::from_secs_f64(self.min_time),
+            // `check_settings` took only what a `Duration` holds.
+            min_time: Duration::try_from_secs_f64(self.min_time).unwrap_or_default(),
             tolerance: self.tolerance,
         }
     }
@@ -329,22 +327,26 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
     if !(args.tolerance >= 0.0 && args.tolerance < 100.0) {
         bail!("--tolerance must be a percentage from 0 to 100");
     }
-    if !(args.min_time >= 0.0 && args.min_time.is_finite()) {
+    // `try_from_secs_f64` also refuses what is finite but past a `Duration` (`1e30`).
+    if Duration::try_from_secs_f64(args.min_time).is_err() {
         bail!("--min-time must be a number of seconds");
     }
-    if args.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
+    if args
+        .timeout
+        .is_some_and(|t| Duration::try_from_secs_f64(t).map_or(true, |d| d.is_zero()))
+    {
         bail!("--timeout must be a positive number of seconds");
     }
     Ok(())
 }
 
-/// How each run of a new sweep is made. Built only for a new sweep on this machine, before its
-/// target is checked: `check_settings` lets through finite `--timeout` values too large for a
-/// `Duration`, on which `from_secs_f64` panics, and they still fail where they always have.
+/// How each run of a new sweep is made (after `check_settings`).
 fn settings(args: &TuneArgs) -> RunSettings {
     RunSettings {
         binding: args.bind,
-        timeout: args.timeout.map(Duration::from_secs_f64),
+        timeout: args
+            .timeout
+            .and_then(|t| Duration::try_from_secs_f64(t).ok()),
         prepare: args.prepare.clone(),
         monitor: args.monitor.map(Duration::from_millis),
         skip: args.skip,
