@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
@@ -177,20 +177,13 @@ pub fn run(
         program: program.clone(),
         error,
     };
-    let Some(limit) = timeout else {
-        return child.wait().map(Some).map_err(wait_error);
-    };
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().map_err(wait_error)? {
-            return Ok(Some(status));
-        }
-        if start.elapsed() > limit {
+    match child.wait_timeout(timeout).map_err(wait_error)? {
+        Some(status) => Ok(Some(status)),
+        None => {
             child.kill();
             child.wait().map_err(wait_error)?;
-            return Ok(None);
+            Ok(None)
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -269,6 +262,18 @@ impl Launched {
     /// The OS error of the wait.
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
         self.child.wait()
+    }
+
+    /// Waits for it to end, at most `timeout` (`None`: as long as it takes): its status, or
+    /// `None` if it still runs when the time is up. Blocked in the kernel the whole time (a
+    /// pidfd on Linux, the process handle on Windows), so waiting costs the program no CPU and
+    /// no preemption.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of the wait.
+    pub fn wait_timeout(&mut self, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        self.tree.wait(&mut self.child, timeout)
     }
 
     /// Ends it and what it started (its process group; on Windows its job object), or the

@@ -414,18 +414,19 @@ impl<'t> Runner<'t> {
             Ok(child) => child,
             Err(e) => return Outcome::Failed(e.to_string()),
         };
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => {}
-                Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
-            }
-            if self.settings.timeout.is_some_and(|t| probe.elapsed() > t) {
+        // Blocked until the program ends or its time is up: nothing of coretune runs beside it.
+        let left = self
+            .settings
+            .timeout
+            .map(|t| t.saturating_sub(probe.elapsed()));
+        let status = match child.wait_timeout(left) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
                 child.kill();
                 let _ = child.wait();
                 return Outcome::Timeout;
             }
-            std::thread::sleep(Duration::from_micros(200));
+            Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
         };
         let measurement = probe.finish_with(child.usage());
         if crate::sys::stopped_by_request(status) {

@@ -504,6 +504,11 @@ mod test {
                 ) -> io::Result<$os::ChildTree> = $os::ChildTree::adopt;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::kill;
                 let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::usage;
+                let _: fn(
+                    &$os::ChildTree,
+                    &mut std::process::Child,
+                    Option<Duration>,
+                ) -> io::Result<Option<ExitStatus>> = $os::ChildTree::wait;
             };
         }
         child!(os);

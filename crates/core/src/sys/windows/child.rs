@@ -13,6 +13,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use windows_sys::Win32::Foundation::{
     DUPLICATE_SAME_ACCESS, DuplicateHandle, FILETIME, HANDLE, STATUS_CONTROL_C_EXIT,
 };
+use windows_sys::Win32::Foundation::{WAIT_OBJECT_0, WAIT_TIMEOUT};
 use windows_sys::Win32::System::Console::SetConsoleCtrlHandler;
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
@@ -23,6 +24,7 @@ use windows_sys::Win32::System::JobObjects::{
 use windows_sys::Win32::System::ProcessStatus::{GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
 use windows_sys::Win32::System::Threading::{
     CREATE_SUSPENDED, GetCurrentProcess, GetProcessTimes, ResumeThread, THREAD_SUSPEND_RESUME,
+    WaitForSingleObject,
 };
 
 use super::affinity::place_suspended;
@@ -129,6 +131,38 @@ impl ChildTree {
             involuntary_ctx_switches: None,
             max_rss_bytes: peak_working_set(self.process.raw()).unwrap_or(0),
         })
+    }
+
+    /// Waits for `child` (this tree's program) to end, blocked in `WaitForSingleObject` on its
+    /// process handle: its status, or `None` when `timeout` passed first (it still runs).
+    /// Nothing wakes coretune while the program runs.
+    pub(crate) fn wait(
+        &self,
+        child: &mut Child,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<Option<ExitStatus>> {
+        let Some(timeout) = timeout else {
+            return child.wait().map(Some);
+        };
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(Some(status));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            // Rounded up to the next millisecond; INFINITE (u32::MAX) is never asked for, at
+            // most 49 days a call, then again.
+            let ms = u32::try_from(left.as_millis() + 1).unwrap_or(u32::MAX - 1);
+            // SAFETY: `self.process` is a valid process handle with SYNCHRONIZE (a duplicate of
+            // the child's, which has all access); the timeout is a plain integer.
+            match unsafe { WaitForSingleObject(self.process.raw(), ms) } {
+                WAIT_OBJECT_0 | WAIT_TIMEOUT => {}
+                _ => return Err(io::Error::last_os_error()),
+            }
+        }
     }
 }
 
