@@ -137,7 +137,7 @@ pub fn find_program(program: &str) -> Result<PathBuf, LaunchError> {
 
 /// The command that runs `script` in the system's shell: `sh -c SCRIPT`, on Windows
 /// `cmd /C SCRIPT`.
-pub(crate) fn shell_command(script: &str) -> Command {
+pub fn shell_command(script: &str) -> Command {
     sys::shell_command(script)
 }
 

@@ -25,9 +25,9 @@ pub mod watch;
 
 pub use env::thread_env;
 pub use launch::{
-    LaunchError, Launched, affinity_of, exit_code, find_program, rebind_process, run, spawn,
-    thread_count,
+    LaunchError, Launched, affinity_of, exit_code, find_program, rebind_process, run,
+    shell_command, spawn, thread_count,
 };
 pub use pin::repin_process;
 
-pub(crate) use launch::{shell_command, shell_program, spawn_own_tree};
+pub(crate) use launch::{shell_program, spawn_own_tree};
