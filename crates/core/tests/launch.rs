@@ -73,13 +73,11 @@ fn a_timeout_kills_the_whole_process_tree() {
 
 /// This thread's voluntary context switches so far (`getrusage(RUSAGE_THREAD)`).
 fn voluntary_switches() -> i64 {
-    // SAFETY: `getrusage` writes one `rusage` into the zeroed buffer it is given.
+    // SAFETY: `rusage` is plain integers, for which all zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage`.
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
-        0
-    );
+    // SAFETY: `usage` is a valid, writable `rusage`, the one thing `getrusage` writes.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(rc, 0);
     usage.ru_nvcsw
 }
 
