@@ -410,9 +410,6 @@ mod test {
         same!(
             prepare_child: fn(&mut Command, Option<&CpuSet>, Tree) -> io::Result<()>,
             rebind_threads: fn(i32, &[i32], &CpuSet) -> RebindResult,
-            shell_command: fn(&str) -> Command,
-            is_path: fn(&str) -> bool,
-            executable_candidates: fn(&Path, &str) -> Vec<PathBuf>,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
             stopped_by_request: fn(ExitStatus) -> bool,
@@ -470,6 +467,14 @@ mod test {
             write_cgroup_file: fn(&Path, &[u8]) -> Result<(), SysError>,
             systemd_booted: fn(&Path) -> bool,
             systemctl: fn(&[&str]) -> Text,
+        );
+        // `sh -c` and `PATH` lookup: the same module on every Unix; Windows has its own (`cmd /C`,
+        // `PATHEXT`), which the fallback does not carry there.
+        #[cfg(unix)]
+        same!(
+            shell_command: fn(&str) -> Command,
+            is_path: fn(&str) -> bool,
+            executable_candidates: fn(&Path, &str) -> Vec<PathBuf>,
         );
         let _: [&str; 2] = [os::PROC_DIR, unsupported::PROC_DIR];
         let _: [bool; 2] = [os::THREADS_VISIBLE, unsupported::THREADS_VISIBLE];
