@@ -12,7 +12,7 @@
 //! - a thread outside the pool blocks in [`Latch::wait_blocking`] on a mutex and
 //!   condition variable;
 //! - a worker of the pool keeps running jobs while [`Latch::probe`] is false, and
-//!   sleeps through the pool's sleep protocol (`sleep.rs`) with the probe as part of its
+//!   sleeps through the pool's sleep protocol (`sleep/README.md`) with the probe as part of its
 //!   final look. The setter then wakes it by index (`Sleep::wake_specific`); the latch
 //!   only records that index.
 //!

@@ -10,7 +10,7 @@
 //!   ([`scope`](ThreadPool::scope), [`join`](ThreadPool::join),
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
-//!   waiter; idle workers sleep (protocol in `src/sleep.rs`).
+//!   waiter; idle workers sleep (protocol in `src/sleep/README.md`).
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
 //!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
 //! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets

@@ -45,7 +45,7 @@
 //!
 //! A push is a store of `tail`, then `Sleep::notify_new_jobs` (the fence, the load of
 //! `sleepers`); a sleeper's final look is [`Ring::is_empty`], which loads `head` and
-//! `tail`: the same store-then-load pairs as with any other queue (`sleep.rs`).
+//! `tail`: the same store-then-load pairs as with any other queue (`sleep/README.md`).
 
 use crate::job::{Job, SmallJob};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};

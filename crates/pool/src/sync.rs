@@ -1,7 +1,7 @@
 //! Synchronisation primitives used by the latch, the sleep protocol and the throttle.
 //!
 //! Under `--cfg loom` these are loom's model-checked types, so the protocols in
-//! `latch.rs`, `sleep.rs` and `throttle/` can be explored exhaustively (as tokio's
+//! `latch.rs`, `sleep/` and `throttle/` can be explored exhaustively (as tokio's
 //! `src/loom/mod.rs` does); otherwise they are the standard library's.
 
 #[cfg(loom)]

@@ -1,5 +1,5 @@
 //! The pool's two system calls: `membarrier(2)`, the heavy half of the asymmetric fence
-//! in the sleep protocol (`sleep.rs`, "Memory ordering"), and `sched_setaffinity(2)`,
+//! in the sleep protocol (`sleep/README.md`, "Memory ordering"), and `sched_setaffinity(2)`,
 //! which pins a worker to the CPUs its builder was given
 //! ([`ThreadPoolBuilder::cpus`](crate::ThreadPoolBuilder::cpus)).
 //!

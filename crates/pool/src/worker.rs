@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// sleep and wake-up) while a truly idle pool reaches sleep quickly (`tests/idle.rs`).
 /// Only the worker holding the yield token searches that long ([`Search`]): each yield
 /// that lets another thread run counts as an involuntary context switch, and 64 idle
-/// workers yielding in turn showed up as 1,600 of them a run of `bench sum` (`sleep.rs`,
+/// workers yielding in turn showed up as 1,600 of them a run of `bench sum` (`sleep/README.md`,
 /// "What the protocol costs").
 const SPIN_ROUNDS: u32 = 32;
 
@@ -118,20 +118,30 @@ impl WorkerThread {
     /// Runs jobs until `is_done()`. When there are none it backs off for
     /// `SPIN_ROUNDS` (or only `SPIN_LIMIT` if `search` is `Shared` and another worker
     /// holds the yield token), then gives back its throttle permit and sleeps, with
-    /// `is_done` part of the final look (see `sleep.rs`).
+    /// `is_done` part of the final look (see `sleep/README.md`).
     fn work_until(&self, search: Search, is_done: impl Fn() -> bool) {
         let registry = &*self.registry;
         let sleep = &registry.sleep;
         let mut idle_rounds = 0;
         let mut holds_token = false;
+        // Counted as a searcher (`sleep/README.md`): from the first look that finds nothing until a
+        // job is found; asleep in between, and a searcher again once woken.
+        let mut searching = false;
         while !is_done() {
             if let Some(job) = self.find_work() {
                 if std::mem::take(&mut holds_token) {
                     sleep.release_yield_token();
                 }
+                if std::mem::take(&mut searching) {
+                    sleep.stop_searching(true, || registry.has_work_for(self.index));
+                }
                 self.execute(job);
                 idle_rounds = 0;
                 continue;
+            }
+            if !searching {
+                searching = true;
+                sleep.start_searching();
             }
             let may_search = idle_rounds < SPIN_LIMIT || search == Search::Full || holds_token || {
                 holds_token = sleep.take_yield_token();
@@ -153,6 +163,9 @@ impl WorkerThread {
         }
         if holds_token {
             sleep.release_yield_token();
+        }
+        if searching {
+            sleep.stop_searching(false, || false);
         }
     }
 

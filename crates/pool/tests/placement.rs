@@ -285,7 +285,7 @@ fn a_pool_without_cpus_reports_none() {
 /// and the submitter is itself a pinned worker of a second pool. Single spawns after gaps
 /// that land in every phase of a worker's way to sleep; a lost wake-up hangs the task and
 /// `wait_for` fails after 20 s. The sleep protocol's fence pair (`membarrier` against a
-/// compiler fence, `src/sleep.rs`) must hold whether sleeper and submitter share a CPU or not.
+/// compiler fence, `src/sleep/README.md`) must hold whether sleeper and submitter share a CPU or not.
 #[test]
 #[cfg(any(target_os = "linux", windows))]
 fn pinned_wakeups_are_never_lost() {
@@ -330,4 +330,18 @@ fn pinned_wakeups_are_never_lost() {
     wait_for(&finished, 1);
     drop(submitter);
     assert_eq!(done.load(Ordering::Acquire), 1500);
+}
+
+/// 16 workers pinned to one CPU (with the submitter free to run anywhere): the oversubscribed
+/// sleep protocol (`util::no_wakeup_lost_with_many_workers`) when every worker shares a CPU.
+#[test]
+#[cfg(any(target_os = "linux", windows))]
+fn pinned_oversubscribed_wakeups_are_never_lost() {
+    let cpu = os::process_cpus()[0];
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(16)
+        .cpus(vec![vec![cpu]; 16])
+        .build()
+        .unwrap();
+    util::no_wakeup_lost_with_many_workers(&pool, 500);
 }

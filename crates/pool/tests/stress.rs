@@ -7,7 +7,7 @@ use coretune_pool::{ThreadPool, ThreadPoolBuilder, Throttle};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use util::{DropCounter, Tally, quiet_expected_panics, wait_for};
+use util::{DropCounter, Tally, no_wakeup_lost_with_many_workers, quiet_expected_panics, wait_for};
 
 const TASKS: usize = 20_000;
 
@@ -329,6 +329,14 @@ fn wakeups_are_never_lost() {
         });
         wait_for(&done, round + 1);
     }
+}
+
+/// 64 workers on however few CPUs the machine has (2 in CI): pushes that find a searcher wake
+/// nobody, and nothing is stranded (`util::no_wakeup_lost_with_many_workers`).
+#[test]
+fn oversubscribed_wakeups_are_never_lost() {
+    let pool = ThreadPool::new(64).unwrap();
+    no_wakeup_lost_with_many_workers(&pool, 1000);
 }
 
 #[test]

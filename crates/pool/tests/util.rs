@@ -69,3 +69,41 @@ pub fn quiet_expected_panics() {
         }));
     });
 }
+
+/// The sleep protocol with more workers than CPUs (`src/sleep/README.md`): `rounds` rounds of
+/// (a) one spawn after a gap that lands in some phase of the workers' way to sleep (busy,
+/// spinning, yielding, announcing sleep, blocked), and (b) a job A that cannot finish before a
+/// job B spawned after it has run, as a job waiting on a channel another job sends to: with
+/// every other worker asleep, B must be handed on to a sleeper even when its push found A's
+/// worker searching and woke nobody. A lost wake-up hangs a round, and `wait_for` fails after
+/// 20 s naming the count it waited for.
+pub fn no_wakeup_lost_with_many_workers(pool: &coretune_pool::ThreadPool, rounds: usize) {
+    let done = Arc::new(AtomicUsize::new(0));
+    let b_ran = Arc::new(AtomicUsize::new(0));
+    for round in 0..rounds {
+        match round % 4 {
+            0 => {}
+            1 => (0..(round % 97) * 10).for_each(|_| std::hint::spin_loop()),
+            2 => std::thread::sleep(std::time::Duration::from_micros((round % 13) as u64 * 5)),
+            _ => std::thread::sleep(std::time::Duration::from_micros(300)),
+        }
+        let done_a = Arc::clone(&done);
+        let b_seen = Arc::clone(&b_ran);
+        pool.spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while b_seen.load(Ordering::Acquire) <= round {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "job B of round {round} never ran"
+                );
+                std::thread::yield_now();
+            }
+            done_a.fetch_add(1, Ordering::Release);
+        });
+        let b_set = Arc::clone(&b_ran);
+        pool.spawn(move || {
+            b_set.fetch_add(1, Ordering::Release);
+        });
+        wait_for(&done, round + 1);
+    }
+}

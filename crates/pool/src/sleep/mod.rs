@@ -1,120 +1,28 @@
-//! How idle workers go to sleep and how new work wakes them.
+//! How idle workers go to sleep and how new work wakes them: the protocol, its states and why it
+//! loses no wake-up are in `README.md` beside this file (as rayon-core keeps its sleep module's),
+//! with what it costs and the designs measured against it.
 //!
-//! # Goals
-//!
-//! - An idle pool uses no CPU: a worker that found nothing to do for a while blocks on
-//!   a condition variable instead of spinning.
-//! - Submitting a job never makes a system call when every worker is awake: the push
-//!   path costs a fence (only a compiler fence on Linux) and one load of a counter that
-//!   only changes when a worker falls asleep or is woken.
-//! - No lost wake-ups: a job pushed while a worker is on its way to sleep is either
-//!   seen by that worker's last look or wakes a sleeper.
-//!
-//! # States of a worker
-//!
-//! 1. **Busy**: running jobs.
-//! 2. **Searching**: found no job; it looks again a few rounds with growing back-off
-//!    (`worker.rs`, `SPIN_ROUNDS`), so short gaps between jobs cost no sleep. The first
-//!    6 rounds spin (`SPIN_LIMIT`), the other 26 call `yield_now`. An idle worker may
-//!    only go on to the yielding rounds while it holds the pool's *yield token*
-//!    ([`Sleep::take_yield_token`]), which one worker at a time holds (Go's rule of at
-//!    most one spinning thread); the others go to sleep after the spinning rounds. A
-//!    worker waiting on a latch (`join`, `scope`) searches all rounds: its caller waits.
-//!    The token only decides *when* a worker goes to sleep, never whether a job is seen:
-//!    every way to sleep is step 3, so the wake-up argument below does not involve it.
-//! 3. **Sleepy → asleep** ([`Sleep::sleep`]): it takes its own lock, increments the
-//!    shared `sleepers` counter, fences (see "Memory ordering") and looks for work one last
-//!    time (`has_work`, which also checks termination and, for a worker waiting on a
-//!    latch, whether that latch is set). If it finds something it decrements `sleepers`
-//!    and returns. Otherwise it marks itself `is_blocked` and waits on its condition
-//!    variable, releasing its lock only inside that wait.
-//! 4. **Woken**: whoever wakes it clears `is_blocked` and decrements `sleepers` on its
-//!    behalf (as rayon-core does), so `sleepers` counts exactly the workers that have
-//!    announced sleep and not yet been woken.
-//!
-//! # Waking
-//!
-//! - [`Sleep::notify_new_jobs`] (after any push): fence (see below), load `sleepers`.
-//!   If it is zero, return: no lock, no syscall. Otherwise visit workers, and under each
-//!   one's lock wake those marked `is_blocked`, up to the number of new jobs.
-//! - [`Sleep::wake_specific`] (a latch was set, a broadcast job was queued for that
-//!   worker): always takes that worker's lock and wakes it if blocked.
-//! - [`Sleep::wake_all`] (termination).
-//!
-//! A woken worker that takes a batch from the injector and leaves more behind calls
-//! `notify_new_jobs(1)` itself, so wake-ups cascade instead of the submitter paying for
-//! all of them.
-//!
-//! # What the protocol costs
-//!
-//! Measured with the spawn benchmark and `coretune bench sum` on the 2-CPU machine; the
-//! figures, the commands and the designs tried and not kept are in BENCHMARKS.md, "Where
-//! the time goes (a second look)".
-//!
-//! - **`spawn` barely touches it.** During a 10M-item `spawn` run the workers go to sleep a
-//!   handful of times, so a push almost always costs only the fence and the load of
-//!   `sleepers`; a worker takes about 24 jobs per steal from a submitter's queue, which is
-//!   rarely empty. Profiles put nearly all of the submitting thread's CPU time in the push
-//!   itself, not in this protocol.
-//! - **The search's yields are involuntary context switches.** A worker whose `yield_now`
-//!   lets another thread run is counted by the kernel as preempted (`nivcsw`), not as
-//!   sleeping. With every idle worker searching all 32 rounds, `bench sum` (64 workers on
-//!   2 CPUs, each idle once at the end of its share) showed about 1,600 of them a run, and
-//!   about 150 with the search cut to its 6 spinning rounds. They cost `sum` little time,
-//!   but each is a pass through the scheduler, and idle workers taking turns with
-//!   `yield_now` are runnable threads on CPUs that busy threads need.
-//! - **Hence the yield token** (step 2): about 60–110 such switches a run of `sum`, with
-//!   `spawn`'s wall and CPU time no worse within the noise, at the price of the other idle
-//!   workers sleeping and being woken (about 1,700 voluntary switches per 5M items).
-//! - **Not built:** rayon's rule (a push wakes nobody while a worker is searching) and the
-//!   rest of Go's (the searcher that finds work wakes the next). They move the
-//!   no-lost-wake-up argument onto a second counter, whose reader (the submitter) has no
-//!   real fence in the asymmetric scheme, so every "found work" would need a `membarrier`
-//!   of its own; and `spawn`, whose pushes almost never see a sleeper, would not see them.
-//!   Longer or shorter searches, a pause before the next steal and larger steal batches
-//!   made no difference beyond the noise of the loaded machine.
-//!
-//! # Memory ordering
-//!
-//! The no-lost-wake-up argument is Dekker's: the submitter *writes the queue, then
-//! reads `sleepers`*; the sleeper *writes `sleepers`, then reads the queue*. Each side
-//! must keep its write before its read (a store-load order, which no CPU gives for free).
-//!
-//! - **Symmetric** (under loom, off Linux, or if `membarrier(2)` is refused): both sides
-//!   issue a `SeqCst` fence between write and read. Fences are totally ordered, so either
-//!   the submitter's fence comes first, and then the sleeper's final look sees the job,
-//!   or the sleeper's comes first, and then the submitter sees `sleepers > 0`.
-//! - **Asymmetric** (Linux, the default): the submitter only stops the *compiler* from
-//!   reordering (`compiler_fence`), and the sleeper, which is rare and about to block
-//!   anyway, calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (`sys.rs`): every
-//!   running thread of the process passes a full barrier before it returns. If the
-//!   submitter passed it before its write, its later read sees the sleeper's increment
-//!   (made before the call); if after its write, the write is visible to the sleeper's
-//!   final look. This is the light/heavy fence pair of folly's `asymmetricThreadFence`.
-//!   A per-push `SeqCst` fence was about a quarter of the spawn cost (BENCHMARKS.md,
-//!   "How we got here"); with the pair, a sleep costs one more system call instead.
-//!
-//! Either way, waking someone is enough: if the worker it finds is the one that is still
-//! looking (it holds its lock until it blocks, so the waker waits for that), then that
-//! worker is awake and will look again; if it finds a blocked one, it wakes it. In both
-//! cases at least one worker will look at the queue after the push.
-//!
-//! Waking a specific worker does not need the fence: the waker publishes its condition
-//! (latch flag, inbox job) and then takes the sleeper's lock. Either it gets the lock
-//! before the sleeper does, and the lock's release/acquire makes the condition visible
-//! to the sleeper's final look, or after the sleeper blocked, and then it sees
-//! `is_blocked` and notifies.
-//!
-//! Termination is a `SeqCst` store of the flag followed by [`Sleep::wake_all`], which
-//! takes every worker's lock: the same argument as a specific wake.
-//!
-//! The loom models at the bottom of this file check these three cases, with the
-//! symmetric fence (loom cannot model `membarrier`).
+//! In short: a worker that finds nothing *searches* for a few rounds, then announces itself
+//! asleep and looks once more before it blocks; a push wakes a sleeper only when nobody
+//! searches, and the last searcher to find work wakes the next when work is left.
 
-use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
+use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, fence, lock, wait};
 use crate::sys;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool as StdAtomicBool, compiler_fence};
+
+/// One sleeper in [`Sleep`]'s counters.
+const SLEEPER: u64 = 1;
+/// One searcher in [`Sleep`]'s counters.
+const SEARCHER: u64 = 1 << 32;
+
+fn sleepers(counters: u64) -> u64 {
+    counters & (SEARCHER - 1)
+}
+
+fn searchers(counters: u64) -> u64 {
+    counters >> 32
+}
 
 /// Per-worker sleep state, padded so that one worker falling asleep does not disturb
 /// its neighbours' lines.
@@ -125,15 +33,18 @@ struct WorkerSleep {
     condvar: Condvar,
 }
 
-/// Shared sleep state of a pool: the `sleepers` counter and one lock per worker.
+/// Shared sleep state of a pool: the counters and one lock per worker.
 #[derive(Debug)]
 pub(crate) struct Sleep {
-    /// Workers that announced sleep and were not woken yet.
-    sleepers: CachePadded<AtomicUsize>,
+    /// Two counts in one word, so that one load sees both as of one moment and one
+    /// read-modify-write moves a worker from one to the other: workers that announced sleep
+    /// and were not woken yet (low half, [`SLEEPER`]) and workers searching (high half,
+    /// [`SEARCHER`]: awake, idle and looking, or woken and not yet looking).
+    counters: CachePadded<AtomicU64>,
     workers: Vec<CachePadded<WorkerSleep>>,
-    /// True: submitters use a compiler fence, sleepers `membarrier` (module docs).
+    /// True: submitters use a compiler fence, sleepers `membarrier` (`README.md`).
     is_asymmetric: bool,
-    /// 1 while an idle worker holds the yield token (module docs, "States of a worker").
+    /// 1 while an idle worker holds the yield token (`README.md`, "States of a worker").
     /// Only decides how long a worker searches, never whether a job is seen: Relaxed.
     yielder: CachePadded<StdAtomicBool>,
 }
@@ -141,7 +52,7 @@ pub(crate) struct Sleep {
 impl Sleep {
     pub(crate) fn new(num_workers: usize) -> Self {
         Sleep {
-            sleepers: CachePadded::new(AtomicUsize::new(0)),
+            counters: CachePadded::new(AtomicU64::new(0)),
             workers: (0..num_workers)
                 .map(|_| {
                     CachePadded::new(WorkerSleep {
@@ -155,25 +66,51 @@ impl Sleep {
         }
     }
 
-    /// Puts worker `index` to sleep unless `has_work` finds something after it
-    /// announced itself (step 3 of the module docs). Returns once woken or if
-    /// `has_work` returned true.
+    /// A worker starts looking for work (its idle rounds, or waiting on a latch): counted as
+    /// a searcher until [`Sleep::stop_searching`] or [`Sleep::sleep`].
+    pub(crate) fn start_searching(&self) {
+        self.counters.fetch_add(SEARCHER, Ordering::SeqCst);
+    }
+
+    /// A searcher stops looking: it found a job (`found`) or has nothing left to wait for.
+    /// The last searcher to find a job wakes a sleeper when work is left (`has_work`): a push
+    /// that saw it searching woke nobody and counted on it (Go's scheduler hands spinning on
+    /// the same way). See "Memory ordering" for why `has_work` sees such a push.
+    pub(crate) fn stop_searching(&self, found: bool, has_work: impl Fn() -> bool) {
+        let before = self.counters.fetch_sub(SEARCHER, Ordering::SeqCst);
+        if found && searchers(before) == 1 && sleepers(before) > 0 {
+            fence(Ordering::SeqCst);
+            if has_work() {
+                self.wake_one();
+            }
+        }
+    }
+
+    /// Puts worker `index`, a searcher, to sleep unless `has_work` finds something after it
+    /// announced itself (step 4 of `README.md`). Returns once woken or if `has_work`
+    /// returned true, a searcher again either way.
     pub(crate) fn sleep(&self, index: usize, has_work: impl Fn() -> bool) {
         let worker = &self.workers[index];
         let mut is_blocked = lock(&worker.is_blocked);
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        // One step from searcher to sleeper: a push never sees this worker as neither.
+        self.counters
+            .fetch_add(SLEEPER.wrapping_sub(SEARCHER), Ordering::SeqCst);
+        let back_to_searching = || {
+            self.counters
+                .fetch_add(SEARCHER.wrapping_sub(SLEEPER), Ordering::SeqCst);
+        };
         if self.is_asymmetric {
             if !sys::heavy_barrier() {
                 // Cannot happen once registered; without the barrier sleeping could lose
                 // a wake-up, so stay awake (the caller looks for work again).
-                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                back_to_searching();
                 return;
             }
         } else {
             fence(Ordering::SeqCst);
         }
         if has_work() {
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            back_to_searching();
             return;
         }
         *is_blocked = true;
@@ -194,14 +131,23 @@ impl Sleep {
     }
 
     /// Called after pushing `count` jobs to a shared queue: wakes up to `count`
-    /// sleeping workers, and costs only a fence and a load when none sleeps.
+    /// sleeping workers unless a worker is searching, and costs only a fence and a load when
+    /// none sleeps.
     pub(crate) fn notify_new_jobs(&self, count: usize) {
         if self.is_asymmetric {
             compiler_fence(Ordering::SeqCst);
         } else {
             fence(Ordering::SeqCst);
         }
-        if self.sleepers.load(Ordering::SeqCst) == 0 {
+        if sleepers(self.counters.load(Ordering::SeqCst)) == 0 {
+            return;
+        }
+        // Somebody sleeps. A searcher will see the jobs (it looks again before it sleeps, and
+        // the last one to stop hands on: `stop_searching`), so wake nobody while there is
+        // one; this fence orders the push before the look, as the searcher's fence orders
+        // its step before its look at the queues ("Memory ordering").
+        fence(Ordering::SeqCst);
+        if searchers(self.counters.load(Ordering::SeqCst)) > 0 {
             return;
         }
         let mut woken = 0;
@@ -228,6 +174,15 @@ impl Sleep {
         }
     }
 
+    /// Wakes one blocked worker, the lowest-numbered.
+    fn wake_one(&self) {
+        for index in 0..self.workers.len() {
+            if self.wake_if_blocked(index) {
+                return;
+            }
+        }
+    }
+
     fn wake_if_blocked(&self, index: usize) -> bool {
         let worker = &self.workers[index];
         let mut is_blocked = lock(&worker.is_blocked);
@@ -235,21 +190,63 @@ impl Sleep {
             return false;
         }
         *is_blocked = false;
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        // A searcher from now on, counted on its behalf until it runs (as rayon counts a
+        // woken worker as idle): pushes meanwhile wake nobody else.
+        self.counters
+            .fetch_add(SEARCHER.wrapping_sub(SLEEPER), Ordering::SeqCst);
         worker.condvar.notify_one();
         true
     }
 
-    /// Number of workers currently announced as sleeping (loom tests).
-    #[cfg(all(test, loom))]
-    pub(crate) fn sleepers(&self) -> usize {
-        self.sleepers.load(Ordering::SeqCst)
+    /// Workers announced as sleeping and searching now (tests).
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        let c = self.counters.load(Ordering::SeqCst);
+        (sleepers(c), searchers(c))
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::Sleep;
+
+    /// A push wakes nobody while a worker searches; the searcher that finds work hands on to a
+    /// sleeper when work is left; a woken worker counts as a searcher until it stops.
+    #[test]
+    fn a_push_waits_for_the_searcher_which_hands_on() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let sleep = Arc::new(Sleep::new(2));
+        let work = Arc::new(AtomicBool::new(false));
+        let woken = Arc::new(AtomicBool::new(false));
+        let sleeper = {
+            let (sleep, work, woken) = (Arc::clone(&sleep), Arc::clone(&work), Arc::clone(&woken));
+            std::thread::spawn(move || {
+                sleep.start_searching();
+                sleep.sleep(1, || work.load(Ordering::SeqCst));
+                woken.store(true, Ordering::SeqCst);
+                sleep.stop_searching(true, || false);
+            })
+        };
+        while sleep.counts() != (1, 0) {
+            std::thread::yield_now();
+        }
+        // Worker 0 searches; a push finds it and wakes nobody.
+        sleep.start_searching();
+        work.store(true, Ordering::SeqCst);
+        sleep.notify_new_jobs(1);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !woken.load(Ordering::SeqCst),
+            "woken although a worker searched"
+        );
+        assert_eq!(sleep.counts(), (1, 1));
+        // It finds a job, is the last searcher, sees work left: it wakes the sleeper.
+        sleep.stop_searching(true, || work.load(Ordering::SeqCst));
+        sleeper.join().unwrap();
+        assert!(woken.load(Ordering::SeqCst));
+        assert_eq!(sleep.counts(), (0, 0));
+    }
 
     #[test]
     fn one_yield_token_per_pool() {
@@ -278,9 +275,11 @@ mod loom_tests {
                 let (sleep, queued) = (Arc::clone(&sleep), Arc::clone(&queued));
                 thread::spawn(move || {
                     // Look for work; sleep when there is none; stop after one job.
+                    sleep.start_searching();
                     loop {
                         if queued.load(Ordering::SeqCst) == 1 {
                             queued.store(2, Ordering::SeqCst);
+                            sleep.stop_searching(true, || false);
                             return;
                         }
                         sleep.sleep(0, || queued.load(Ordering::SeqCst) == 1);
@@ -291,14 +290,14 @@ mod loom_tests {
             sleep.notify_new_jobs(1);
             worker.join().unwrap();
             assert_eq!(queued.load(Ordering::SeqCst), 2);
-            assert_eq!(sleep.sleepers(), 0);
+            assert_eq!(sleep.counts(), (0, 0));
         });
     }
 
     /// A push racing with two workers on their way to sleep (`notify_new_jobs` visits
     /// them in index order and may find the first still looking): one of them runs the
     /// job without any further wake-up (a lost one leaves both blocked: loom reports the
-    /// deadlock), then stops the other, and `sleepers` ends exact. Workers pinned to one
+    /// deadlock), then stops the other, and the counts end exact. Workers pinned to one
     /// CPU or stealing in a given order reach this protocol the same way (loom cannot
     /// model CPUs; `tests/placement.rs` runs it pinned). Three threads with two locks
     /// and condition variables did not finish in 10 minutes unbounded; at most 3
@@ -318,16 +317,19 @@ mod loom_tests {
                     let (sleep, queued, stop) =
                         (Arc::clone(&sleep), Arc::clone(&queued), Arc::clone(&stop));
                     thread::spawn(move || {
+                        sleep.start_searching();
                         loop {
                             if queued
                                 .compare_exchange(1, 2, Ordering::SeqCst, Ordering::SeqCst)
                                 .is_ok()
                             {
+                                sleep.stop_searching(true, || false);
                                 stop.store(true, Ordering::SeqCst);
                                 sleep.wake_all();
                                 return true;
                             }
                             if stop.load(Ordering::SeqCst) {
+                                sleep.stop_searching(false, || false);
                                 return false;
                             }
                             sleep.sleep(index, || {
@@ -344,7 +346,57 @@ mod loom_tests {
                 .map(|w| usize::from(w.join().unwrap()))
                 .sum();
             assert_eq!(ran, 1);
-            assert_eq!(sleep.sleepers(), 0);
+            assert_eq!(sleep.counts(), (0, 0));
+        });
+    }
+
+    /// The handing on of a skipped push. Worker 1 sleeps; worker 0 searches and finds job
+    /// A, which cannot finish before job B has run (as a job that waits on a channel another
+    /// job sends to). B is pushed while worker 0 is a searcher, so the push may wake nobody;
+    /// then worker 0, the last searcher to stop, must see B and wake worker 1 for it, or both
+    /// wait forever (loom reports the deadlock). With `stop_searching`'s hand-on removed, or
+    /// either fence of the skip, it fails.
+    #[test]
+    fn loom_a_push_skipped_for_a_searcher_is_handed_on() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let sleep = Arc::new(Sleep::new(2));
+            // B: 0 not pushed, 1 queued, 2 ran.
+            let b = Arc::new(AtomicUsize::new(0));
+            // Worker 1 asleep before anything happens (it found nothing).
+            sleep.start_searching();
+            let sleeper = {
+                let (sleep, b) = (Arc::clone(&sleep), Arc::clone(&b));
+                thread::spawn(move || {
+                    loop {
+                        if b.compare_exchange(1, 2, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok()
+                        {
+                            sleep.stop_searching(true, || false);
+                            return;
+                        }
+                        sleep.sleep(1, || b.load(Ordering::Acquire) == 1);
+                    }
+                })
+            };
+            // Worker 0: a searcher that finds A (here, on the spot), hands on, then runs A,
+            // which waits for B.
+            sleep.start_searching();
+            let finder = {
+                let (sleep, b) = (Arc::clone(&sleep), Arc::clone(&b));
+                thread::spawn(move || {
+                    sleep.stop_searching(true, || b.load(Ordering::Acquire) == 1);
+                    while b.load(Ordering::SeqCst) != 2 {
+                        thread::yield_now();
+                    }
+                })
+            };
+            // As the real queues publish a job: a release store, not a fence.
+            b.store(1, Ordering::Release);
+            sleep.notify_new_jobs(1);
+            finder.join().unwrap();
+            sleeper.join().unwrap();
         });
     }
 
@@ -357,9 +409,11 @@ mod loom_tests {
             let waiter = {
                 let (sleep, flag) = (Arc::clone(&sleep), Arc::clone(&flag));
                 thread::spawn(move || {
+                    sleep.start_searching();
                     while !flag.load(Ordering::Acquire) {
                         sleep.sleep(1, || flag.load(Ordering::Acquire));
                     }
+                    sleep.stop_searching(false, || false);
                 })
             };
             flag.store(true, Ordering::Release);
@@ -378,9 +432,11 @@ mod loom_tests {
                 .map(|index| {
                     let (sleep, stop) = (Arc::clone(&sleep), Arc::clone(&stop));
                     thread::spawn(move || {
+                        sleep.start_searching();
                         while !stop.load(Ordering::SeqCst) {
                             sleep.sleep(index, || stop.load(Ordering::SeqCst));
                         }
+                        sleep.stop_searching(false, || false);
                     })
                 })
                 .collect();
@@ -389,7 +445,7 @@ mod loom_tests {
             for worker in workers {
                 worker.join().unwrap();
             }
-            assert_eq!(sleep.sleepers(), 0);
+            assert_eq!(sleep.counts(), (0, 0));
         });
     }
 }
