@@ -66,7 +66,19 @@ impl ThreadPoolBuilder {
         Self::default()
     }
 
-    /// Number of workers; 0 (the default) means `std::thread::available_parallelism`.
+    /// Number of workers; 0 (the default) means the process's CPU budget, as
+    /// `std::thread::available_parallelism` reads it: on Linux the CPUs its affinity allows
+    /// (which the cgroup cpuset narrows), and the CPU quota of its cgroup and every ancestor
+    /// (`cpu.max`, or v1's `cpu.cfs_quota_us / cpu.cfs_period_us`) **rounded down**, at least 1;
+    /// elsewhere the CPUs the process may use. Not the CPUs the machine has: a container
+    /// allowed 2.5 CPUs of 64 gets 2 workers.
+    ///
+    /// Rounding down is uber's `automaxprocs` rule (and the standard library's). Go 1.25
+    /// rounds the quota *up*, with a minimum of 2: its goroutines park cheaply, while a
+    /// pool's workers are OS threads, and 3 busy workers on 2.5 CPUs' worth of quota spend
+    /// the end of every CFS period throttled — every thread of the cgroup stopped, a lock
+    /// holder included — which shows as latency spikes; 2 workers leave half a CPU to the
+    /// program's other threads instead (`tests/budget.rs` checks the rule in a real cgroup).
     ///
     /// ```
     /// let pool = coretune_pool::ThreadPoolBuilder::new().num_threads(3).build()?;
