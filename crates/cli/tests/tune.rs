@@ -264,6 +264,52 @@ fn sigint_mid_sweep_then_resume_completes_without_loss_or_repeat() {
 /// the two tools take turns (3 rounds of 10 runs each) and the comparison is of their fastest
 /// runs, which load disturbs least: within 5%. Medians, which follow the load of the moment, must
 /// agree within 15%. Skipped when hyperfine is not installed (`make test` installs it).
+/// In a cgroup allowed half a CPU, `tune` says so (a warning line and `machine.json`), records
+/// how long the quota held each run off the CPUs, and names the throttled configurations under
+/// the table and in `summary.json`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_cpu_quota_is_recorded_and_its_throttling_shown() {
+    let Some(quota) = util::CpuQuota::new(50_000) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = quota
+        .command(&assert_cmd::cargo::cargo_bin("coretune"))
+        .args(["tune", "--threads", "1", "--place", "os", "--runs", "2"])
+        .args([
+            "--warmup",
+            "0",
+            "--exhaustive",
+            "--quiet",
+            "--shell",
+            "--out",
+        ])
+        .arg(&dir)
+        .args(["--", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a cgroup CPU quota allows 0.5 CPUs' worth of time on"),
+        "{stderr}"
+    );
+    let machine = util::read_json(&dir.join("machine.json"));
+    assert_eq!(machine["settings"]["cpu_quota"].as_f64(), Some(0.5));
+    let row = &util::summary(&dir)["configs"][0];
+    let throttled = row["throttled_s"].as_f64().unwrap_or(0.0);
+    assert!(throttled > 0.0, "{row}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("The cgroup CPU quota throttled 1 thread, place os ("),
+        "{stdout}"
+    );
+    let runs = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap();
+    assert!(runs.contains("\"throttled_s\""), "{runs}");
+}
+
 #[test]
 fn timing_agrees_with_hyperfine() {
     if StdCommand::new("hyperfine")

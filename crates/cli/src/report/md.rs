@@ -61,6 +61,9 @@ impl Reporter for Markdown {
                 }
             )?;
         }
+        if let Some(note) = super::throttled_note(report) {
+            writeln!(s, "\n{note}")?;
+        }
         if let Some(r) = &report.recommendation {
             writeln!(s)?;
             writeln!(s, "## Recommendation: {}", r.config)?;

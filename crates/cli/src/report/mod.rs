@@ -128,6 +128,26 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
     write("report.html", page.as_bytes())
 }
 
+/// One line naming the configurations a cgroup CPU quota throttled, with the median time a run
+/// spent throttled; `None` when none was (the table's and `summary.md`'s note).
+pub(crate) fn throttled_note(report: &coretune_core::SweepReport) -> Option<String> {
+    let parts: Vec<String> = report
+        .configs
+        .iter()
+        .filter_map(|c| {
+            let t = c.throttled_s?;
+            Some(format!("{} ({:.1} ms a run)", c.config, t * 1e3))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "The cgroup CPU quota throttled {}: those runs were held off the CPUs, and their \
+             times include it.",
+            parts.join(", ")
+        )
+    })
+}
+
 /// The cells both tables print for a row: throttle, median, interval, speedup, efficiency.
 pub(crate) fn cells(c: &ConfigRow) -> [String; 5] {
     [

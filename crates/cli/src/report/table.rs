@@ -89,6 +89,9 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         };
         let _ = writeln!(s, "{}{}{}", paint(style, &row), mark, paint(dim, &flags));
     }
+    if let Some(note) = super::throttled_note(report) {
+        let _ = writeln!(s, "{}", paint(red, &note));
+    }
     match &report.recommendation {
         Some(r) => {
             let _ = writeln!(s);

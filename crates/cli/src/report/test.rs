@@ -55,6 +55,8 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
             steal: Some(0.0),
             others_cpus: Some(0.01),
             busy: false,
+            throttled_periods: None,
+            throttled_s: None,
         },
         ended_at: 1_795_298_295.0 + seq as f64,
     }
@@ -79,6 +81,7 @@ fn fixed_report() -> SweepReport {
         kernel: "6.1.0".into(),
         cpu_model: "Example CPU".into(),
         governor: None,
+        settings: Default::default(),
         topology: "1 package, 1 NUMA node, 1 L3, 2 cores, 2 PUs, SMT 1".into(),
         tool_version: "0.1.0".into(),
         command: vec!["coretune".into(), "tune".into()],

@@ -205,3 +205,73 @@ pub fn pin_library() -> PathBuf {
         })
         .clone()
 }
+
+/// A cgroup allowed `quota_us` of CPU time per 100 ms period, removed when dropped; `None` (with
+/// the reason on stderr) when this is not root on Linux or no cgroup cpu controller is mounted.
+/// Commands started through [`CpuQuota::command`] run inside it.
+pub struct CpuQuota {
+    dir: PathBuf,
+}
+
+impl CpuQuota {
+    pub fn new(quota_us: u64) -> Option<Self> {
+        // The effective uid: the second field of `Uid:` in this process's status.
+        #[cfg(target_os = "linux")]
+        if std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("Uid:"))?.to_owned();
+                line.split_whitespace().nth(2).map(str::to_owned)
+            })
+            .as_deref()
+            != Some("0")
+        {
+            eprintln!("SKIPPED: creating a cgroup with a CPU quota needs root");
+            return None;
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            eprintln!("SKIPPED: cgroup CPU quotas are Linux's");
+            return None;
+        }
+        let name = format!("coretune-test-{}-{quota_us}", std::process::id());
+        let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers");
+        let dir = if std::fs::read_to_string(v2)
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"))
+        {
+            let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+cpu");
+            let dir = PathBuf::from("/sys/fs/cgroup").join(name);
+            std::fs::create_dir(&dir).ok()?;
+            std::fs::write(dir.join("cpu.max"), format!("{quota_us} 100000")).ok()?;
+            dir
+        } else if std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists() {
+            let dir = PathBuf::from("/sys/fs/cgroup/cpu").join(name);
+            std::fs::create_dir(&dir).ok()?;
+            std::fs::write(dir.join("cpu.cfs_period_us"), "100000").ok()?;
+            std::fs::write(dir.join("cpu.cfs_quota_us"), quota_us.to_string()).ok()?;
+            dir
+        } else {
+            eprintln!("SKIPPED: no cgroup cpu controller on this machine");
+            return None;
+        };
+        Some(Self { dir })
+    }
+
+    /// `program args...` started inside the cgroup (through `sh`, which moves itself in and
+    /// then execs it).
+    pub fn command(&self, program: &std::path::Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(r#"echo $$ > "$1/cgroup.procs" && shift && exec "$@""#)
+            .arg("sh")
+            .arg(&self.dir)
+            .arg(program);
+        cmd
+    }
+}
+
+impl Drop for CpuQuota {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

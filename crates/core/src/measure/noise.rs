@@ -38,6 +38,14 @@ pub struct Noise {
     pub others_cpus: Option<f64>,
     /// Whether the run is flagged as taken on a busy machine.
     pub busy: bool,
+    /// Periods in which the cgroup CPU quota throttled this process's cgroup during the run
+    /// (`cpu.stat` `nr_throttled`); absent without a quota (and on Windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    /// Seconds the quota kept the cgroup's threads, the program's among them, off the CPUs
+    /// during the run (`throttled_usec`, v1 `throttled_time`); absent without a quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
 }
 
 /// `/proc` counters at the start of a run.
@@ -46,6 +54,7 @@ pub struct NoiseProbe {
     loadavg: Option<f64>,
     system: Option<CpuTicks>,
     own: Option<u64>,
+    throttling: Option<sys::Throttling>,
     start: std::time::Instant,
 }
 
@@ -90,6 +99,7 @@ impl NoiseProbe {
             loadavg: sys::load_average().ok(),
             system: system_ticks(),
             own: sys::own_cpu_ticks().ok(),
+            throttling: sys::cgroup_throttling(Path::new("/")),
             start: std::time::Instant::now(),
         }
     }
@@ -115,11 +125,22 @@ impl NoiseProbe {
         }
         let busy = others_cpus.is_some_and(|o| o > BUSY_OTHERS_CPUS)
             || steal.is_some_and(|s| s > BUSY_STEAL);
+        let throttled = self
+            .throttling
+            .zip(sys::cgroup_throttling(Path::new("/")))
+            .map(|(a, b)| {
+                (
+                    b.periods.saturating_sub(a.periods),
+                    b.time.saturating_sub(a.time).as_secs_f64(),
+                )
+            });
         Noise {
             loadavg: self.loadavg,
             steal,
             others_cpus,
             busy,
+            throttled_periods: throttled.map(|t| t.0),
+            throttled_s: throttled.map(|t| t.1),
         }
     }
 }

@@ -145,6 +145,7 @@ mod test {
             bimodal: false,
             pinning: None,
             off_place_runs: 0,
+            throttled_s: None,
             times_s: vec![],
         }
     }

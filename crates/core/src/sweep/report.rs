@@ -73,6 +73,10 @@ pub struct ConfigRow {
     /// Measured runs in which a thread was seen outside its planned place.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub off_place_runs: usize,
+    /// Median seconds per run that the cgroup's CPU quota kept the program off the CPUs, when a
+    /// quota throttled any run of this configuration (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
     /// Wall times of the successful runs, seconds, in the order they ran.
     pub times_s: Vec<f64>,
 }
@@ -134,6 +138,13 @@ impl ConfigRow {
                         .is_some_and(PinRecord::is_flagged)
                 })
                 .count(),
+            throttled_s: {
+                let v: Vec<f64> = ok.iter().filter_map(|l| l.noise.throttled_s).collect();
+                v.iter()
+                    .any(|&t| t > 0.0)
+                    .then(|| crate::measure::stats::median(&v))
+                    .flatten()
+            },
             times_s,
         }
     }

@@ -97,11 +97,13 @@ pub(crate) use os::{
     processes, thread_ids, threads,
 };
 
-// The inputs of the CPU budget, and what the budget calls them.
-pub(crate) use os::{LIMIT_NAMES, allowed_cpus, cgroup_limits, isolated_cpus, online_cpus};
+// The inputs of the CPU budget, and what the budget calls them; what a quota throttled.
+pub(crate) use os::{
+    LIMIT_NAMES, allowed_cpus, cgroup_limits, cgroup_throttling, isolated_cpus, online_cpus,
+};
 
 // The host, for the reproducibility record.
-pub(crate) use os::{cpu_governor, cpu_model, host_name, kernel_release};
+pub(crate) use os::{cpu_model, cpu_settings, host_name, kernel_release};
 
 // Rules: what a process is, its nice value, the events of process starts, a daemon's signals.
 pub(crate) use os::{
@@ -373,6 +375,31 @@ pub(crate) struct CgroupQuota {
     pub(crate) file: PathBuf,
 }
 
+/// The kernel's CPU settings that change timings, as `/sys/devices/system/cpu` says them; a field
+/// is `None` where its file is absent (a VM without cpufreq, a kernel without SMT control).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CpuSettings {
+    /// Each CPU's cpufreq governor, by CPU number (empty: no cpufreq).
+    pub(crate) governors: BTreeMap<usize, String>,
+    /// Whether boost (turbo) is on: `cpufreq/boost`, or `intel_pstate/no_turbo` inverted.
+    pub(crate) boost: Option<bool>,
+    /// `smt/control`: `on`, `off`, `forceoff`, `notsupported` or `notimplemented`.
+    pub(crate) smt_control: Option<String>,
+    /// CPUs isolated from the scheduler's load balancing (`isolated`, from `isolcpus=`).
+    pub(crate) isolated: Option<Vec<usize>>,
+    /// CPUs without the periodic tick when one task runs there (`nohz_full`).
+    pub(crate) nohz_full: Option<Vec<usize>>,
+}
+
+/// How much a cgroup CPU quota has throttled its cgroup so far (`cpu.stat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Throttling {
+    /// Periods in which the cgroup was throttled (`nr_throttled`).
+    pub(crate) periods: u64,
+    /// Time its threads were kept off the CPUs (`throttled_usec`, v1 `throttled_time`).
+    pub(crate) time: Duration,
+}
+
 /// The cgroup limits on this process's CPUs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CgroupLimits {
@@ -440,7 +467,8 @@ mod test {
             cgroup_limits: fn(&Path) -> Result<CgroupLimits, SysError>,
             isolated_cpus: fn(&Path) -> Cpus,
             online_cpus: fn(&Path) -> Cpus,
-            cpu_governor: fn(usize) -> Text,
+            cpu_settings: fn(&Path) -> CpuSettings,
+            cgroup_throttling: fn(&Path) -> Option<Throttling>,
             cpu_model: fn() -> Text,
             host_name: fn() -> Text,
             kernel_release: fn() -> Text,

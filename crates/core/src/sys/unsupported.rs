@@ -285,8 +285,14 @@ pub(crate) fn cpu_model() -> Result<String, SysError> {
     unsupported("the CPU model")
 }
 
-pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
-    unsupported("the cpufreq governor")
+/// Nothing known: every setting absent.
+pub(crate) fn cpu_settings(_root: &Path) -> crate::sys::CpuSettings {
+    crate::sys::CpuSettings::default()
+}
+
+/// No cgroups: no quota throttles (a Windows job's CPU rate cap keeps no such count either).
+pub(crate) fn cgroup_throttling(_root: &Path) -> Option<crate::sys::Throttling> {
+    None
 }
 
 /// Without execute permissions to check, any regular file may be a program.

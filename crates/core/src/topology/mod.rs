@@ -50,7 +50,7 @@ mod machine;
 pub use budget::{CgroupCpuset, CpuBudget, Quota};
 pub use facts::{Facts, TOPO_SCHEMA};
 pub use kind::ObjKind;
-pub use machine::{MachineRecord, topology_summary};
+pub use machine::{CpuSettings, MachineRecord, topology_summary};
 
 /// Where a topology comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

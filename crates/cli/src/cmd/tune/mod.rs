@@ -32,7 +32,7 @@ use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::sweep::{
     Progress, RunSettings, SweepError, SweepResults, Target, timestamped_dir,
 };
-use coretune_core::topology::{MachineRecord, topology_summary};
+use coretune_core::topology::{CpuBudget, MachineRecord, topology_summary};
 use coretune_core::workload;
 use coretune_core::{Binding, Topology};
 use coretune_core::{Runner, SweepFolder, SweepReport, SweepSpec};
@@ -87,8 +87,12 @@ fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Resu
         } => new_sweep(&sweep, settings, out.as_deref(), &topo, machine)?,
     };
     let dir = folder.dir().to_path_buf();
-    let record = MachineRecord::gather(topology_summary(&topo), env!("CARGO_PKG_VERSION"));
+    let record = MachineRecord::gather(&topo, env!("CARGO_PKG_VERSION"));
     folder.write_machine(&record, &topo)?;
+    // What makes the timings vary on this machine, one line each (also in machine.json).
+    for warning in record.settings.warnings(&CpuBudget::live(&topo).usable) {
+        eprintln!("coretune: warning: {warning}");
+    }
 
     let stop = ctrl_c(&dir);
     let already = folder.lines().len();

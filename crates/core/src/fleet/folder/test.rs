@@ -13,6 +13,7 @@ fn machine(host: &str) -> MachineRecord {
         kernel: "6.1".into(),
         cpu_model: "test".into(),
         governor: None,
+        settings: Default::default(),
         topology: "1 package, 4 cores".into(),
         tool_version: "0.1.0".into(),
         command: Vec::new(),

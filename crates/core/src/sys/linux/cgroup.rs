@@ -14,7 +14,8 @@ use procfs::{ProcessCGroup, ProcessCGroups};
 
 use super::files::{read_procfs, read_text};
 use crate::sys::parse_list;
-use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError};
+use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError, Throttling};
+use std::time::Duration;
 
 /// The cpuset and every CPU quota of this process's cgroups, read under `root`.
 ///
@@ -135,6 +136,43 @@ fn quotas(root: &Path, lines: &[ProcessCGroup]) -> Vec<CgroupQuota> {
     found
 }
 
+/// How much the CPU quotas on this process's cgroup path have throttled it so far: of every
+/// cgroup with a quota (read under `root`), the one with the most throttled time (`cpu.stat`
+/// beside its quota file: v2 `nr_throttled` and `throttled_usec`, v1 `nr_throttled` and
+/// `throttled_time` in ns). `None` without a quota or where `cpu.stat` cannot be read.
+pub(crate) fn cgroup_throttling(root: &Path) -> Option<Throttling> {
+    let ProcessCGroups(lines) = read_procfs(&root.join("proc/self/cgroup")).ok()?;
+    quotas(root, &lines)
+        .iter()
+        .filter_map(|q| {
+            let dir = root.join(q.file.strip_prefix("/").unwrap_or(&q.file));
+            let text = read_text(&dir.with_file_name("cpu.stat")).ok()?;
+            parse_cpu_stat(&text)
+        })
+        .max_by_key(|t| t.time)
+}
+
+/// `nr_throttled` and the throttled time of a `cpu.stat` (v2 microseconds, v1 nanoseconds).
+fn parse_cpu_stat(text: &str) -> Option<Throttling> {
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            l.strip_prefix(key)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    let time = match value("throttled_usec") {
+        Some(us) => Duration::from_micros(us),
+        None => Duration::from_nanos(value("throttled_time")?),
+    };
+    Some(Throttling {
+        periods: value("nr_throttled")?,
+        time,
+    })
+}
+
 /// Parses cgroup v2 `cpu.max`: `"max 100000"` (no limit) or `"250000 100000"` (quota and
 /// period in microseconds).
 fn parse_cpu_max(text: &str) -> Option<(u64, u64)> {
@@ -207,5 +245,59 @@ mod test {
         write(dir.path(), "proc/self/cgroup", "0::/\n");
         let limits = cgroup_limits(dir.path()).unwrap();
         assert!(limits.cpuset.is_none() && limits.quotas.is_empty());
+    }
+
+    #[test]
+    fn throttling_of_the_most_throttled_quota_v2_and_v1() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "proc/self/cgroup", "0::/a/b\n");
+        // No quota: nothing throttles.
+        assert_eq!(cgroup_throttling(root), None);
+        write(root, "sys/fs/cgroup/a/cpu.max", "150000 100000\n");
+        write(
+            root,
+            "sys/fs/cgroup/a/cpu.stat",
+            "usage_usec 9\nnr_periods 40\nnr_throttled 12\nthrottled_usec 345678\n",
+        );
+        write(root, "sys/fs/cgroup/a/b/cpu.max", "300000 100000\n");
+        write(
+            root,
+            "sys/fs/cgroup/a/b/cpu.stat",
+            "nr_throttled 1\nthrottled_usec 5\n",
+        );
+        assert_eq!(
+            cgroup_throttling(root),
+            Some(Throttling {
+                periods: 12,
+                time: Duration::from_micros(345_678)
+            })
+        );
+        // v1's cpu controller counts nanoseconds.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "proc/self/cgroup", "4:cpu,cpuacct:/job\n");
+        write(
+            root,
+            "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us",
+            "50000\n",
+        );
+        write(
+            root,
+            "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us",
+            "100000\n",
+        );
+        write(
+            root,
+            "sys/fs/cgroup/cpu,cpuacct/job/cpu.stat",
+            "nr_periods 3\nnr_throttled 2\nthrottled_time 7000000\n",
+        );
+        assert_eq!(
+            cgroup_throttling(root),
+            Some(Throttling {
+                periods: 2,
+                time: Duration::from_millis(7)
+            })
+        );
     }
 }

@@ -22,7 +22,7 @@ mod users;
 
 pub(crate) use super::unix_command::{executable_candidates, is_path, shell_command};
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
-pub(crate) use cgroup::cgroup_limits;
+pub(crate) use cgroup::{cgroup_limits, cgroup_throttling};
 pub(crate) use child::{ChildTree, prepare_child};
 
 /// `/proc` of every process, cgroups and the process-event connector: what `coretune rules` and
@@ -65,6 +65,6 @@ pub(crate) use proc::{
 pub(crate) use proc_events::ProcEvents;
 pub(crate) use sched::thread_migrations;
 pub(crate) use signals::{DaemonSignals, exit_signal, forward_signals_to, stopped_by_request};
-pub(crate) use sysfs::{cpu_governor, isolated_cpus, online_cpus};
+pub(crate) use sysfs::{cpu_settings, isolated_cpus, online_cpus};
 pub(crate) use systemd::{systemctl, systemd_booted};
 pub(crate) use users::{effective_uid, user_id};

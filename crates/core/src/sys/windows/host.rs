@@ -75,9 +75,12 @@ pub(crate) fn cpu_model() -> Result<String, SysError> {
     Ok(from_wide(&buf).trim().to_owned())
 }
 
-/// No governor on Windows.
-pub(crate) fn cpu_governor(_cpu: usize) -> Result<String, SysError> {
-    Err(SysError::Unsupported {
-        what: "the cpufreq governor (Windows has power plans instead)",
-    })
+/// Windows has power plans, not cpufreq governors, boost switches or SMT control files, and
+/// isolates no CPUs: nothing is known, so nothing is said (`isolated` is empty, as
+/// `isolated_cpus` says).
+pub(crate) fn cpu_settings(_root: &std::path::Path) -> crate::sys::CpuSettings {
+    crate::sys::CpuSettings {
+        isolated: Some(Vec::new()),
+        ..crate::sys::CpuSettings::default()
+    }
 }
