@@ -18,7 +18,8 @@
 //! - [`workload`]: the built-in workloads, each verifying its own answer;
 //! - [`sweep`]: the engine (runs, search, log, results folder, recommendation, report model);
 //! - [`fleet`]: sweeps on every node type of a Slurm cluster, merged into one report;
-//! - [`enforce`]: keeping a placement in force (rules, CPUs reserved).
+//! - [`enforce`]: keeping a placement in force (rules, CPUs reserved);
+//! - [`doctor`]: what this machine lets each of the above do, and what they do instead.
 //!
 //! The root re-exports the few types nearly every user needs.
 //!
@@ -61,6 +62,8 @@ pub mod sweep;
 pub mod fleet;
 
 pub mod enforce;
+
+pub mod doctor;
 
 #[cfg(test)]
 mod test_util;

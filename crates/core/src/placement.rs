@@ -142,6 +142,11 @@ pub enum Binding {
     Share,
 }
 
+impl Binding {
+    /// Every binding, in the order `--help` lists them.
+    pub const ALL: [Binding; 4] = [Binding::Pu, Binding::Core, Binding::Shared, Binding::Share];
+}
+
 impl fmt::Display for Binding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "sweep",
     "fleet",
     "enforce",
+    "doctor",
 ];
 
 /// Files outside the layers: the crate root (it declares and re-exports them all) and the

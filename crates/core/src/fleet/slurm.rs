@@ -48,6 +48,22 @@ impl Slurm {
         })
     }
 
+    /// Where the commands are, one line (`sbatch, squeue, scontrol, sacct in /usr/bin`).
+    pub fn describe(&self) -> String {
+        let mut dirs: Vec<String> = [&self.sbatch, &self.squeue, &self.scontrol]
+            .into_iter()
+            .chain(&self.sacct)
+            .filter_map(|p| p.parent().map(|d| d.display().to_string()))
+            .collect();
+        dirs.dedup();
+        let sacct = if self.sacct.is_some() {
+            ", sacct"
+        } else {
+            " (no sacct: a job squeue no longer lists is UNKNOWN, told by its results folder)"
+        };
+        format!("sbatch, squeue, scontrol{sacct} in {}", dirs.join(", "))
+    }
+
     /// Submits the batch script at `script`; returns the job id.
     ///
     /// # Errors

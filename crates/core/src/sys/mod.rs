@@ -91,10 +91,11 @@ pub(crate) use os::{
 // Machine-wide activity.
 pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 
-// Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`).
+// Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`);
+// the shared libraries this process has loaded.
 pub(crate) use os::{
-    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, own_threads, own_uid, process_state, process_uid,
-    processes, thread_ids, threads,
+    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, loaded_libraries, own_threads, own_uid,
+    process_state, process_uid, processes, thread_ids, threads,
 };
 
 // The inputs of the CPU budget, and what the budget calls them; what a quota throttled.
@@ -115,12 +116,12 @@ pub(crate) use os::{
 // Files: rules files checked before they are trusted; saved state written durably (the same
 // on every OS).
 pub(crate) use os::{canonical_path, link_meta, read_no_follow};
-pub(crate) use state::{read_if_exists, remove_durably, write_durably};
+pub(crate) use state::{create_private_dir, read_if_exists, remove_durably, write_durably};
 
 // Reserving CPUs: cgroup cpusets and systemd.
 pub(crate) use os::{
-    cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, systemctl, systemd_booted,
-    write_cgroup_file,
+    cgroup_mounts, cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, systemctl,
+    systemd_booted, write_cgroup_file,
 };
 
 /// The descriptor a daemon waits on for process events: a file descriptor where there is one
@@ -254,6 +255,17 @@ pub(crate) enum CgroupVersion {
     V1,
     /// The unified hierarchy.
     V2,
+}
+
+/// A mounted cgroup hierarchy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupMount {
+    /// v1 or v2.
+    pub(crate) version: CgroupVersion,
+    /// Where it is mounted.
+    pub(crate) mount: PathBuf,
+    /// Its controllers (`cpu`, `cpuset`…).
+    pub(crate) controllers: Vec<String>,
 }
 
 /// A mounted hierarchy with the cpuset controller.
@@ -457,6 +469,7 @@ mod test {
             softirqs: fn(&Path) -> Result<BTreeMap<usize, u64>, SysError>,
             load_average: fn() -> Result<f64, SysError>,
             own_threads: fn() -> Result<Vec<ThreadInfo>, SysError>,
+            loaded_libraries: fn() -> Result<Vec<PathBuf>, SysError>,
             own_uid: fn() -> Result<u32, SysError>,
             process_state: fn(&Path, i32) -> Result<char, SysError>,
             process_uid: fn(&Path, i32) -> Result<u32, SysError>,
@@ -488,6 +501,7 @@ mod test {
             link_meta: fn(&Path) -> Result<FileMeta, SysError>,
             canonical_path: fn(&Path) -> Result<PathBuf, SysError>,
             read_no_follow: fn(&Path) -> Result<(String, FileMeta), SysError>,
+            cgroup_mounts: fn(&Path) -> Result<Vec<CgroupMount>, SysError>,
             cpuset_hierarchies: fn(&Path) -> Result<Vec<CpusetHierarchy>, SysError>,
             child_cgroups: fn(&Path) -> Result<Vec<PathBuf>, SysError>,
             cgroup_pids: fn(&Path) -> Result<Vec<i32>, SysError>,

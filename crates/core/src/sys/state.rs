@@ -43,6 +43,16 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SysError> {
     })
 }
 
+/// Creates `dir` and the folders on the way, readable by its owner only on Unix (mode 0700, as
+/// a cache of files one user runs should be); an existing folder is left as it is.
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 /// The bytes of `path`, `None` when there is no such file.
 pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
     match std::fs::read(path) {

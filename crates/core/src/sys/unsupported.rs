@@ -14,8 +14,9 @@ use std::time::Duration;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
-    CgroupLimits, CpuStat, CpusetHierarchy, EventsFd, FileMeta, ProcEvent, ProcessFacts,
-    ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf, Woken,
+    CgroupLimits, CgroupMount, CpuStat, CpusetHierarchy, EventsFd, FileMeta, ProcEvent,
+    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf,
+    Woken,
 };
 
 /// No `/proc`, cgroups or process events here: `rules` and `reserve` are Linux-only.
@@ -391,6 +392,14 @@ pub(crate) fn canonical_path(path: &Path) -> Result<PathBuf, SysError> {
 
 pub(crate) fn read_no_follow(_path: &Path) -> Result<(String, FileMeta), SysError> {
     unsupported("reading a file without following links")
+}
+
+pub(crate) fn cgroup_mounts(_root: &Path) -> Result<Vec<CgroupMount>, SysError> {
+    Ok(Vec::new())
+}
+
+pub(crate) fn loaded_libraries() -> Result<Vec<PathBuf>, SysError> {
+    unsupported("listing the loaded libraries")
 }
 
 pub(crate) fn cpuset_hierarchies(_root: &Path) -> Result<Vec<CpusetHierarchy>, SysError> {

@@ -38,6 +38,11 @@ pub enum Size {
     Large,
 }
 
+impl Size {
+    /// Every size, smallest first.
+    pub const ALL: [Size; 3] = [Size::Small, Size::Default, Size::Large];
+}
+
 impl FromStr for Size {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

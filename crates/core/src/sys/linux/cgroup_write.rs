@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use procfs::process::MountInfos;
 
 use super::files::{read_procfs, read_text};
-use crate::sys::{CgroupVersion, CpusetHierarchy, SysError};
+use crate::sys::{CgroupMount, CgroupVersion, CpusetHierarchy, SysError};
 
-/// Every mounted hierarchy that has the cpuset controller, v2 first; mount points are read from
-/// `root/proc/self/mountinfo` and given under `root` (`/` for the live machine).
-pub(crate) fn cpuset_hierarchies(root: &Path) -> Result<Vec<CpusetHierarchy>, SysError> {
+/// Every mounted cgroup hierarchy with its controllers (v2: those `cgroup.controllers` lists;
+/// v1: the controllers named in the mount options), read from `root/proc/self/mountinfo`, mount
+/// points given under `root` (`/` for the live machine), in mount order.
+pub(crate) fn cgroup_mounts(root: &Path) -> Result<Vec<CgroupMount>, SysError> {
     let MountInfos(mounts) = read_procfs(&root.join("proc/self/mountinfo"))?;
     let mut found = Vec::new();
     for m in mounts {
@@ -21,20 +22,40 @@ pub(crate) fn cpuset_hierarchies(root: &Path) -> Result<Vec<CpusetHierarchy>, Sy
         match m.fs_type.as_str() {
             "cgroup2" => {
                 let controllers = read_text(&mount.join("cgroup.controllers")).unwrap_or_default();
-                if controllers.split_whitespace().any(|c| c == "cpuset") {
-                    found.push(CpusetHierarchy {
-                        version: CgroupVersion::V2,
-                        mount,
-                    });
-                }
+                found.push(CgroupMount {
+                    version: CgroupVersion::V2,
+                    controllers: controllers.split_whitespace().map(str::to_owned).collect(),
+                    mount,
+                });
             }
-            "cgroup" if m.super_options.contains_key("cpuset") => found.push(CpusetHierarchy {
+            "cgroup" => found.push(CgroupMount {
                 version: CgroupVersion::V1,
+                // The super options are the controllers and a few flags (`rw`, `name=`…).
+                controllers: m
+                    .super_options
+                    .keys()
+                    .filter(|k| !matches!(k.as_str(), "rw" | "ro" | "name"))
+                    .filter(|k| !k.contains('='))
+                    .cloned()
+                    .collect(),
                 mount,
             }),
             _ => {}
         }
     }
+    Ok(found)
+}
+
+/// Every mounted hierarchy that has the cpuset controller, v2 first ([`cgroup_mounts`]).
+pub(crate) fn cpuset_hierarchies(root: &Path) -> Result<Vec<CpusetHierarchy>, SysError> {
+    let mut found: Vec<CpusetHierarchy> = cgroup_mounts(root)?
+        .into_iter()
+        .filter(|m| m.controllers.iter().any(|c| c == "cpuset"))
+        .map(|m| CpusetHierarchy {
+            version: m.version,
+            mount: m.mount,
+        })
+        .collect();
     found.sort_by_key(|h| h.version != CgroupVersion::V2);
     Ok(found)
 }

@@ -42,7 +42,8 @@ pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
     no_quota: "no cgroup CPU quota",
 };
 pub(crate) use cgroup_write::{
-    cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file, write_cgroup_file,
+    cgroup_mounts, cgroup_pids, child_cgroups, cpuset_hierarchies, read_cgroup_file,
+    write_cgroup_file,
 };
 pub(crate) use clock::{boot_time_ns, monotonic_ns, ticks_per_second};
 #[cfg(test)]
@@ -58,9 +59,9 @@ pub(crate) use host::{cpu_model, host_name, kernel_release};
 pub(crate) use interrupts::{interrupts, softirqs};
 pub(crate) use priority::{set_task_nice, task_nice};
 pub(crate) use proc::{
-    PROC_DIR, allowed_cpus, load_average, own_cpu_ticks, own_threads, own_uid, peak_rss_bytes,
-    pids, process_cgroups, process_cmdline, process_exe, process_facts, process_state, process_uid,
-    processes, reset_peak_rss, thread_ids, threads,
+    PROC_DIR, allowed_cpus, load_average, loaded_libraries, own_cpu_ticks, own_threads, own_uid,
+    peak_rss_bytes, pids, process_cgroups, process_cmdline, process_exe, process_facts,
+    process_state, process_uid, processes, reset_peak_rss, thread_ids, threads,
 };
 pub(crate) use proc_events::ProcEvents;
 pub(crate) use sched::thread_migrations;

@@ -278,6 +278,25 @@ pub(crate) fn own_cpu_ticks() -> Result<u64, SysError> {
 }
 
 /// The 1-minute load average (`/proc/loadavg`).
+/// The files mapped into this process that are shared libraries (`*.so`, `*.so.N`), each once,
+/// in address order (`/proc/self/maps`).
+pub(crate) fn loaded_libraries() -> Result<Vec<PathBuf>, SysError> {
+    let maps = Process::myself()
+        .and_then(|me| me.maps())
+        .map_err(|e| proc_error(e, Path::new("/proc/self/maps")))?;
+    let mut found: Vec<PathBuf> = Vec::new();
+    for map in maps {
+        if let procfs::process::MMapPath::Path(path) = map.pathname {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let library = name.is_some_and(|n| n.ends_with(".so") || n.contains(".so."));
+            if library && !found.contains(&path) {
+                found.push(path);
+            }
+        }
+    }
+    Ok(found)
+}
+
 pub(crate) fn load_average() -> Result<f64, SysError> {
     let load: LoadAverage = read_procfs(&PathBuf::from(PROC_DIR).join("loadavg"))?;
     // The kernel writes two decimals; procfs parses them into an `f32`. Rounding back to two
