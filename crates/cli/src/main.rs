@@ -7,6 +7,7 @@
 //! (`coretune topo | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod choices;
 mod cmd;
 mod exit;
 mod input;
@@ -18,9 +19,31 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+/// `coretune -V`: the version and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CORETUNE_COMMIT"),
+    ")"
+);
+
+/// `coretune --version`: the same, and where to see the rest.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CORETUNE_COMMIT"),
+    ")\nhwloc, the pinning library and what this machine allows: coretune doctor"
+);
+
 /// How many threads, on which CPUs, with how many running at once: measured.
 #[derive(Debug, Parser)]
-#[command(name = "coretune", version, about, max_term_width = 100)]
+#[command(
+    name = "coretune",
+    version = VERSION,
+    long_version = LONG_VERSION,
+    about,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,6 +84,9 @@ enum Command {
     /// Keep a CPU set (CPU 0 by default) free of every process, through systemd's slices, the
     /// cgroup cpusets or each process; --undo puts back exactly what was there.
     Reserve(cmd::reserve::ReserveArgs),
+    /// Which coretune this is and what this machine lets it do: hwloc and its plugins, the
+    /// pinning library, perf events, cgroups, systemd, the process-event connector, Slurm.
+    Doctor(cmd::doctor::DoctorArgs),
     /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page coretune(1), or with --out DIR write it and one page per command.
@@ -68,6 +94,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The pinning library this binary was built with (`build.rs`; empty where nothing is
+    // preloaded), for when none is installed beside it.
+    coretune_core::program::pin::embed_library(include_bytes!(concat!(
+        env!("OUT_DIR"),
+        "/libcoretune_pin.so"
+    )));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(&args),
@@ -83,6 +115,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => cmd::watch::run(&args),
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Reserve(args) => cmd::reserve::run(&args),
+        Command::Doctor(args) => cmd::doctor::run(&args),
         // Both are generated from the definitions above, which only this file knows in full.
         Command::Completions(args) => cmd::completions::run(&args, Cli::command()),
         Command::Man(args) => cmd::man::run(&args, Cli::command()),

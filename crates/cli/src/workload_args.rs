@@ -1,13 +1,14 @@
 //! Workload options shared by `bench` and `tune`: which built-in workload, its size and its own
 //! parameters.
 
+use crate::choices::one_of;
 use clap::Args;
 use coretune_core::workload::{Size, WorkloadSpec};
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct WorkloadArgs {
     /// Size preset: small (well under a second on one thread), default, large.
-    #[arg(long, value_parser = clap::value_parser!(Size))]
+    #[arg(long, value_parser = one_of(Size::ALL))]
     pub(crate) size: Option<Size>,
     /// raymesh: rays per table (3 tables; default 975065).
     #[arg(long, value_name = "N", help_heading = "Workload parameters")]

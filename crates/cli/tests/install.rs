@@ -229,6 +229,11 @@ fn repository_root() -> PathBuf {
 
 /// `make TARGET DESTDIR=… PREFIX=/usr CORETUNE=<the binary under test>` in the repository root.
 fn make(target: &str, destdir: &Path) -> std::process::Output {
+    make_with(target, destdir, &[])
+}
+
+/// [`make`] with more `VAR=value` arguments.
+fn make_with(target: &str, destdir: &Path, vars: &[&str]) -> std::process::Output {
     let coretune = assert_cmd::cargo::cargo_bin("coretune");
     StdCommand::new("make")
         // Not the settings of a `make test` this may run under.
@@ -242,8 +247,28 @@ fn make(target: &str, destdir: &Path) -> std::process::Output {
         .arg(format!("DESTDIR={}", destdir.display()))
         .arg("PREFIX=/usr")
         .arg(format!("CORETUNE={}", coretune.display()))
+        .args(vars)
         .output()
         .unwrap()
+}
+
+/// The section names `readelf -S` lists for an ELF file.
+fn sections(file: &Path) -> BTreeSet<String> {
+    let out = StdCommand::new("readelf")
+        .args(["-S", "--wide"])
+        .arg(file)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            // `  [ 1] .interp  PROGBITS …`: the name follows the bracketed index.
+            let (_, rest) = line.split_once(']')?;
+            let name = rest.split_whitespace().next()?;
+            name.starts_with('.').then(|| name.to_owned())
+        })
+        .collect()
 }
 
 #[test]
@@ -294,6 +319,14 @@ fn make_install_files_then_uninstall() {
         stdout(&["completions", "fish"])
     );
     assert_eq!(installed("share/man/man1/coretune.1"), stdout(&["man"]));
+    // Installed stripped: no debug information, no symbol table (the dynamic symbols stay).
+    for program in ["bin/coretune", "lib/coretune/libcoretune_pin.so"] {
+        let names = sections(&usr.join(program));
+        assert!(names.contains(".text"), "{program}: {names:?}");
+        for gone in [".debug_info", ".symtab"] {
+            assert!(!names.contains(gone), "{program} keeps {gone}");
+        }
+    }
     let version = StdCommand::new(usr.join("bin/coretune"))
         .arg("--version")
         .output()
@@ -336,4 +369,76 @@ fn make_install_files_then_uninstall() {
         other.exists(),
         "uninstall removed a file it did not install"
     );
+}
+
+#[test]
+fn keep_debug_puts_debug_information_beside_the_stripped_programs() {
+    let destdir = tempfile::tempdir().unwrap();
+    let usr = destdir.path().join("usr");
+    util::pin_library();
+    util::assert_ok(&make_with(
+        "install-files",
+        destdir.path(),
+        &["KEEP_DEBUG=1"],
+    ));
+    for (program, debug) in [
+        ("bin/coretune", "bin/.debug/coretune.debug"),
+        (
+            "lib/coretune/libcoretune_pin.so",
+            "lib/coretune/.debug/libcoretune_pin.so.debug",
+        ),
+    ] {
+        let stripped = sections(&usr.join(program));
+        assert!(
+            !stripped.contains(".debug_info"),
+            "{program} keeps .debug_info"
+        );
+        assert!(stripped.contains(".gnu_debuglink"), "{program}: no link");
+        let kept = sections(&usr.join(debug));
+        assert!(kept.contains(".debug_info"), "{debug}: {kept:?}");
+    }
+    util::assert_ok(&make_with("uninstall", destdir.path(), &["KEEP_DEBUG=1"]));
+    for debug in [
+        "bin/.debug/coretune.debug",
+        "lib/coretune/.debug/libcoretune_pin.so.debug",
+    ] {
+        assert!(!usr.join(debug).exists(), "{debug} left behind");
+    }
+}
+
+#[test]
+fn bash_completion_offers_the_values_of_enum_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coretune.bash");
+    fs::write(&path, stdout(&["completions", "bash"])).unwrap();
+    let complete = |words: &str, cword: usize| -> BTreeSet<String> {
+        let out = StdCommand::new("bash")
+            .arg("-c")
+            .arg(format!(
+                r#"source "$1" && COMP_WORDS=({words}) COMP_CWORD={cword} &&
+                   _coretune coretune "${{COMP_WORDS[$COMP_CWORD]}}" "${{COMP_WORDS[$COMP_CWORD-1]}}" &&
+                   printf '%s\n' "${{COMPREPLY[@]}}""#
+            ))
+            .arg("bash")
+            .arg(&path)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    // `coretune run --place <TAB>`: the policies, not the file names in the folder.
+    let places = complete("coretune run --place ''", 3);
+    for policy in ["os", "compact", "spread", "cores", "round-robin"] {
+        assert!(places.contains(policy), "--place offers {places:?}");
+    }
+    assert!(!places.contains("coretune.bash"), "--place offers files");
+    let binds = complete("coretune run --bind ''", 3);
+    assert!(binds.contains("core"), "--bind offers {binds:?}");
+    let sizes = complete("coretune bench sum --size ''", 4);
+    assert!(sizes.contains("small"), "--size offers {sizes:?}");
 }

@@ -603,3 +603,99 @@ fn tune_records_the_mechanism_and_flags_nothing_when_threads_stay() {
         "{runs:?}"
     );
 }
+
+/// `cargo install --path crates/cli` into an empty root, then the installed binary alone (no
+/// library beside it, none named by `CORETUNE_PIN_LIB`, a new user's empty home) places each
+/// thread: it writes the library it carries to `~/.cache/coretune/` and preloads that.
+/// Debug pass only: the install reuses this build's target folder and profile.
+#[test]
+fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: the cargo install test runs in the debug pass (it reuses its build)");
+        return;
+    }
+    let exe = assert_cmd::cargo::cargo_bin("coretune");
+    // target/debug/coretune → target
+    let target = exe.parent().unwrap().parent().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    build(
+        StdCommand::new(cargo)
+            .args(["install", "--quiet", "--locked", "--offline", "--debug"])
+            .arg("--path")
+            .arg(manifest)
+            .arg("--root")
+            .arg(root.path())
+            .env("CARGO_TARGET_DIR", target)
+            .env_remove("CORETUNE_EMBED_PIN"),
+    );
+    let installed = root.path().join("bin/coretune");
+    let files: Vec<_> = std::fs::read_dir(root.path().join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        files,
+        ["coretune"],
+        "cargo install installs the binary alone"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let prog = gcc(dir.path(), "threads.c", "threads", &[]);
+    let run = |args: &[&str]| {
+        StdCommand::new(&installed)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "run",
+        "--threads",
+        "2",
+        "--place",
+        "compact",
+        "--",
+        prog.to_str().unwrap(),
+        "2",
+        "50",
+    ]);
+    assert_placed("cargo install", &reports(&out), &planned(2, "compact"));
+    assert!(
+        out.stderr.is_empty(),
+        "no warning: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What it preloaded is the copy in the cache folder, and doctor says so.
+    let cache = home.path().join(".cache/coretune");
+    let out = run(&[
+        "run",
+        "--threads",
+        "2",
+        "--place",
+        "compact",
+        "--",
+        "sh",
+        "-c",
+        "echo $LD_PRELOAD",
+    ]);
+    assert_ok(&out);
+    let preloaded = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        Path::new(&preloaded).starts_with(&cache) && Path::new(&preloaded).is_file(),
+        "{preloaded} is not in {}",
+        cache.display()
+    );
+    let doctor = run(&["doctor"]);
+    assert_ok(&doctor);
+    assert!(
+        String::from_utf8_lossy(&doctor.stdout)
+            .contains(&format!("ok       pinning library          {preloaded}")),
+        "{}",
+        String::from_utf8_lossy(&doctor.stdout)
+    );
+}

@@ -2,6 +2,7 @@
 //! that one configuration (`Design::one`, in memory): the same warm-up, counters and statistics
 //! as `tune`, printed run by run, or as one JSON object (`BenchReport`).
 
+use crate::choices::one_of;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -29,15 +30,15 @@ pub(crate) struct BenchArgs {
     /// single steps) while measured throughput improves; default: no throttle.
     #[arg(long, value_name = "K|adaptive")]
     throttle: Option<ThrottleSpec>,
-    /// Placement: os (no pinning), compact, spread, cores, round-robin.
-    #[arg(long, default_value = "os")]
+    /// Placement (os: no pinning).
+    #[arg(long, default_value = "os", value_parser = one_of(Policy::ALL))]
     place: Policy,
     /// Limit the workers to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     cpus: Option<String>,
     /// Each worker's set: its PU, its whole core, one set shared by all workers (shared), or
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
-    #[arg(long, default_value = "pu")]
+    #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
     bind: Binding,
     /// Measured runs.
     #[arg(long, default_value_t = 3, value_name = "R")]

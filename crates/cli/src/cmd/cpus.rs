@@ -1,5 +1,6 @@
 //! `coretune cpus EXPR...`: evaluate a CPU-set expression and print it in one format.
 
+use crate::choices::one_of;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -20,9 +21,8 @@ pub(crate) struct CpusArgs {
     /// operators ~X (remove), xX (intersect), ^X (xor); several arguments apply left to right.
     #[arg(required = true, value_name = "EXPR")]
     expr: Vec<String>,
-    /// Output format: list, hwloc (hex), taskset, windows, powershell, binary, count, json,
-    /// numactl, omp, slurm, systemd, likwid.
-    #[arg(long, default_value = "list", value_name = "FORMAT")]
+    /// Output format (`hex` is hwloc's).
+    #[arg(long, default_value = "list", value_name = "FORMAT", value_parser = one_of(Format::ALL))]
     to: Format,
     /// Object indexes are OS (physical) indexes, as hwloc-calc --pi.
     #[arg(long)]

@@ -6,6 +6,7 @@ pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod completions;
 pub(crate) mod cpus;
+pub(crate) mod doctor;
 pub(crate) mod hwloc;
 pub(crate) mod man;
 pub(crate) mod place;

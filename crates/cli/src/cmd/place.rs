@@ -1,5 +1,6 @@
 //! `coretune place`: which CPUs each of N threads gets, and how to tell other tools.
 
+use crate::choices::one_of;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -18,8 +19,8 @@ pub(crate) struct PlaceArgs {
     /// Number of threads.
     #[arg(long, short = 't')]
     threads: usize,
-    /// Policy: os (no pinning), compact, spread (hwloc-distrib), cores, round-robin.
-    #[arg(long, short = 'p', default_value = "spread")]
+    /// Policy: os is no pinning, spread is hwloc-distrib's.
+    #[arg(long, short = 'p', default_value = "spread", value_parser = one_of(Policy::ALL))]
     policy: Policy,
     /// Limit the placement to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
@@ -29,7 +30,7 @@ pub(crate) struct PlaceArgs {
     physical: bool,
     /// Each thread's set: its PU, its whole core, one set shared by all threads (shared), or its
     /// own part of the CPUs (share: for spread, its hwloc-distrib set).
-    #[arg(long, default_value = "pu")]
+    #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
     bind: Binding,
     /// Print the placement as JSON.
     #[arg(long)]

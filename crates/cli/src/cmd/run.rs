@@ -2,6 +2,7 @@
 //! set — with `--place`, each of its threads on its own place through the preloaded pinning
 //! library — or rebind (`--cpus`) or re-pin (`--place`) a running process (`--pid`).
 
+use crate::choices::one_of;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
@@ -31,15 +32,14 @@ pub(crate) struct RunArgs {
     /// (with --pid: how many places to plan; default, the threads the process has).
     #[arg(long, short = 't')]
     threads: Option<usize>,
-    /// Placement policy for --threads (os, compact, spread, cores, round-robin): the main
-    /// thread on the first place, the k-th thread it creates on place k+1, through the
-    /// preloaded pinning library (or OpenMP's places, or the process CPU set where it cannot
-    /// reach the program: said before it runs).
-    #[arg(long)]
+    /// Placement policy for --threads: the main thread on the first place, the k-th thread it
+    /// creates on place k+1, through the preloaded pinning library (or OpenMP's places, or the
+    /// process CPU set where it cannot reach the program: said before it runs).
+    #[arg(long, value_parser = one_of(Policy::ALL))]
     place: Option<Policy>,
     /// Each thread's set with --place: its PU, its core, one set shared by all threads, or its
     /// own part of the CPUs (share: for spread, its hwloc-distrib set).
-    #[arg(long, default_value = "pu", requires = "place")]
+    #[arg(long, default_value = "pu", requires = "place", value_parser = one_of(Binding::ALL))]
     bind: Binding,
     /// Skip mask with --place, likwid-pin's -s: hex, bit i = the i-th pthread_create makes a
     /// helper thread left unpinned (default: the program's OpenMP runtime's).

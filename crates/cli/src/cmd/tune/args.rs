@@ -9,6 +9,7 @@
 //! there, the workload builds: `mod.rs`, through the engine), then the axes. That is why the axes
 //! stay as given until [`SweepOptions::grid`] lays them over the target's default grid.
 
+use crate::choices::one_of;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "LIST")]
     threads: Option<String>,
     /// Placements to try (default: os,compact,spread,cores).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = one_of(Policy::ALL))]
     place: Option<Vec<Policy>>,
     /// A CPU set to try, as an expression; repeat for several (default: all, and 'all ~pu:0'
     /// when there are more than 2 PUs).
@@ -45,7 +46,7 @@ pub(crate) struct TuneArgs {
     throttle: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
-    #[arg(long, default_value = "pu")]
+    #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
     bind: Binding,
     /// Skip mask for a program's pinned threads, likwid-pin's -s (hex: bit i = the i-th
     /// pthread_create makes a helper left unpinned; default: its OpenMP runtime's).

@@ -1,0 +1,143 @@
+//! `coretune doctor`: the build it describes is this one, it checks every feature that can fall
+//! back, what it says matches the machine, and `--json` says the same as the text.
+// Linux only: it checks against the pinning library built beside the binary, which is Linux's.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::Path;
+use std::process::Command as StdCommand;
+
+use util::assert_ok;
+
+const TOPICS: [&str; 7] = [
+    "hwloc",
+    "pinning library",
+    "perf events",
+    "cgroups",
+    "systemd",
+    "process-event connector",
+    "Slurm",
+];
+
+/// `git rev-parse --short=12 HEAD` in the repository, when it is a git checkout.
+fn head() -> Option<String> {
+    let out = StdCommand::new("git")
+        .arg("-C")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn doctor_names_the_build_and_checks_every_feature_that_falls_back() {
+    let lib = util::pin_library();
+    let out = util::coretune()
+        .arg("doctor")
+        .env("CORETUNE_PIN_LIB", &lib)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap();
+    let commit = head().unwrap_or_else(|| "unknown".to_owned());
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    assert!(
+        first.starts_with(&format!(
+            "coretune {} (commit {commit}), {profile} build for ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{first}"
+    );
+    // `-V` names the same commit; `--version` also points here.
+    let version = util::coretune().arg("--version").output().unwrap();
+    assert_ok(&version);
+    let version = String::from_utf8(version.stdout).unwrap();
+    assert!(version.contains(&format!("(commit {commit})")), "{version}");
+    assert!(version.contains("coretune doctor"), "{version}");
+
+    let json = util::coretune()
+        .args(["doctor", "--json"])
+        .env("CORETUNE_PIN_LIB", &lib)
+        .output()
+        .unwrap();
+    assert_ok(&json);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["coretune"]["commit"], commit.as_str());
+    let checks = json["checks"].as_array().unwrap();
+    let topics: Vec<&str> = checks
+        .iter()
+        .map(|c| c["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(topics, TOPICS);
+    let check = |topic: &str| checks.iter().find(|c| c["topic"] == topic).unwrap();
+    // The text says the same: one line per check, `ok` or `missing`, then what was found.
+    for c in checks {
+        let state = if c["ok"].as_bool().unwrap() {
+            "ok"
+        } else {
+            "missing"
+        };
+        let line = text
+            .lines()
+            .find(|l| {
+                l.split_whitespace().next() == Some(state)
+                    && l.contains(c["topic"].as_str().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no `{state}` line for {}: {text}", c["topic"]));
+        assert!(line.ends_with(c["found"].as_str().unwrap()), "{line}");
+        assert_eq!(c["instead"].is_string(), !c["ok"].as_bool().unwrap(), "{c}");
+    }
+    // What it found is the machine's.
+    assert_eq!(check("pinning library")["ok"], true);
+    assert_eq!(
+        check("pinning library")["found"],
+        std::path::absolute(&lib)
+            .unwrap()
+            .to_string_lossy()
+            .as_ref()
+    );
+    assert_eq!(
+        check("systemd")["ok"],
+        Path::new("/run/systemd/system").is_dir()
+    );
+    assert_eq!(check("hwloc")["ok"], true);
+    if let Ok(info) = StdCommand::new("hwloc-info").arg("--version").output() {
+        // `hwloc-info 2.9.0`: the tools and the library are one hwloc.
+        let version = String::from_utf8_lossy(&info.stdout);
+        let version = version.split_whitespace().last().unwrap_or_default();
+        let found = check("hwloc")["found"].as_str().unwrap();
+        assert!(found.starts_with(&format!("hwloc {version}")), "{found}");
+    }
+}
+
+#[test]
+fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
+    let out = util::coretune()
+        .arg("doctor")
+        .env("CORETUNE_PIN_LIB", "/nonexistent/libcoretune_pin.so")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("pinning library"))
+        .unwrap();
+    assert!(line.starts_with("missing "), "{line}");
+    assert!(
+        line.ends_with("CORETUNE_PIN_LIB=/nonexistent/libcoretune_pin.so is not a file"),
+        "{line}"
+    );
+    assert!(text.contains("instead: `run --place`"), "{text}");
+}
