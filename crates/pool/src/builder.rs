@@ -36,7 +36,22 @@ pub struct ThreadPoolBuilder {
     steal_order: Option<Vec<Vec<usize>>>,
     panic_handler: Option<PanicHandler>,
     throttle: Option<Arc<Throttle>>,
+    /// With a placement from the environment: the place of the thread that builds the pool.
+    caller_place: Option<Vec<usize>>,
 }
+
+/// The variable [`ThreadPoolBuilder::from_env`] reads the number of workers from; coretune
+/// sets it for each program it runs (`coretune run --threads N`, `coretune tune`).
+pub const NUM_THREADS_VAR: &str = "CORETUNE_NUM_THREADS";
+
+/// Where a program built with [`ThreadPoolBuilder::from_env`] says so: a section of its own
+/// in the executable, which coretune looks for (`coretune_core::program::pin`) to tell the
+/// user that the pool, not the preloaded library, places the pool's workers. Read once by
+/// `from_env`, so that the linker keeps it exactly in the programs that call it.
+#[cfg(target_os = "linux")]
+#[unsafe(link_section = ".coretune_pool")]
+#[used]
+static FROM_ENV_MARKER: [u8; 16] = *b"coretune-pool/1\0";
 
 impl std::fmt::Debug for ThreadPoolBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,6 +64,7 @@ impl std::fmt::Debug for ThreadPoolBuilder {
             .field("steal_order", &self.steal_order)
             .field("panic_handler", &self.panic_handler.is_some())
             .field("throttle", &self.throttle)
+            .field("caller_place", &self.caller_place)
             .finish()
     }
 }
@@ -64,6 +80,100 @@ impl ThreadPoolBuilder {
     /// ```
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A builder configured from the environment coretune hands a program it runs
+    /// (`coretune run --threads N --place …`, each run of `coretune tune`), as rayon reads
+    /// `RAYON_NUM_THREADS` and an OpenMP runtime reads `OMP_PLACES`:
+    ///
+    /// - **Workers**: `CORETUNE_NUM_THREADS` ([`NUM_THREADS_VAR`]); unset or empty, the CPU
+    ///   budget ([`num_threads`](Self::num_threads)). coretune sets it to the threads of the
+    ///   program *besides its main thread* (`--threads 4`: 3 workers and the main thread,
+    ///   which runs scope bodies and `join`'s first closure itself; at least one worker), so
+    ///   that the program runs the number of threads coretune measured.
+    /// - **Places**: `CORETUNE_PIN`'s `places=` list when set (coretune sets it, and clears
+    ///   `OMP_PLACES`, when it preloads its pinning library), else `OMP_PLACES` in any form the
+    ///   OpenMP specification allows (`{0},{1}`, `{0:2}`, `{0}:4:2`, `{0:2}:4:2`, `!`
+    ///   exclusions, `threads`, `cores(4)`, `ll_caches`, `numa_domains`, `sockets`) unless
+    ///   `OMP_PROC_BIND` is `false`. Places are counted as the program's threads, as
+    ///   likwid-pin, OpenMP and coretune's pinning library count them: the thread that builds
+    ///   the pool is thread 0, on place 0 (where [`build`](Self::build) binds it, as an
+    ///   OpenMP runtime binds its initial thread), and worker `i` is thread `i + 1`, on place
+    ///   `(i + 1) mod P`. So under `coretune run --threads 2 --place compact` the main
+    ///   thread has CPU 0 and the one worker CPU 1.
+    ///
+    /// **One owner.** With the pinning library preloaded, the library pins each thread as it
+    /// is created, counting creations, and then each worker pins itself to its place before
+    /// it runs anything: the pool has the last word for its own workers, even when the
+    /// program made other threads first (which shifts the library's count). coretune sees
+    /// that the program calls `from_env` (a marker section in the executable) and says before
+    /// it runs that the pool places its workers.
+    ///
+    /// # Errors
+    ///
+    /// A variable that is set but does not parse, naming it, its value and where it fails.
+    ///
+    /// ```
+    /// // As coretune runs a program: `coretune run --threads 2 --place compact -- ./app`.
+    /// let builder = coretune_pool::ThreadPoolBuilder::from_env()?;
+    /// let pool = builder.build()?;
+    /// assert!(pool.num_threads() >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ThreadPoolBuildError> {
+        #[cfg(target_os = "linux")]
+        // SAFETY: a plain read of a static the program owns; volatile, so that it is kept.
+        let _ = unsafe { std::ptr::read_volatile(&raw const FROM_ENV_MARKER) };
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) with the variables `var(name)` gives.
+    pub(crate) fn from_vars(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ThreadPoolBuildError> {
+        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let invalid = |name: &str, value: &str, why: String| {
+            ThreadPoolBuildError(ErrorKind::Environment {
+                var: name.to_owned(),
+                value: value.to_owned(),
+                why,
+            })
+        };
+        let mut builder = Self::new();
+        if let Some(value) = set(NUM_THREADS_VAR) {
+            match value.trim().parse::<usize>() {
+                Ok(n) if n > 0 => builder.num_threads = n,
+                _ => {
+                    return Err(invalid(
+                        NUM_THREADS_VAR,
+                        &value,
+                        "not a positive whole number".to_owned(),
+                    ));
+                }
+            }
+        }
+        let places = if let Some(plan) = set("CORETUNE_PIN") {
+            Some(
+                crate::places::parse_coretune_plan(&plan)
+                    .map_err(|why| invalid("CORETUNE_PIN", &plan, why))?,
+            )
+        } else if let Some(places) = set("OMP_PLACES").filter(|_| {
+            set("OMP_PROC_BIND").is_none_or(|b| !b.trim().eq_ignore_ascii_case("false"))
+        }) {
+            Some(
+                crate::places::parse_omp_places(&places, crate::places::abstract_places)
+                    .map_err(|why| invalid("OMP_PLACES", &places, why))?,
+            )
+        } else {
+            None
+        };
+        if let Some(mut places) = places {
+            builder.caller_place = Some(places[0].clone());
+            // Worker i takes place i + 1 (wrapping): `cpus` hands out set `i % len`.
+            places.rotate_left(1);
+            builder.cpus = Some(places);
+        }
+        Ok(builder)
     }
 
     /// Number of workers; 0 (the default) means the process's CPU budget, as
@@ -90,7 +200,8 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// Names worker `i` `name(i)`.
+    /// Names worker `i` `name(i)` (default: `coretune-pool-{i}`, as `top -H` and
+    /// `coretune watch` show it).
     ///
     /// ```
     /// let pool = coretune_pool::ThreadPoolBuilder::new()
@@ -289,9 +400,10 @@ impl ThreadPoolBuilder {
         let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
         for (index, local) in locals.into_iter().enumerate() {
             let mut thread = std::thread::Builder::new();
-            if let Some(name) = &mut self.thread_name {
-                thread = thread.name(name(index));
-            }
+            thread = thread.name(match &mut self.thread_name {
+                Some(name) => name(index),
+                None => format!("coretune-pool-{index}"),
+            });
             if let Some(bytes) = self.stack_size {
                 thread = thread.stack_size(bytes);
             }
@@ -326,6 +438,15 @@ impl ThreadPoolBuilder {
                 return Err(ThreadPoolBuildError(ErrorKind::Pin {
                     worker,
                     cpus: sets[worker].clone(),
+                    error,
+                }));
+            }
+        }
+        if let Some(place) = &self.caller_place {
+            if let Err(error) = crate::sys::pin_current_thread(place) {
+                stop(&registry, threads);
+                return Err(ThreadPoolBuildError(ErrorKind::PinCaller {
+                    cpus: place.clone(),
                     error,
                 }));
             }
@@ -401,6 +522,15 @@ enum ErrorKind {
         victim: usize,
     },
     NoCpuSets,
+    Environment {
+        var: String,
+        value: String,
+        why: String,
+    },
+    PinCaller {
+        cpus: Vec<usize>,
+        error: std::io::Error,
+    },
     EmptyCpuSet {
         worker: usize,
     },
@@ -424,6 +554,15 @@ impl std::fmt::Display for ThreadPoolBuildError {
                 "steal order of worker {worker} names worker {victim}, which is itself or out of range"
             ),
             ErrorKind::NoCpuSets => f.write_str("the list of per-worker CPU sets is empty"),
+            ErrorKind::Environment { var, value, why } => write!(f, "{var}={value:?}: {why}"),
+            ErrorKind::PinCaller { cpus, .. } => {
+                let list: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "could not bind the building thread to its place, CPUs {}",
+                    list.join(",")
+                )
+            }
             ErrorKind::EmptyCpuSet { worker } => write!(f, "CPU set {worker} is empty"),
             ErrorKind::Pin { worker, cpus, .. } => {
                 let list: Vec<String> = cpus.iter().map(ToString::to_string).collect();
@@ -441,7 +580,9 @@ impl std::fmt::Display for ThreadPoolBuildError {
 impl std::error::Error for ThreadPoolBuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.0 {
-            ErrorKind::Spawn(error) | ErrorKind::Pin { error, .. } => Some(error),
+            ErrorKind::Spawn(error)
+            | ErrorKind::Pin { error, .. }
+            | ErrorKind::PinCaller { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -450,6 +591,67 @@ impl std::error::Error for ThreadPoolBuildError {
 #[cfg(test)]
 mod tests {
     use super::{ThreadPoolBuilder, round_robin};
+
+    fn from(vars: &[(&str, &str)]) -> Result<ThreadPoolBuilder, String> {
+        ThreadPoolBuilder::from_vars(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn from_env_reads_workers_and_numbers_places_as_the_programs_threads() {
+        let b = from(&[("CORETUNE_NUM_THREADS", "3")]).unwrap();
+        assert_eq!((b.num_threads, &b.cpus, &b.caller_place), (3, &None, &None));
+        // The library's plan wins over OMP_PLACES; the building thread takes place 0,
+        // worker i place i + 1 (wrapping).
+        let b = from(&[
+            ("CORETUNE_PIN", "places=0/1/2,3 skip=0x0"),
+            ("OMP_PLACES", "{7}"),
+        ])
+        .unwrap();
+        assert_eq!(b.caller_place, Some(vec![0]));
+        assert_eq!(b.cpus, Some(vec![vec![1], vec![2, 3], vec![0]]));
+        let b = from(&[("OMP_PLACES", "{4}:2:2"), ("OMP_PROC_BIND", "close")]).unwrap();
+        assert_eq!(
+            (b.caller_place, b.cpus),
+            (Some(vec![4]), Some(vec![vec![6], vec![4]]))
+        );
+        // OMP_PROC_BIND=false: OpenMP does not bind, nor does the pool.
+        let b = from(&[("OMP_PLACES", "{0},{1}"), ("OMP_PROC_BIND", "FALSE")]).unwrap();
+        assert_eq!(b.cpus, None);
+        // Empty is unset.
+        assert_eq!(
+            from(&[("CORETUNE_NUM_THREADS", " ")]).unwrap().num_threads,
+            0
+        );
+    }
+
+    #[test]
+    fn from_env_names_the_variable_that_does_not_parse() {
+        for (vars, says) in [
+            (
+                [("CORETUNE_NUM_THREADS", "0")],
+                "CORETUNE_NUM_THREADS=\"0\": not a positive whole number",
+            ),
+            (
+                [("CORETUNE_NUM_THREADS", "two")],
+                "CORETUNE_NUM_THREADS=\"two\": not a positive whole number",
+            ),
+            (
+                [("OMP_PLACES", "{0")],
+                "OMP_PLACES=\"{0\": expected `}` at byte 2",
+            ),
+            (
+                [("CORETUNE_PIN", "skip=0x1")],
+                "CORETUNE_PIN=\"skip=0x1\": no places= item",
+            ),
+        ] {
+            assert_eq!(from(&vars).unwrap_err(), says);
+        }
+    }
 
     #[test]
     fn round_robin_skips_self() {

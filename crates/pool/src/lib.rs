@@ -47,6 +47,7 @@ mod job;
 mod latch;
 #[cfg(all(feature = "peers", not(loom)))]
 pub mod peers;
+mod places;
 mod registry;
 mod ring;
 mod scope;
@@ -62,7 +63,7 @@ mod worker;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+pub use builder::{NUM_THREADS_VAR, ThreadPoolBuildError, ThreadPoolBuilder};
 pub use group::thread_group;
 pub use scope::Scope;
 pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};

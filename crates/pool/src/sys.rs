@@ -39,6 +39,33 @@ mod imp {
         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
     }
 
+    /// The CPUs the calling thread may run on, ascending.
+    pub(crate) fn current_affinity() -> std::io::Result<Vec<usize>> {
+        const WORD_BITS: usize = libc::c_ulong::BITS as usize;
+        // Doubled until the kernel's mask fits (EINVAL: too short).
+        let mut words: Vec<libc::c_ulong> =
+            vec![0; std::mem::size_of::<libc::cpu_set_t>() / (WORD_BITS / 8)];
+        loop {
+            let bytes = std::mem::size_of_val(words.as_slice());
+            // SAFETY: `words` is a live, writable buffer of `bytes` bytes; the kernel writes
+            // at most that many, and `cpu_set_t` is an array of `unsigned long`.
+            let rc = unsafe {
+                libc::sched_getaffinity(0, bytes, words.as_mut_ptr().cast::<libc::cpu_set_t>())
+            };
+            if rc == 0 {
+                break;
+            }
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EINVAL) || words.len() > 1 << 16 {
+                return Err(error);
+            }
+            words.resize(words.len() * 2, 0);
+        }
+        Ok((0..words.len() * WORD_BITS)
+            .filter(|&cpu| words[cpu / WORD_BITS] & (1 << (cpu % WORD_BITS)) != 0)
+            .collect())
+    }
+
     /// Binds the calling thread to `cpus` (OS CPU numbers).
     pub(crate) fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
         const WORD_BITS: usize = libc::c_ulong::BITS as usize;
@@ -120,4 +147,6 @@ mod imp {
     }
 }
 
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) use imp::current_affinity;
 pub(crate) use imp::{heavy_barrier, pin_current_thread, register};
