@@ -699,3 +699,86 @@ fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
         String::from_utf8_lossy(&doctor.stdout)
     );
 }
+
+/// The pool crate's example built on `ThreadPoolBuilder::from_env`, built now with this
+/// test's profile (as [`pin_library`] builds the library).
+fn pool_program() -> PathBuf {
+    let exe = assert_cmd::cargo::cargo_bin("coretune");
+    let dir = exe.parent().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = StdCommand::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "coretune-pool",
+        "--example",
+        "placed",
+    ])
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    build(&mut cmd);
+    let program = dir.join("examples/placed");
+    assert!(program.is_file(), "{} was not built", program.display());
+    program
+}
+
+/// A program built on coretune-pool under `coretune run --threads N --place`: its main thread
+/// and each worker on the place coretune planned for them (the main thread first, worker i on
+/// place i + 1), with the pinning library and without it (the pool then reads OMP_PLACES),
+/// and when the program made a thread of its own before the pool (which shifts the library's
+/// count: the pool has the last word for its workers). coretune says who pinned what.
+#[test]
+fn a_program_on_coretune_pool_has_its_main_thread_and_each_worker_on_its_place() {
+    let prog = pool_program();
+    let p = pus();
+    for (library, says) in [
+        (
+            true,
+            "the pool pins its workers (places 1, 2, …), the pinning library its main thread",
+        ),
+        (
+            false,
+            "its coretune-pool pins its workers and the thread that builds it from OMP_PLACES",
+        ),
+    ] {
+        for n in [2, p + 1] {
+            for early in [false, true] {
+                let what = format!("library {library}, {n} threads, early thread {early}");
+                let mut extra: Vec<&str> = vec!["50"];
+                if early {
+                    extra.push("early");
+                }
+                let out = coretune()
+                    .args([
+                        "run",
+                        "--threads",
+                        &n.to_string(),
+                        "--place",
+                        "compact",
+                        "--",
+                    ])
+                    .arg(&prog)
+                    .args(&extra)
+                    .env_remove("OMP_PLACES")
+                    .env_remove("OMP_PROC_BIND")
+                    .env_remove("LD_PRELOAD")
+                    .envs(
+                        (!library)
+                            .then_some(("CORETUNE_PIN_LIB", "/nonexistent/libcoretune_pin.so")),
+                    )
+                    .output()
+                    .unwrap();
+                let got = reports(&out);
+                // N threads in all: the main thread and N - 1 workers.
+                assert_eq!(got.len(), n, "{what}");
+                assert_placed(&what, &got, &planned(n, "compact"));
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(stderr.contains(says), "{what}: {stderr}");
+                assert!(!stderr.contains("warning"), "{what}: {stderr}");
+            }
+        }
+    }
+}

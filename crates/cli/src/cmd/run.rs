@@ -110,6 +110,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if let Some(warning) = &how.warning {
                 eprintln!("coretune: warning: {warning}");
             }
+            if let Some(note) = &how.note {
+                eprintln!("coretune: {note}");
+            }
             let preload = std::env::var("LD_PRELOAD").ok();
             cmd.envs(how.env(n, p, preload.as_deref()));
             for name in how.cleared_env() {

@@ -14,6 +14,12 @@
 //! | `GOMAXPROCS` | Go runtime | N |
 //! | `TOKIO_WORKER_THREADS` | Rust tokio's multi-thread runtime (`#[tokio::main]`) | N |
 //! | `TBB_NUM_THREADS` | programs that size oneTBB's arena from it (oneTBB itself reads no variable) | N |
+//! | `CORETUNE_NUM_THREADS` | coretune-pool's `ThreadPoolBuilder::from_env` | N − 1, at least 1 |
+//!
+//! `CORETUNE_NUM_THREADS` counts workers and leaves out the main thread, which runs scope
+//! bodies and `join`'s first closure itself and has the plan's first place: N threads in all,
+//! each on its own place, as OpenMP's N counts its initial thread. (rayon's N counts workers
+//! only, its calling thread blocks; for N = 1 the pool still needs its one worker.)
 
 use crate::placement::Placement;
 
@@ -36,6 +42,10 @@ pub fn thread_env(threads: usize, placement: Option<&Placement>) -> Vec<(&'stati
     .into_iter()
     .map(|k| (k, n.clone()))
     .collect();
+    env.push((
+        "CORETUNE_NUM_THREADS",
+        threads.saturating_sub(1).max(1).to_string(),
+    ));
     if let Some(p) = placement {
         if let Some(places) = p.omp_places() {
             env.push(("OMP_PLACES", places));
@@ -65,6 +75,15 @@ mod test {
         ] {
             assert_eq!(get(k), Some("2"), "{k}");
         }
+        // coretune-pool's workers: the main thread is the other one.
+        assert_eq!(get("CORETUNE_NUM_THREADS"), Some("1"));
+        let count = |n: usize| {
+            thread_env(n, None)
+                .into_iter()
+                .find(|(k, _)| *k == "CORETUNE_NUM_THREADS")
+                .map(|(_, v)| v)
+        };
+        assert_eq!((count(1), count(8)), (Some("1".into()), Some("7".into())));
         assert_eq!(get("OMP_PLACES"), Some("{0},{2}"));
         assert_eq!(get("OMP_PROC_BIND"), Some("close"));
         let unpinned = thread_env(2, None);

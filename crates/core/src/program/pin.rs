@@ -52,6 +52,9 @@ pub const PLAN_VAR: &str = "CORETUNE_PIN";
 pub const LIB_VAR: &str = "CORETUNE_PIN_LIB";
 /// The library's file name.
 pub const LIB_FILE: &str = "libcoretune_pin.so";
+/// The section a program that builds coretune-pool from the environment carries
+/// (`coretune_pool::ThreadPoolBuilder::from_env`).
+const POOL_SECTION: &str = ".coretune_pool";
 
 /// How a placement reached a program's threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -229,6 +232,9 @@ pub struct ProgramInfo {
     pub obstacle: Option<Obstacle>,
     /// The OpenMP runtime it links against directly, if any.
     pub openmp: Option<OpenMpRuntime>,
+    /// It builds a coretune-pool from the environment (`ThreadPoolBuilder::from_env`, which
+    /// leaves a `.coretune_pool` section in the executable): the pool places its own workers.
+    pub pool: bool,
 }
 
 /// Reads the program's ELF headers: `PT_INTERP` (none: static; musl's loader), `DT_NEEDED`
@@ -245,6 +251,7 @@ fn inspect(path: &Path, depth: usize) -> ProgramInfo {
         path: path.to_path_buf(),
         obstacle: None,
         openmp: None,
+        pool: false,
     };
     let Ok(program) = sys::open_program(path) else {
         return info;
@@ -307,6 +314,7 @@ fn read_elf<Elf: FileHeader<Endian = Endianness>>(cache: &ReadCache<File>, info:
     let needed = needed_libraries(&file);
     info.openmp = needed.iter().find_map(|n| OpenMpRuntime::of_library(n));
     let go = file.section_by_name(".go.buildinfo").is_some();
+    info.pool = file.section_by_name(POOL_SECTION).is_some();
     let libc = needed
         .iter()
         .any(|n| n.starts_with("libc.so") || n.starts_with("libpthread.so"));
@@ -472,6 +480,9 @@ pub struct PerThread {
     pub skip: SkipMask,
     /// Why per-thread placement falls back, in one line, when it does.
     pub warning: Option<String>,
+    /// Who places which threads, in one line, when the program places some itself (its
+    /// coretune-pool reads the plan: [`pool_note`]).
+    pub note: Option<String>,
     library: Option<PathBuf>,
     places: Vec<Vec<usize>>,
 }
@@ -490,16 +501,19 @@ pub fn per_thread(
         mechanism: Mechanism::ProcessSet,
         skip: SkipMask(0),
         warning: None,
+        note: None,
         library: None,
         places: placement.thread_cpus(),
     };
     if !placement.is_pinned() || placement.binding == Binding::Shared {
         return out;
     }
+    out.note = pool_note(program, library);
     match (fallback(program, library), library) {
         (Some((mechanism, warning)), _) => {
             out.mechanism = mechanism;
-            out.warning = Some(warning);
+            // A program whose pool reads the plan is placed all the same: the note says how.
+            out.warning = out.note.is_none().then_some(warning);
         }
         (None, Ok(lib)) => {
             out.mechanism = Mechanism::Preload;
@@ -516,6 +530,32 @@ pub fn per_thread(
     out
 }
 
+/// Who places a program's threads when it builds its coretune-pool from the environment
+/// (`ThreadPoolBuilder::from_env`): with the library, the pool pins its workers (after the
+/// library, so it has the last word) and the library the main thread and the program's other
+/// threads; without it, the pool reads `OMP_PLACES` and binds its workers and the thread that
+/// builds it. `None` for any other program.
+pub fn pool_note(program: &ProgramInfo, library: Result<&Path, &str>) -> Option<String> {
+    if !program.pool {
+        return None;
+    }
+    let name = program.path.display();
+    Some(match (&program.obstacle, library) {
+        (None, Ok(_)) => format!(
+            "{name} builds its coretune-pool from the environment: the pool pins its workers \
+             (places 1, 2, …), the pinning library its main thread (place 0) and its other threads"
+        ),
+        (Some(o), _) => format!(
+            "{name}: {o}: its coretune-pool pins its workers and the thread that builds it from \
+             OMP_PLACES; its other threads share the placement's CPUs"
+        ),
+        (None, Err(why)) => format!(
+            "{name}: {why}: its coretune-pool pins its workers and the thread that builds it \
+             from OMP_PLACES; its other threads share the placement's CPUs"
+        ),
+    })
+}
+
 /// What a pinned placement falls back to when the library cannot reach `program` (or is not
 /// found), with the one-line warning to show before it runs; `None` when the library can be
 /// preloaded.
@@ -528,7 +568,7 @@ pub fn fallback(
         (None, Err(why)) => Obstacle::NoLibrary(why.to_owned()),
         (None, Ok(_)) => return None,
     };
-    let (mechanism, what) = if program.openmp.is_some() {
+    let (mechanism, what) = if program.openmp.is_some() || program.pool {
         (
             Mechanism::Openmp,
             "OpenMP's places pin its OpenMP threads, its other threads share the placement's CPUs",
@@ -839,6 +879,7 @@ mod test {
             path: "/bin/x".into(),
             obstacle: None,
             openmp: Some(OpenMpRuntime::Intel),
+            pool: false,
         };
         let lib = Path::new("/lib/coretune/libcoretune_pin.so");
         let pt = per_thread(&fine, Ok(lib), &p, None);
@@ -919,6 +960,7 @@ mod test {
             path: "/bin/x".into(),
             obstacle: None,
             openmp: None,
+            pool: false,
         };
         let pt = per_thread(&fine, Ok(Path::new("/l.so")), &p, Some(SkipMask(0b10)));
         let sample = |threads| Sample {

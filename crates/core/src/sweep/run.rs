@@ -231,7 +231,30 @@ impl<'t> Runner<'t> {
         if !pinned || self.settings.binding == Binding::Shared {
             return None;
         }
-        pin::fallback(program, library.as_deref().map_err(String::as_str)).map(|(_, w)| w)
+        let library = library.as_deref().map_err(String::as_str);
+        if program.pool {
+            // Placed all the same: `pinning_note` says how.
+            return None;
+        }
+        pin::fallback(program, library).map(|(_, w)| w)
+    }
+
+    /// Who places which threads, to show before a sweep of `grid` with pinned placements,
+    /// when the program builds its coretune-pool from the environment ([`pin::pool_note`]).
+    pub fn pinning_note(&self, grid: &Grid) -> Option<String> {
+        let Prepared::Command {
+            program: Some(program),
+            library,
+            ..
+        } = &self.prepared
+        else {
+            return None;
+        };
+        let pinned = grid.places.iter().any(|p| p.is_pinned());
+        if !pinned || self.settings.binding == Binding::Shared {
+            return None;
+        }
+        pin::pool_note(program, library.as_deref().map_err(String::as_str))
     }
 
     /// Makes one run of `config`.
@@ -271,6 +294,7 @@ impl<'t> Runner<'t> {
                                 path: path.into(),
                                 obstacle: None,
                                 openmp: None,
+                                pool: false,
                             });
                         &inspected
                     }

@@ -219,6 +219,9 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
     }
+    if let Some(note) = runner.pinning_note(grid) {
+        eprintln!("coretune: {note}");
+    }
     Ok(())
 }
 
