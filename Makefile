@@ -13,7 +13,7 @@
 CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
-.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs \
+.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs pool-package \
 	install install-files uninstall vm-tests vm-run vm-shell windows test-windows
 
 tune: setup build
@@ -28,7 +28,7 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
-test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs test-windows
+test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs pool-package test-windows
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -48,6 +48,11 @@ bench-smoke:
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
+
+# coretune-pool as crates.io would ship it: packaged with its licenses, and the README's examples
+# compiled as pasted by an outside crate (scripts/check-pool-package.sh).
+pool-package:
+	CARGO='$(CARGO)' scripts/check-pool-package.sh
 
 # Windows (x86_64-pc-windows-gnu), built here and run under Wine (scripts/windows.sh: it installs
 # Debian's Rust 1.96 with its std source, mingw and Wine, and cross-builds hwloc once).
