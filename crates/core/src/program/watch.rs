@@ -381,7 +381,7 @@ pub struct ThreadSummary {
     pub pid: i32,
     /// Its thread id.
     pub tid: i32,
-    /// Its name (as last seen).
+    /// Its name. A thread that execs another program has one summary per name.
     pub name: String,
     /// CPU number → samples that found the thread there.
     pub cpus_seen: BTreeMap<usize, u64>,
@@ -450,10 +450,21 @@ pub fn summarize(samples: &[Sample]) -> WatchSummary {
         .first()
         .map(|s| s.threads.iter().map(|t| t.tid).collect())
         .unwrap_or_default();
-    let mut threads: BTreeMap<i32, (ThreadSummary, Option<u64>)> = BTreeMap::new();
+    // One entry per thread and name: a thread that execs another program (a forked child
+    // becoming `sh`) is two entries, so that the samples taken before the exec — before a
+    // launcher applied the CPU set, say — are not reported under the new program's name.
+    let mut threads: BTreeMap<(i32, String), (ThreadSummary, Option<u64>)> = BTreeMap::new();
+    let mut known: BTreeSet<i32> = first_tids.clone();
     for s in samples {
         for t in &s.threads {
-            let (sum, first) = threads.entry(t.tid).or_insert_with(|| {
+            let (sum, first) = threads.entry((t.tid, t.name.clone())).or_insert_with(|| {
+                // Counted from here for a thread seen before (or in the first sample);
+                // from its start for a thread that started during the watch.
+                let base = if known.insert(t.tid) {
+                    Some(0)
+                } else {
+                    t.migrations
+                };
                 (
                     ThreadSummary {
                         pid: t.pid,
@@ -462,14 +473,9 @@ pub fn summarize(samples: &[Sample]) -> WatchSummary {
                         cpus_seen: BTreeMap::new(),
                         migrations: None,
                     },
-                    if first_tids.contains(&t.tid) {
-                        t.migrations
-                    } else {
-                        Some(0)
-                    },
+                    base,
                 )
             });
-            sum.name.clone_from(&t.name);
             *sum.cpus_seen.entry(t.cpu).or_insert(0) += 1;
             sum.migrations = t.migrations.map(|m| m.saturating_sub(first.unwrap_or(0)));
         }

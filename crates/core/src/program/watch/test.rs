@@ -147,3 +147,36 @@ fn places_group_pus_by_core_l3_and_numa() {
     assert_eq!(places[4].numa, Some(1));
     assert_eq!(places[4].l3, Some(1));
 }
+
+#[test]
+fn a_thread_that_execs_is_summarised_once_per_name() {
+    let sample = |t_s: f64, name: &str, cpu: usize, migrations: u64| Sample {
+        t_s,
+        cpus: Vec::new(),
+        threads: vec![ThreadSample {
+            pid: 5,
+            tid: 5,
+            name: name.into(),
+            cpu,
+            migrations: Some(migrations),
+            started: None,
+        }],
+        irqs: BTreeMap::new(),
+        softirqs: BTreeMap::new(),
+    };
+    // A launcher's forked child on CPU 0 before its exec, then `sh` on CPU 1, where the
+    // launcher put it.
+    let sum = summarize(&[
+        sample(0.0, "coretune", 0, 3),
+        sample(0.1, "sh", 1, 4),
+        sample(0.2, "sh", 1, 4),
+    ]);
+    let names: Vec<(&str, Vec<usize>)> = sum
+        .threads
+        .iter()
+        .map(|t| (t.name.as_str(), t.cpus_seen.keys().copied().collect()))
+        .collect();
+    assert_eq!(names, [("sh", vec![1]), ("coretune", vec![0])]);
+    // Migrations count from each entry's first sample: none while `sh` ran.
+    assert_eq!(sum.threads[0].migrations, Some(0));
+}
