@@ -153,7 +153,13 @@ fn text_summary_and_bad_input() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    // The summary is on stderr; stdout is the program's alone.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8(out.stderr).unwrap();
     let threads = if cfg!(windows) {
         "Threads: not shown: this system (Windows) does not tell"
     } else {
@@ -179,4 +185,30 @@ fn text_summary_and_bad_input() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("coretune: "), "{err}");
     }
+}
+
+/// `coretune watch -- prog > file` leaves `file` exactly what the program wrote (as `time` and
+/// `perf stat` do): the summary goes to stderr.
+#[test]
+fn the_programs_standard_output_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = util::coretune()
+        .args(["watch", "--interval", "10", "--out"])
+        .arg(tmp.path().join("w"))
+        .arg("--")
+        .arg(util::probe())
+        .arg("env")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The probe's one line (three thread-count variables), nothing else.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert_eq!(lines[0].split_whitespace().count(), 3, "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("samples over"));
 }

@@ -165,12 +165,14 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let mut out = std::io::stdout().lock();
     if args.json {
+        let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
-        print_summary(&mut out, &summary, &dir)?;
+        // On standard error, as `time` and `perf stat` print theirs: standard output stays
+        // the program's (`coretune watch -- xz -c f > f.xz`).
+        print_summary(&mut std::io::stderr().lock(), &summary, &dir)?;
     }
     Ok(match status {
         Some(s) => ExitCode::from(u8::try_from(coretune_core::program::exit_code(s)).unwrap_or(1)),
