@@ -101,6 +101,9 @@ fn main() -> ExitCode {
         "/libcoretune_pin.so"
     )));
     let cli = Cli::parse();
+    // `run` and `watch` start a program: like env, taskset and timeout they end with 127 when
+    // it is not found and 126 when it cannot be executed.
+    let starts_program = matches!(cli.command, Command::Run(_) | Command::Watch(_));
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
@@ -126,7 +129,11 @@ fn main() -> ExitCode {
         Err(err) => {
             let _ = io::stdout().flush();
             eprintln!("coretune: {err:#}");
-            ExitCode::from(exit::ERROR)
+            ExitCode::from(if starts_program {
+                exit::of_launch_error(&err)
+            } else {
+                exit::ERROR
+            })
         }
     }
 }

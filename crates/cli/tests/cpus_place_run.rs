@@ -229,6 +229,18 @@ fn run_passes_exit_status_env_and_cpu_set() {
     );
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     assert_eq!(text, "3 3 3\nmain 1\nthread 1\n");
+    // Without `--`, as taskset and numactl take it: the command's own options stay its own.
+    let out = coretune()
+        .args(["run", "--cpus", "1", "--threads", "2"])
+        .arg(util::probe())
+        .args(["env", "--bogus"])
+        .output()
+        .unwrap();
+    // `--bogus` reached the probe, which ends with 2 on a word it does not know.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("probe: unknown word '--bogus'"));
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert_eq!(text, "2 2 2\n");
 }
 
 /// `--timeout` kills the program and what it started (a process group on Linux, the job object

@@ -458,21 +458,31 @@ fn a_missing_program_is_refused_before_anything_runs() {
     let dir = tmp.path().join("sweep");
     let script = tmp.path().join("not-executable.sh");
     std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
-    for (program, message) in [
+    // `run` and `watch` end as env, taskset and timeout do: 127 not found, 126 not executable;
+    // `tune` with its bad-input status.
+    for (program, message, status) in [
         (
             "/nonexistent/program",
             "'/nonexistent/program': command not found",
+            127,
         ),
-        ("coretune-no-such-program", "command not found"),
-        (script.to_str().unwrap(), "is not an executable file"),
+        ("coretune-no-such-program", "command not found", 127),
+        (script.to_str().unwrap(), "is not an executable file", 126),
     ] {
-        for command in [
-            vec!["tune", "--out", dir.to_str().unwrap(), "--", program],
-            vec!["run", "--", program],
-            vec!["watch", "--out", dir.to_str().unwrap(), "--", program],
+        for (command, status) in [
+            (
+                vec!["tune", "--out", dir.to_str().unwrap(), "--", program],
+                2,
+            ),
+            (vec!["run", "--", program], status),
+            (vec!["run", "--cpus", "1", program], status),
+            (
+                vec!["watch", "--out", dir.to_str().unwrap(), "--", program],
+                status,
+            ),
         ] {
             let out = util::coretune().args(&command).output().unwrap();
-            assert_eq!(out.status.code(), Some(2), "{command:?}");
+            assert_eq!(out.status.code(), Some(status), "{command:?}");
             let stderr = String::from_utf8(out.stderr).unwrap();
             assert_eq!(stderr.lines().count(), 1, "{command:?}: {stderr}");
             assert!(stderr.contains(message), "{command:?}: {stderr}");

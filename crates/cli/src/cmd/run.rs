@@ -55,8 +55,9 @@ pub(crate) struct RunArgs {
     /// object on Windows.
     #[arg(long, value_name = "SECONDS", conflicts_with = "pid")]
     timeout: Option<f64>,
-    /// The command and its arguments.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command and its arguments: after `--`, or directly after the options, as taskset,
+    /// numactl and hwloc-bind take it (everything from the first word on is the command's).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
@@ -82,7 +83,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return repin(args, &topo, pid, cpus);
     }
     let Some((program, rest)) = args.command.split_first() else {
-        bail!("run: no command given (coretune run [OPTIONS] -- CMD ARGS...)");
+        bail!("run: no command given (coretune run [OPTIONS] [--] CMD ARGS...)");
     };
     let path = find_program(program)?;
     let placement = match (args.threads, args.place) {

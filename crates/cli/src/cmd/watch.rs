@@ -40,8 +40,9 @@ pub(crate) struct WatchArgs {
     /// Watch this running process (and its children) instead of starting a command.
     #[arg(long, conflicts_with = "command")]
     pid: Option<i32>,
-    /// The command to start and watch.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command to start and watch: after `--`, or directly after the options (everything
+    /// from the first word on is the command's).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
