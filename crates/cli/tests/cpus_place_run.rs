@@ -363,3 +363,35 @@ fn openmp_threads_land_where_place_planned() {
         assert_eq!(reported, planned, "{policy}: libgomp says {stderr}");
     }
 }
+
+/// A CPU set that does not resolve is one line naming the expression and the reason once, in
+/// every command that takes one (it was said twice through the error chain).
+#[test]
+fn an_unresolvable_cpu_set_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, "[[rule]]\nexe = \"x\"\ncpus = \"numa:5\"\n").unwrap();
+    let rules = rules.to_str().unwrap();
+    let out_dir = dir.path().join("sweep");
+    for args in [
+        vec!["cpus", "numa:5"],
+        vec!["bench", "raymesh", "--cpus", "numa:5"],
+        vec![
+            "tune",
+            "--cpus",
+            "numa:5",
+            "--dry-run",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        vec!["run", "--cpus", "numa:5", "--", "true"],
+        vec!["rules", "check", rules],
+    ] {
+        let out = coretune().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reason = "index 5 past the last numa";
+        assert_eq!(stderr.matches(reason).count(), 1, "{args:?}: {stderr}");
+        assert_eq!(stderr.matches("'numa:5'").count(), 1, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}

@@ -326,9 +326,9 @@ impl Config {
         let (cpus, _) = self
             .cpus
             .resolve(topology)
-            .map_err(|source| ConfigError::Cpus {
+            .map_err(|error| ConfigError::Cpus {
                 cpus: self.cpus.to_string(),
-                source,
+                error,
             })?;
         plan(topology, self.threads, self.place, cpus.as_ref(), binding)
             .map_err(ConfigError::Placement)
@@ -352,13 +352,14 @@ impl fmt::Display for Config {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The CPU-set expression does not resolve here.
-    #[error("cpus '{cpus}': {source}")]
+    /// The CPU-set expression does not resolve here. (The reason names the expression, and is
+    /// not also a `source`: a chain printer would say it twice.)
+    #[error("cpus {error}")]
     Cpus {
         /// The expression.
         cpus: String,
-        /// Why.
-        source: CpuSetError,
+        /// Why, naming the expression.
+        error: CpuSetError,
     },
     /// The placement cannot be planned.
     #[error("{0}")]

@@ -206,9 +206,9 @@ impl<'t> Runner<'t> {
         for cpus in &grid.cpus {
             let (_, w) = cpus
                 .resolve(self.topology)
-                .map_err(|source| ConfigError::Cpus {
+                .map_err(|error| ConfigError::Cpus {
                     cpus: cpus.to_string(),
-                    source,
+                    error,
                 })?;
             warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
         }

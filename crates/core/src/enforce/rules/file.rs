@@ -380,7 +380,8 @@ fn evaluate(c: Checked, topology: &Topology) -> Result<(Matcher, RuleAction), St
         Some((expr, text)) => {
             let resolved = expr
                 .resolve(topology, &options)
-                .map_err(|e| format!("cpus '{text}': {e}"))?;
+                // The reason names the expression already.
+                .map_err(|e| format!("cpus {e}"))?;
             let usable = resolved.usable(topology);
             if usable.weight() == Some(0) {
                 return Err(format!("cpus '{text}': no usable CPU here"));
