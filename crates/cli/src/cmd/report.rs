@@ -12,7 +12,7 @@
 //! folder, and in DIR the configuration × node type table, every type's speedup curve on one
 //! plot and the fleet-wide setting (`report::fleet`).
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,7 +54,7 @@ pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else {
         writeln!(out, "{}", report.machine.topology)?;
-        out.write_all(table::render(&report, std::io::stdout().is_terminal()).as_bytes())?;
+        out.write_all(table::render(&report, table::color_stdout()).as_bytes())?;
         writeln!(
             out,
             "\nReport: {}",

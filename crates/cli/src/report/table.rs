@@ -1,11 +1,25 @@
 //! The terminal table: one row per configuration with speedup and efficiency, the recommended
-//! one marked; colour when stdout is a terminal, plain when piped.
+//! one marked; colour when stdout is a terminal and `NO_COLOR` is not set, plain otherwise.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal as _;
 
 use anstyle::{AnsiColor, Style};
 
 use coretune_core::SweepReport;
+
+/// Whether the table on stdout is coloured: a terminal, and no `NO_COLOR` (no-color.org: set
+/// to anything but the empty string turns colour off).
+pub(crate) fn color_stdout() -> bool {
+    color_for(
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+fn color_for(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
+}
 
 /// Renders the table, the recommendation, its reason and how to apply it.
 pub(crate) fn render(report: &SweepReport, color: bool) -> String {
@@ -115,4 +129,18 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod test {
+    use super::color_for;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_color_turns_colour_off_unless_empty() {
+        assert!(color_for(true, None));
+        assert!(color_for(true, Some(OsStr::new(""))));
+        assert!(!color_for(true, Some(OsStr::new("1"))));
+        assert!(!color_for(false, None));
+    }
 }

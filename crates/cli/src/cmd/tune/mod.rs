@@ -19,7 +19,7 @@
 mod args;
 mod slurm;
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -132,7 +132,7 @@ fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Resu
             writeln!(out, "{}: {d}", report.target.label())?;
         }
         writeln!(out, "{}", report.machine.topology)?;
-        out.write_all(table::render(&report, std::io::stdout().is_terminal()).as_bytes())?;
+        out.write_all(table::render(&report, table::color_stdout()).as_bytes())?;
         let all = folder.lines().len();
         writeln!(
             out,
