@@ -399,3 +399,30 @@ fn an_unresolvable_cpu_set_is_said_once() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+/// More threads than PUs is said, once, before the program runs; as many is not.
+#[test]
+fn oversubscription_is_a_warning() {
+    let out = coretune()
+        .args(["run", "--cpus", "1", "--threads", "3", "--"])
+        .arg(util::probe())
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "coretune: warning: 3 threads on 1 PU: oversubscribed, threads share PUs"
+    );
+    let out = coretune()
+        .args(["run", "--cpus", "1", "--threads", "1", "--"])
+        .arg(util::probe())
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

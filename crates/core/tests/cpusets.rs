@@ -162,6 +162,15 @@ fn warnings_name_cpus_and_reasons() {
     let r = coretune_core::cpuset::resolve("0 1 48", &topo, &ResolveOptions::default()).unwrap();
     let text: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
     assert!(matches!(r.warnings[0], Warning::IncludesCpu0), "{text:?}");
+    // Every CPU: CPU 0 is not a choice, so not a warning.
+    let all = coretune_core::cpuset::resolve("all", &topo, &ResolveOptions::default()).unwrap();
+    assert!(
+        !all.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::IncludesCpu0)),
+        "{:?}",
+        all.warnings
+    );
     // CPU 0's sibling is 48 (taken), CPU 1's sibling 49 is not.
     assert!(
         text.iter()

@@ -97,6 +97,21 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(p) if p.is_pinned() => Some(p.union()),
         _ => cpus,
     };
+    if let Some(n) = args.threads {
+        // More threads than PUs to run them: say so, as the places wrap around.
+        let pus = set_to_vec(process_set.as_ref().unwrap_or(&topo.cpuset())).len();
+        if n > pus {
+            eprintln!(
+                "coretune: warning: {n} threads on {pus} PU{}: oversubscribed, threads share PUs{}",
+                if pus == 1 { "" } else { "s" },
+                if placement.as_ref().is_some_and(|p| p.is_pinned()) {
+                    " (the places wrap around)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     let mut cmd = Command::new(program);
     cmd.args(rest);
     match (&placement, args.threads) {

@@ -13,7 +13,7 @@ use crate::topology::groups::ProcessorGroups;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Warning {
-    /// CPU 0 is in the set.
+    /// CPU 0 is in the set, and the set is not every usable CPU.
     IncludesCpu0,
     /// The set takes some PUs of a core but not their SMT siblings.
     SplitsSmt {
@@ -194,11 +194,13 @@ fn part_in(set: &CpuSet, of: &CpuSet) -> Vec<usize> {
 /// Everything worth warning about `set` on `topology`, in the order of [`Warning`]'s variants.
 pub fn warnings(topology: &Topology, set: &CpuSet) -> Vec<Warning> {
     let mut out = Vec::new();
-    if set.is_set(0) {
-        out.push(Warning::IncludesCpu0);
-    }
     let mut usable = set.clone();
     usable &= topology.cpuset();
+    // Only when CPU 0 is a choice: a set of every usable CPU (`all`) has it as every program
+    // does, and saying so each time is noise.
+    if set.is_set(0) && usable != topology.cpuset() {
+        out.push(Warning::IncludesCpu0);
+    }
 
     let split: Vec<(usize, Vec<usize>, Vec<usize>)> = topology
         .objects(ObjectType::Core)
