@@ -127,6 +127,75 @@ fn report_rejects_what_is_not_a_sweep_folder() {
     }
 }
 
+/// A folder holding a sweep folder *and* other things (`/tmp`, a home folder) is not a fleet:
+/// `report` says so and writes nothing, there or in the sweep folder.
+#[test]
+fn report_leaves_a_folder_that_is_not_a_fleet_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = util::coretune()
+        .args([
+            "tune",
+            "sum",
+            "--size",
+            "small",
+            "--threads",
+            "1",
+            "--runs",
+            "1",
+        ])
+        .args(["--warmup", "0", "--quiet", "--out"])
+        .arg(tmp.path().join("sweep"))
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    std::fs::write(tmp.path().join("notes.txt"), "mine\n").unwrap();
+    let listing = |dir: &Path| -> Vec<(String, std::time::SystemTime)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().modified().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (before, sweep_before) = (listing(tmp.path()), listing(&tmp.path().join("sweep")));
+    let out = util::coretune()
+        .arg("report")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("not a results folder (no sweep.json) nor a fleet folder"),
+        "{err}"
+    );
+    assert_eq!(
+        listing(tmp.path()),
+        before,
+        "files written beside the sweep"
+    );
+    assert_eq!(
+        listing(&tmp.path().join("sweep")),
+        sweep_before,
+        "the sweep rewritten"
+    );
+    // Without the stranger it is a fleet of one node, and reported.
+    std::fs::remove_file(tmp.path().join("notes.txt")).unwrap();
+    let out = util::coretune()
+        .arg("report")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(tmp.path().join("fleet.md").is_file());
+}
+
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser"].iter().find_map(|name| {

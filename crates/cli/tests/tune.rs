@@ -741,3 +741,74 @@ fn dry_run_plans_another_machine_without_measuring() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dry-run"));
 }
+
+/// A sweep gets a folder of its own: `--out` on a folder holding other files is refused (one
+/// line, nothing written there), and sweeps started in the same second in the same folder get
+/// default folders of their own (`<date>T<time>`, `-2`, …).
+#[test]
+fn a_sweep_never_shares_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let busy = tmp.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), "mine\n").unwrap();
+    let quick = [
+        "tune",
+        "sum",
+        "--size",
+        "small",
+        "--threads",
+        "1",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--quiet",
+    ];
+    let out = util::coretune()
+        .args(quick)
+        .arg("--out")
+        .arg(&busy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is not empty: --out takes a new or empty folder"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&busy).unwrap().count(),
+        1,
+        "wrote into {busy:?}"
+    );
+    // An empty folder is fine.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = util::coretune()
+        .args(quick)
+        .arg("--out")
+        .arg(&empty)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    // Three at once with the default folder.
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            util::coretune_std()
+                .args(quick)
+                .current_dir(tmp.path())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let folders = std::fs::read_dir(tmp.path().join("coretune-results"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("runs.jsonl").is_file())
+        .count();
+    assert_eq!(folders, 3);
+}

@@ -39,6 +39,14 @@ pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         crate::report::fleet::report_dir(&args.dir, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if args.dir.is_dir() && !args.dir.join("sweep.json").exists() {
+        // Neither: nothing is written there.
+        anyhow::bail!(
+            "{}: not a results folder (no sweep.json) nor a fleet folder (fleet.json, or only \
+             per-node results folders and a fleet report's files)",
+            args.dir.display()
+        );
+    }
     let folder = SweepFolder::read(&args.dir)?;
     let machine = folder.machine()?;
     let previous = folder.previous_report();

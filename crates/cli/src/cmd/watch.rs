@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::program::watch;
 use coretune_core::program::watch::{Sampler, WatchSummary, cpu_places};
-use coretune_core::sweep::{RunView, timestamped_dir};
+use coretune_core::sweep::{RunView, claim_timestamped_dir};
 use coretune_core::{Topology, TopologySource};
 
 use crate::report::svg::{residency_plot, utilisation_plot};
@@ -62,7 +62,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => timestamped_dir(Path::new("coretune-results"), "watch-"),
+        None => claim_timestamped_dir(Path::new("coretune-results"), "watch-")?,
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let log_path = dir.join("watch.jsonl");

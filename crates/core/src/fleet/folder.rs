@@ -158,11 +158,41 @@ struct TypeDir<T> {
     nodes: Vec<(String, T)>,
 }
 
+/// The files `coretune report` writes into a fleet folder (`report::fleet` in the cli).
+const FLEET_REPORT_FILES: [&str; 4] = [
+    "report.html",
+    "fleet.md",
+    "fleet-summary.json",
+    "fleet-speedup.svg",
+];
+
 impl FleetFolder {
-    /// Whether `dir` looks like a fleet folder: not a sweep folder itself, with a sweep folder
-    /// one or two levels below it.
+    /// Whether `dir` is a fleet folder: not a sweep folder itself, with a sweep folder one or
+    /// two levels below it, and either `tune --slurm`'s `fleet.json` or nothing beside those
+    /// folders but a fleet report's own files. A folder that also holds other things (`/tmp`,
+    /// a home folder with a sweep in it) is not one: `coretune report` writes its files into
+    /// a fleet folder and into every sweep folder it merges.
     pub fn is_fleet(dir: &Path) -> bool {
-        !dir.join("sweep.json").exists() && !sweep_dirs(dir).is_empty()
+        if dir.join("sweep.json").exists() {
+            return false;
+        }
+        let found = sweep_dirs(dir);
+        if found.is_empty() {
+            return false;
+        }
+        if dir.join("fleet.json").is_file() {
+            return true;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.filter_map(Result::ok).all(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with('.')
+                || FLEET_REPORT_FILES.contains(&name.as_ref())
+                || found.iter().any(|t| t.dir == e.path())
+        })
     }
 
     /// Reads the fleet in `dir` (see the module documentation for the layout) without changing

@@ -39,8 +39,14 @@ impl SweepFolder {
     /// [`SweepError::AlreadyASweep`] when `dir` already holds a sweep's runs, and the I/O
     /// errors of creating the folder and its files, naming them.
     pub fn create(dir: &Path, spec: SweepSpec) -> Result<Self, SweepError> {
-        if dir.join(RUNS_FILE).exists() {
+        if dir.join(RUNS_FILE).exists() || dir.join(SWEEP_FILE).exists() {
             return Err(SweepError::AlreadyASweep {
+                dir: dir.to_path_buf(),
+            });
+        }
+        // A sweep gets a folder of its own: not mixed into one holding other files.
+        if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+            return Err(SweepError::NotEmpty {
                 dir: dir.to_path_buf(),
             });
         }
@@ -305,6 +311,35 @@ pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
     ))
 }
 
+/// Creates and returns a new, empty folder `base/<prefix><date>T<time>` (UTC), with `-2`,
+/// `-3`, … appended when another coretune took that name in the same second: the folder is
+/// claimed by creating it, so two sweeps started at once never share one.
+///
+/// # Errors
+///
+/// `base` or the folder cannot be created.
+pub fn claim_timestamped_dir(base: &Path, prefix: &str) -> Result<PathBuf, SweepError> {
+    let write = |path: &Path, error| SweepError::Write {
+        path: path.to_path_buf(),
+        error,
+    };
+    std::fs::create_dir_all(base).map_err(|e| write(base, e))?;
+    let first = timestamped_dir(base, prefix);
+    let mut n = 1;
+    loop {
+        let dir = if n == 1 {
+            first.clone()
+        } else {
+            PathBuf::from(format!("{}-{n}", first.display()))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+            Err(e) => return Err(write(&dir, e)),
+        }
+    }
+}
+
 /// Civil date and time (UTC) of a Unix time, for folder names.
 fn timestamp(unix: u64) -> String {
     crate::sys::utc_text(std::time::Duration::from_secs(unix), '-', false)
@@ -323,6 +358,12 @@ mod test {
         assert_eq!(timestamp(951_782_400), "2000-02-29T00-00-00");
         let dir = timestamped_dir(Path::new("base"), "watch-");
         assert!(dir.starts_with("base"));
+        // Claimed in the same second: each gets its own.
+        let tmp = tempfile::tempdir().unwrap();
+        let a = claim_timestamped_dir(tmp.path(), "x-").unwrap();
+        let b = claim_timestamped_dir(tmp.path(), "x-").unwrap();
+        assert_ne!(a, b);
+        assert!(a.is_dir() && b.is_dir());
         assert!(
             dir.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("watch-2")),

@@ -68,7 +68,7 @@ pub use apply::apply_lines;
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
-pub use folder::{SweepFolder, SweepResults, timestamped_dir};
+pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir};
 pub use recommend::{Recommendation, recommend};
 pub use report::{
     ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, ThrottleTrace, UslRow,
@@ -493,6 +493,16 @@ pub enum SweepError {
     #[error("{}: not a folder", dir.display())]
     NotAFolder {
         /// The path given.
+        dir: PathBuf,
+    },
+    /// A new sweep was pointed at a folder that holds other files.
+    #[error(
+        "{} is not empty: --out takes a new or empty folder, so that a sweep's files are not \
+         mixed with others",
+        dir.display()
+    )]
+    NotEmpty {
+        /// The folder.
         dir: PathBuf,
     },
     /// A new sweep was pointed at a folder that already holds one.

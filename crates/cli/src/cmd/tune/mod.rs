@@ -30,7 +30,7 @@ use anyhow::{Context, bail};
 use coretune_core::grid::{Grid, MachineCounts};
 use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::sweep::{
-    Progress, RunSettings, SweepError, SweepResults, Target, timestamped_dir,
+    Progress, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
 };
 use coretune_core::topology::{CpuBudget, MachineRecord, topology_summary};
 use coretune_core::workload;
@@ -175,7 +175,7 @@ fn new_sweep<'t>(
     check_grid(&runner, &grid)?;
     let dir = match out {
         Some(d) => d.to_path_buf(),
-        None => timestamped_dir(Path::new("coretune-results"), ""),
+        None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
     };
     let spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
     Ok((SweepFolder::create(&dir, spec)?, runner))
