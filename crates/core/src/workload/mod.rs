@@ -342,8 +342,14 @@ pub struct RunRecord {
     /// Why verification failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_error: Option<String>,
-    /// The result checksum, for workloads that have one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The result checksum, for workloads that have one. Written as a decimal string: it
+    /// exceeds 2^53, which jq and JavaScript round (read back from a number too, as coretune
+    /// 0.1.0 wrote it).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "checksum_text"
+    )]
     pub checksum: Option<u64>,
     /// An adaptive throttle's samples during the run (empty for no or a fixed throttle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -753,5 +759,57 @@ mod test {
         .unwrap_err();
         assert!(matches!(err, WorkloadError::Panicked { .. }), "{err}");
         assert!(err.to_string().contains("worker one failed"), "{err}");
+    }
+}
+
+/// `Option<u64>` as a decimal string, read from a string or a number.
+mod checksum_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[allow(clippy::ref_option)] // serde's `with` passes a reference to the field
+    pub(super) fn serialize<S: Serializer>(value: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(v) => s.serialize_str(&v.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Number(u64),
+            Text(String),
+        }
+        match Option::<Either>::deserialize(d)? {
+            None => Ok(None),
+            Some(Either::Number(n)) => Ok(Some(n)),
+            Some(Either::Text(t)) => t.parse().map(Some).map_err(serde::de::Error::custom),
+        }
+    }
+
+    #[cfg(test)]
+    mod test {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct R {
+            #[serde(default, with = "super")]
+            checksum: Option<u64>,
+        }
+
+        #[test]
+        fn written_as_text_read_from_either() {
+            let big = R {
+                checksum: Some(15_639_989_007_075_704_049),
+            };
+            let text = serde_json::to_string(&big).unwrap();
+            assert_eq!(text, r#"{"checksum":"15639989007075704049"}"#);
+            assert_eq!(serde_json::from_str::<R>(&text).unwrap(), big);
+            let old = r#"{"checksum":15639989007075704049}"#;
+            assert_eq!(serde_json::from_str::<R>(old).unwrap(), big);
+            assert_eq!(
+                serde_json::from_str::<R>("{}").unwrap(),
+                R { checksum: None }
+            );
+        }
     }
 }
