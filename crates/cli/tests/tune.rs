@@ -406,6 +406,38 @@ fn compare_marks_changes_and_gates_on_the_geomean() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("slower"), "{stdout}");
     assert!(stdout.contains("geometric mean B/A"), "{stdout}");
+    // Two different commands: compared, with a word said.
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("coretune: warning: A and B measured different things (A '"),
+        "{stderr}"
+    );
+    // Nothing in common: a gate that compared nothing fails.
+    let other = tmp.path().join("other");
+    let out = util::coretune()
+        .args(["tune", "--threads", "3", "--place", "os", "--runs", "1"])
+        .args(["--warmup", "0", "--quiet", "--out"])
+        .arg(&other)
+        .arg("--")
+        .arg(util::probe())
+        .args(["sleep", "100"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let out = util::coretune()
+        .arg("compare")
+        .arg(&fast)
+        .arg(&other)
+        .args(["--fail-above", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("no configuration in common"), "{stderr}");
+    assert!(
+        !stderr.contains("different things"),
+        "same command: {stderr}"
+    );
     let json = util::json(&[
         "compare",
         slow.to_str().unwrap(),

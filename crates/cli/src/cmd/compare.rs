@@ -5,7 +5,9 @@
 //! Each argument is a `summary.json` or a results folder holding one. A case is marked `faster`
 //! or `slower` only when the ratio is beyond the threshold (3% by default) *and* its interval
 //! excludes 1. With `--fail-above X`, the exit status is 1 when the geometric mean says B is more
-//! than X% slower, for CI regression gates.
+//! than X% slower, for CI regression gates — and when A and B have no configuration in common,
+//! so that a gate never passes having compared nothing. Sweeps of different programs (or of one
+//! workload with different parameters) are compared with a warning.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,7 +28,8 @@ pub(crate) struct CompareArgs {
     /// Percent change under which a case is "unchanged".
     #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
     threshold: f64,
-    /// Exit with status 1 when B's geometric mean is more than PCT percent slower than A's.
+    /// Exit with status 1 when B's geometric mean is more than PCT percent slower than A's (or
+    /// when A and B have no configuration in common).
     #[arg(long, value_name = "PCT")]
     fail_above: Option<f64>,
     /// Print the comparison as JSON.
@@ -59,6 +62,16 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         bail!("--threshold must be a non-negative percentage");
     }
     let (a, b) = (load(&args.a)?, load(&args.b)?);
+    if a.target != b.target {
+        // Two builds of one program are a fair comparison; two programs rarely are: say it.
+        let (la, lb) = (a.target.label(), b.target.label());
+        let what = if la == lb {
+            format!("'{la}' with different parameters")
+        } else {
+            format!("A '{la}', B '{lb}'")
+        };
+        eprintln!("coretune: warning: A and B measured different things ({what})");
+    }
     let cmp = compare(&a.configs, &b.configs, args.threshold / 100.0);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -118,6 +131,14 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             )?,
             None => writeln!(out, "no configuration in common")?,
         }
+    }
+    if let (Some(_), None) = (args.fail_above, cmp.geomean) {
+        // A gate that compared nothing must not pass.
+        eprintln!(
+            "coretune: A and B have no configuration in common with a successful run: nothing to \
+             gate on with --fail-above"
+        );
+        return Ok(ExitCode::from(crate::exit::FAILED));
     }
     if let (Some(limit), Some(g)) = (args.fail_above, cmp.geomean) {
         if g > 1.0 + limit / 100.0 {
