@@ -844,3 +844,30 @@ fn a_sweep_never_shares_its_folder() {
         .count();
     assert_eq!(folders, 3);
 }
+
+/// `--resume` reads every setting from the folder: giving one again is refused, not ignored.
+#[test]
+fn resume_refuses_settings_it_would_ignore() {
+    for extra in [
+        &["--runs", "5"][..],
+        &["--warmup", "2"],
+        &["--size", "small"],
+        &["--timeout", "3"],
+        &["--bind", "core"],
+        &["--tolerance", "5"],
+        &["--monitor"],
+        &["--threads", "4"],
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--resume", "/nonexistent/sweep"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("'--resume <DIR>' cannot be used with"),
+            "{extra:?}: {err}"
+        );
+    }
+}

@@ -73,9 +73,15 @@ pub(crate) struct TuneArgs {
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR); for
-    /// a fleet folder (--slurm), resubmit only the nodes whose sweeps are incomplete.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command", "partition", "nodelist", "constraint", "dry_run"])]
+    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR, so
+    /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
+    /// sweeps are incomplete.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command",
+        "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
+        "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
+        "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
+    ])]
     resume: Option<PathBuf>,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
     /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
