@@ -62,6 +62,15 @@ fn bad_arguments_are_one_line_errors() {
             vec!["bench", "raymesh", "--rays", "0", "--runs", "1"],
             "--rays must be at least 1",
         ),
+        // Another workload's parameter would be ignored: refused, naming both.
+        (
+            vec!["bench", "sum", "--rays", "100"],
+            "--rays is a parameter of raymesh, not of sum (sum takes --count, --repeat)",
+        ),
+        (
+            vec!["bench", "raymesh", "--pool", "rayon"],
+            "--pool is a parameter of spawn, not of raymesh",
+        ),
     ] {
         let out = util::coretune().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

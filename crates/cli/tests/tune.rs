@@ -471,6 +471,19 @@ fn bad_tune_arguments_are_one_line_errors() {
             "unknown workload 'nope'",
         ),
         (vec!["tune", "--resume", "/nonexistent/sweep"], "--resume"),
+        // What does nothing for a program is refused rather than measured.
+        (
+            vec!["tune", "--throttle", "1,2", "--out", out_dir, "--", "sort"],
+            "--throttle 1,2: the throttle limits coretune's own pool",
+        ),
+        (
+            vec!["tune", "--size", "small", "--out", out_dir, "--", "sort"],
+            "--size: the workload options apply to the built-in workloads",
+        ),
+        (
+            vec!["tune", "sum", "--items", "5", "--out", out_dir],
+            "--items is a parameter of spawn, not of sum",
+        ),
         (
             vec!["tune", "--throttle", "zero", "--out", out_dir],
             "--throttle",

@@ -63,7 +63,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let topo = crate::input::TopologyArgs::default().load()?;
     let machine = MachineCounts::live(&topo);
     let target = Target::Workload {
-        spec: args.workload_args.spec(&args.workload),
+        spec: args.workload_args.spec(&args.workload)?,
         description: String::new(),
     };
     let settings = RunSettings {

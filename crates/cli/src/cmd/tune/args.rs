@@ -373,13 +373,20 @@ fn target(args: &TuneArgs) -> anyhow::Result<Target> {
         Ok(Target::Workload {
             spec: args
                 .workload_args
-                .spec(&name)
+                .spec(&name)?
                 .for_sweep(args.workload_args.size.is_some()),
             description: String::new(),
         })
     } else {
         if args.workload.is_some() {
             bail!("give a built-in workload or a command after --, not both");
+        }
+        args.workload_args.check_unused()?;
+        if let Some(list) = args.throttle.as_deref().filter(|t| t.trim() != "none") {
+            bail!(
+                "--throttle {list}: the throttle limits coretune's own pool, so it applies to \
+                 the built-in workloads, not to a program (-- CMD)"
+            );
         }
         Ok(Target::Command {
             argv: args.command.clone(),
