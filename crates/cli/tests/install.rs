@@ -148,6 +148,13 @@ fn man_page_is_coretune_1_and_lists_every_subcommand() {
         assert!(page.contains(&format!("coretune\\-{name}(1)")), "{name}");
     }
     assert!(!page.contains("coretune\\-help"), "no page for clap's help");
+    for section in [".SH \"EXIT STATUS\"", ".SH EXAMPLES", ".SH \"SEE ALSO\""] {
+        assert!(page.contains(section), "{section}");
+    }
+    assert!(
+        page.contains("\\fBhwloc\\-calc\\fR(1)"),
+        "SEE ALSO names hwloc-calc"
+    );
 }
 
 #[test]
@@ -173,7 +180,18 @@ fn man_out_writes_one_page_per_command() {
             page.contains(&format!("\\fBcoretune {name}\\fR")),
             "{name}: synopsis"
         );
+        assert!(page.contains(".SH \"EXIT STATUS\""), "{name}: exit status");
+        assert!(page.contains("\\fBcoretune\\fR(1)"), "{name}: see also");
     }
+    // Like mkdir without -p: a mistyped path fails and leaves nothing behind.
+    let typo = dir.path().join("no/such/man1");
+    let out = util::coretune()
+        .args(["man", "--out"])
+        .arg(&typo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("no").exists());
     // The page printed without --out is the same coretune.1.
     assert_eq!(
         fs::read_to_string(out_dir.join("coretune.1")).unwrap(),

@@ -18,8 +18,8 @@ use clap_mangen::Man;
 
 #[derive(Debug, Args)]
 pub(crate) struct ManArgs {
-    /// Write coretune.1 and one page per subcommand (coretune-tune.1, ...) into this folder,
-    /// creating it, instead of printing coretune(1).
+    /// Write coretune.1 and one page per subcommand (coretune-tune.1, ...) into this folder
+    /// (created if its parent exists), instead of printing coretune(1).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -68,6 +68,13 @@ fn add_pages(
     let mut page = Vec::new();
     man.render(&mut page)
         .with_context(|| format!("rendering the man page of {}", cmd.get_name()))?;
+    page.extend_from_slice(EXIT_STATUS.as_bytes());
+    if pages.is_empty() {
+        page.extend_from_slice(EXAMPLES.as_bytes());
+        page.extend_from_slice(SEE_ALSO.as_bytes());
+    } else {
+        page.extend_from_slice(b".SH \"SEE ALSO\"\n\\fBcoretune\\fR(1)\n");
+    }
     pages.push((man.get_filename(), page));
     for sub in cmd.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         add_pages(sub, source, pages)?;
@@ -75,8 +82,70 @@ fn add_pages(
     Ok(())
 }
 
+/// The README's "Errors and exit status" table, on every page.
+const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+.TP
+\fB0\fR
+Done.
+.TP
+\fB1\fR
+The measurement itself failed: no configuration of a sweep completed a verified run (tune), a
+fleet's node sweeps are incomplete (tune \-\-slurm), a run did not verify (bench), or B is
+slower than \-\-fail\-above allows or shares no configuration with A (compare).
+.TP
+\fB2\fR
+Bad input, or an error coretune could not get past: one line on standard error says what and
+where.
+.TP
+\fB124\fR
+run \-\-timeout killed the program.
+.TP
+\fB126\fR, \fB127\fR
+run and watch found the program but cannot execute it (126), or did not find it (127).
+.TP
+\fB130\fR
+Interrupted by Ctrl\-C; a sweep keeps every finished run and \-\-resume continues.
+.PP
+run and watch otherwise end with the status of the program they started (128 + the signal that
+killed it); calc and distrib with hwloc\-calc's and hwloc\-distrib's.
+"#;
+
+/// coretune(1)'s examples: the README's first steps.
+const EXAMPLES: &str = r#".SH EXAMPLES
+.TP
+\fBcoretune tune\fR
+Sweep threads \(mu placement \(mu CPU set on the built\-in workload and recommend one.
+.TP
+\fBcoretune tune \-\- xz \-T{threads} \-k \-c big.tar\fR
+The same for a program: {threads}, {cpus} and {place} are filled in for each run.
+.TP
+\fBcoretune run \-\-threads 4 \-\-place spread \-\- ./app\fR
+Run a program with each of its threads on its own place.
+.TP
+\fBcoretune cpus 'numa:0 ~pu:0' \-\-to taskset\fR
+Resolve a CPU\-set expression on this machine.
+.TP
+\fBcoretune compare before after \-\-fail\-above 5\fR
+A CI gate: fail when the second sweep is more than 5% slower.
+.TP
+\fBcoretune doctor\fR
+What this machine lets coretune do, and what it does instead where it cannot.
+"#;
+
+/// coretune(1)'s related tools.
+const SEE_ALSO: &str = r#".SH "SEE ALSO"
+\fBhwloc\-calc\fR(1), \fBhwloc\-distrib\fR(1), \fBhwloc\-bind\fR(1), \fBlstopo\fR(1),
+\fBlikwid\-pin\fR(1), \fBtaskset\fR(1), \fBnumactl\fR(8), \fBhyperfine\fR(1),
+\fBsched_setaffinity\fR(2), \fBcpuset\fR(7)
+"#;
+
 fn write_pages(dir: &Path, pages: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Like mkdir without -p: a mistyped path is an error, not a tree of new folders.
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+    }
     for (name, page) in pages {
         let path = dir.join(name);
         fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
