@@ -537,6 +537,11 @@ pub fn parse_threads(spec: &str, machine: MachineCounts) -> Result<Vec<usize>, S
         let bounds = range.split_once("..").or_else(|| range.split_once('-'));
         match bounds {
             Some((a, b)) => {
+                if a.trim().is_empty() || b.trim().is_empty() {
+                    return Err(format!(
+                        "'{item}': a range needs both ends (e.g. 1-8, 2-pus)"
+                    ));
+                }
                 let (a, b) = (token(a)?, token(b)?);
                 if b < a {
                     return Err(format!("'{item}': range ends before it starts"));
@@ -604,6 +609,8 @@ mod test {
             ("2*banana", "K*cores or K*pus"),
             ("1-4:0", "step must be"),
             ("", "no thread counts"),
+            ("1-", "'1-': a range needs both ends"),
+            ("-4", "'-4': a range needs both ends"),
         ] {
             let err = parse_threads(bad, LAPTOP).unwrap_err();
             assert!(err.contains(msg), "{bad}: {err}");

@@ -128,8 +128,8 @@ fn render_text(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} threads, policy {}, bound per {}",
-        p.len(),
+        "{}, policy {}, bound per {}",
+        coretune_core::cpuset::counted(p.len(), "thread"),
         p.policy,
         p.binding
     );

@@ -207,7 +207,10 @@ fn change_text(a: &Action) -> String {
     let state = match a.result {
         Outcome::Excluded => "excluded".to_owned(),
         Outcome::Unchanged => "already so".to_owned(),
-        Outcome::DryRun => format!("would change ({} threads)", a.threads),
+        Outcome::DryRun => format!(
+            "would change ({})",
+            coretune_core::cpuset::counted(a.threads, "thread")
+        ),
         Outcome::Skipped => format!(
             "skipped: {}",
             a.reason.as_deref().unwrap_or("cannot be changed")

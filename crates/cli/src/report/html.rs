@@ -85,8 +85,11 @@ fn grid(report: &SweepReport) -> String {
     row(
         "Measured",
         &format!(
-            "{} runs ({} failed, {} on a busy machine), {} warm-up",
-            report.runs.measured, report.runs.failed, report.runs.busy, report.runs.warmup
+            "{} ({} failed, {} on a busy machine), {} warm-up",
+            coretune_core::cpuset::counted(report.runs.measured, "run"),
+            report.runs.failed,
+            report.runs.busy,
+            report.runs.warmup
         ),
     );
     s.push_str("</dl>\n");

@@ -112,7 +112,11 @@ fn cost(c: &DesignCost) -> String {
             duration(slow)
         )
     });
-    format!("{} configurations, {} runs{time}", c.configs, c.runs)
+    format!(
+        "{}, {}{time}",
+        coretune_core::cpuset::counted(c.configs, "configuration"),
+        coretune_core::cpuset::counted(c.runs, "run")
+    )
 }
 
 /// Seconds as `45 s`, `12.5 min`, `3.2 h`.

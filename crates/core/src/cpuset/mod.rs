@@ -40,7 +40,7 @@ pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, Op, Term};
 pub use format::{Format, FormatError};
 pub use warn::{Warning, warnings};
 
-pub use crate::sys::{format_list, parse_list, set_from_indexes, set_to_vec};
+pub use crate::sys::{counted, cpus_named, format_list, parse_list, set_from_indexes, set_to_vec};
 pub use crate::topology::ObjKind;
 
 use hwlocality::cpu::cpuset::CpuSet;

@@ -272,10 +272,9 @@ impl SweepReport {
         Some(match failed.first() {
             None => "no run was made".to_owned(),
             Some(first) => format!(
-                "no configuration completed a verified run ({} of {} runs failed; the first: \
-                 {}: {})",
+                "no configuration completed a verified run ({} of {} failed; the first: {}: {})",
                 failed.len(),
-                lines.len(),
+                crate::sys::counted(lines.len(), "run"),
                 first.config,
                 first.error.as_deref().unwrap_or("failed")
             ),

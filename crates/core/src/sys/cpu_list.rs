@@ -49,6 +49,18 @@ pub fn parse_list(text: &str) -> Option<Vec<usize>> {
     Some(out)
 }
 
+/// CPU numbers with their noun, for messages: `CPU 3`, `CPUs 0-3,8`.
+pub fn cpus_named(cpus: &[usize]) -> String {
+    let noun = if cpus.len() == 1 { "CPU" } else { "CPUs" };
+    format!("{noun} {}", format_list(cpus))
+}
+
+/// A count with its noun, plural when it is not 1: `1 run`, `3 runs` (nouns with a regular
+/// plural only).
+pub fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Formats sorted CPU numbers as a Linux CPU list (`0-3,8`).
 pub fn format_list(cpus: &[usize]) -> String {
     let mut out = String::new();
@@ -76,6 +88,15 @@ pub fn format_list(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn counts_and_cpus_in_words() {
+        assert_eq!(counted(1, "run"), "1 run");
+        assert_eq!(counted(0, "run"), "0 runs");
+        assert_eq!(counted(3, "thread"), "3 threads");
+        assert_eq!(cpus_named(&[0]), "CPU 0");
+        assert_eq!(cpus_named(&[0, 1, 2, 8]), "CPUs 0-2,8");
+    }
 
     #[test]
     fn cpu_lists_parse_and_format() {

@@ -26,7 +26,7 @@
 //! | `linux/host.rs` | host name, kernel release, CPU model (`/proc/cpuinfo`) |
 //! | `linux/files.rs` | reading a file into a typed result (and procfs errors into [`SysError`]); whether a file is an executable program; opening a program with its set-ID bits; owner and mode, reading without following a link, durable writes of saved state |
 //! | `state.rs` | saved state written durably (standard library only, every OS) |
-//! | `cpu_list.rs` | the kernel's CPU list format (`0-3,8`), and hwloc bitmaps from and to OS indexes (every OS) |
+//! | `cpu_list.rs` | the kernel's CPU list format (`0-3,8`), hwloc bitmaps from and to OS indexes (every OS), and CPU lists and counts in words (`CPU 3`, `1 run`) |
 //! | `groups.rs` | Windows processor groups as the calls see them: masks per group in hwloc's numbering, and which group-affinity calls apply a set (decided and tested on every OS, made by `windows/affinity.rs`) |
 //! | `utc.rs` | wall-clock time as a UTC calendar date (every OS) |
 //! | `unix_command.rs` | `sh -c`, and finding a program on `PATH` as `execvp` does (standard library only, every Unix) |
@@ -68,7 +68,7 @@ use unsupported as os;
 #[cfg(windows)]
 use windows as os;
 
-pub use cpu_list::{format_list, parse_list, set_from_indexes, set_to_vec};
+pub use cpu_list::{counted, cpus_named, format_list, parse_list, set_from_indexes, set_to_vec};
 pub use error::SysError;
 pub use groups::{GROUP_SIZE, GroupMask};
 pub(crate) use utc::{since_epoch, utc_text};

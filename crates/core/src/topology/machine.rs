@@ -145,11 +145,16 @@ impl CpuSettings {
         for (governor, cpus) in &self.governors {
             let cpus = among(&Some(cpus.clone()));
             if governor != "performance" && !cpus.is_empty() {
+                let (run, their) = if cpus.len() == 1 {
+                    ("runs", "its")
+                } else {
+                    ("run", "their")
+                };
                 out.push(format!(
-                    "CPUs {} run the '{governor}' frequency governor: their clock follows the \
+                    "{} {run} the '{governor}' frequency governor: {their} clock follows the \
                      load, so a run's speed depends on what ran before it (cpupower \
                      frequency-set -g performance holds it)",
-                    format_list(&cpus)
+                    crate::sys::cpus_named(&cpus)
                 ));
             }
         }
@@ -172,7 +177,8 @@ impl CpuSettings {
         ] {
             let cpus = among(list);
             if !cpus.is_empty() {
-                out.push(format!("CPUs {} are {what}", format_list(&cpus)));
+                let are = if cpus.len() == 1 { "is" } else { "are" };
+                out.push(format!("{} {are} {what}", crate::sys::cpus_named(&cpus)));
             }
         }
         #[allow(clippy::cast_precision_loss)] // CPU counts are far below 2^52
@@ -295,7 +301,7 @@ mod test {
         assert_eq!(warnings.len(), 4, "{warnings:#?}");
         assert!(warnings[0].starts_with("CPUs 0-1 run the 'powersave' frequency governor"));
         assert!(warnings[1].starts_with("boost (turbo) is on"));
-        assert!(warnings[2].starts_with("CPUs 3 are isolated"));
+        assert!(warnings[2].starts_with("CPU 3 is isolated"));
         assert!(warnings[3].starts_with("a cgroup CPU quota allows 1.5 CPUs' worth of time on 4"));
         // Only what touches the CPUs used: on CPU 2 alone, neither the governed-down nor the
         // isolated ones, and a quota of 1.5 is more than one CPU: boost is all that is left.

@@ -136,9 +136,9 @@ fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Resu
         let all = folder.lines().len();
         writeln!(
             out,
-            "\nResults: {} ({} runs this time, {all} in all)",
+            "\nResults: {} ({} this time, {all} in all)",
             dir.display(),
-            all - already,
+            coretune_core::cpuset::counted(all - already, "run"),
         )?;
     }
     out.flush()?;
