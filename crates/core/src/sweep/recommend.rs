@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::search::{Estimate, ties};
 use super::{Config, ConfigSummary};
 
+/// Runs a configuration needs before its interval can support a claim beyond noise.
+const MIN_RUNS_FOR_NOISE: usize = 2;
+
 /// What coretune recommends, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recommendation {
@@ -60,11 +63,22 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
         .map(|(s, _)| *s)
         .min_by_key(|s| s.config.simplicity_key())?;
     let chosen_est = estimate(chosen)?;
+    // "Better than every simpler configuration beyond noise" needs simpler configurations that
+    // were measured (a sweep stopped after its first configuration has none) and intervals
+    // (one run has none: its interval is the run itself).
+    let simpler: Vec<&(&ConfigSummary, Estimate)> = measured
+        .iter()
+        .filter(|(s, _)| s.config.simplicity_key() < chosen.config.simplicity_key())
+        .collect();
+    let intervals = chosen.runs >= MIN_RUNS_FOR_NOISE
+        && simpler.iter().all(|(s, _)| s.runs >= MIN_RUNS_FOR_NOISE);
+    let noise_known = measured.iter().all(|(s, _)| s.runs >= MIN_RUNS_FOR_NOISE);
     let beyond_noise = chosen.config == fastest.config
-        && measured.iter().all(|(s, e)| {
-            s.config.simplicity_key() >= chosen.config.simplicity_key()
-                || !ties(e, &chosen_est, tolerance)
-        });
+        && !simpler.is_empty()
+        && intervals
+        && simpler
+            .iter()
+            .all(|(_, e)| !ties(e, &chosen_est, tolerance));
 
     let mut reason = Vec::new();
     let speed = chosen
@@ -118,7 +132,14 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
     ) {
         let gain = pct(pin_e.median, os_e.median);
         let n = chosen.config.threads;
-        if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
+        if !noise_known {
+            reason.push(format!(
+                "At {n} threads pinning ({}) {} {:.1}% (one run each: not told from noise).",
+                pinned.config.place,
+                if gain >= 0.0 { "gains" } else { "costs" },
+                gain.abs()
+            ));
+        } else if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
             reason.push(format!(
                 "At {n} threads pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
                 pinned.config.place
@@ -143,7 +164,9 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
         best_of(&|c| !c.cpus.is_all()),
     ) {
         let gain = pct(excl_e.median, all_e.median);
-        let verdict = if ties(&excl_e, &all_e, tolerance) && ties(&all_e, &excl_e, tolerance) {
+        let verdict = if !noise_known {
+            "one run each: not told from noise"
+        } else if ties(&excl_e, &all_e, tolerance) && ties(&all_e, &excl_e, tolerance) {
             "within noise"
         } else {
             "beyond noise"
@@ -196,6 +219,19 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
                 s.config, s.failed
             ));
         }
+    }
+    if !noise_known {
+        warnings.push(
+            "one run per configuration: there is no interval, so no difference can be told \
+             from noise (--runs 3 or more for that)."
+                .to_owned(),
+        );
+    }
+    if simpler.is_empty() && measured.len() == 1 {
+        warnings.push(format!(
+            "{} is the only configuration measured: nothing to compare it with.",
+            chosen.config
+        ));
     }
     let busy: usize = summaries.iter().map(|s| s.busy_runs).sum();
     if busy > 0 {

@@ -106,7 +106,8 @@ impl ConfigRow {
         Self {
             config: s.config.clone(),
             median_s: w.map(|w| w.median),
-            ci_s: w.map(|w| w.ci),
+            // One run has no interval (it would be the run itself, zero wide).
+            ci_s: w.filter(|_| s.runs >= 2).map(|w| w.ci),
             mean_s: w.map(|w| w.mean),
             stddev_s: w.map(|w| w.stddev),
             min_s: w.map(|w| w.min),

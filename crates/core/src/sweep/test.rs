@@ -304,6 +304,46 @@ fn a_clear_winner_is_recommended_beyond_noise() {
     assert!(rec.reason.contains("beyond noise"), "{}", rec.reason);
 }
 
+/// No claim beyond noise without intervals (one run each) or without a simpler configuration
+/// measured (a sweep stopped after its first configuration).
+#[test]
+fn no_claim_beyond_noise_without_runs_to_support_it() {
+    let g = grid(vec![1, 2, 4], &["os", "spread"], &["all"]);
+    let cost = |c: &Config| {
+        (1.0 / c.threads as f64)
+            * if c.place.as_str() == "spread" {
+                0.8
+            } else {
+                1.0
+            }
+    };
+    let mut one_run = plan(g.clone(), Strategy::Exhaustive);
+    one_run.runs = 1;
+    let rec = recommend(&summarize(&simulate(&one_run, &cost)), 0.03).unwrap();
+    assert_eq!(rec.config.threads, 4);
+    assert!(!rec.beyond_noise);
+    assert!(!rec.reason.contains("beyond noise"), "{}", rec.reason);
+    assert!(
+        rec.warnings
+            .iter()
+            .any(|w| w.starts_with("one run per configuration")),
+        "{:?}",
+        rec.warnings
+    );
+    // Only the 4-thread spread configuration measured.
+    let alone = plan(grid(vec![4], &["spread"], &["all"]), Strategy::Exhaustive);
+    let rec = recommend(&summarize(&simulate(&alone, &cost)), 0.03).unwrap();
+    assert!(!rec.beyond_noise);
+    assert!(!rec.reason.contains("beyond noise"), "{}", rec.reason);
+    assert!(
+        rec.warnings
+            .iter()
+            .any(|w| w.contains("the only configuration measured")),
+        "{:?}",
+        rec.warnings
+    );
+}
+
 #[test]
 fn oversubscription_shows_in_the_reason() {
     let g = grid(vec![1, 2, 8], &["os"], &["all"]);
