@@ -484,6 +484,28 @@ fn bad_tune_arguments_are_one_line_errors() {
             vec!["tune", "sum", "--items", "5", "--out", out_dir],
             "--items is a parameter of spawn, not of sum",
         ),
+        // Checked before anything runs: a misspelt placeholder, a whole command line in one
+        // word, a program whose name holds a placeholder and does not exist.
+        (
+            vec!["tune", "--out", out_dir, "--", "xz", "-T{thread}"],
+            "'-T{thread}': {thread} is not a placeholder; did you mean {threads}?",
+        ),
+        (
+            vec!["tune", "--out", out_dir, "--", "sort -n f | wc -l"],
+            "that is a whole command line in one word; run it through sh -c with --shell",
+        ),
+        (
+            vec![
+                "tune",
+                "--threads",
+                "1,2",
+                "--out",
+                out_dir,
+                "--",
+                "./no-bench-{threads}",
+            ],
+            "'./no-bench-1': command not found",
+        ),
         (
             vec!["tune", "--throttle", "zero", "--out", out_dir],
             "--throttle",

@@ -518,6 +518,27 @@ pub enum SweepError {
     /// No command to run.
     #[error("no command given")]
     NoCommand,
+    /// An argument holds what looks like a misspelt placeholder.
+    #[error(
+        "'{arg}': {{{name}}} is not a placeholder; did you mean {{{known}}}? (placeholders: {{threads}}, {{cpus}}, {{place}})"
+    )]
+    Placeholder {
+        /// The argument.
+        arg: String,
+        /// The name between the braces.
+        name: String,
+        /// The placeholder it is closest to.
+        known: &'static str,
+    },
+    /// The program word is a whole command line (`-- 'sort f | wc -l'`) that no file matches.
+    #[error(
+        "'{program}': command not found: that is a whole command line in one word; run it \
+         through sh -c with --shell, or give its words separately"
+    )]
+    WholeCommandLine {
+        /// The word given.
+        program: String,
+    },
     /// The workload cannot be built.
     #[error(transparent)]
     Workload(#[from] crate::workload::WorkloadError),

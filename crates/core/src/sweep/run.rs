@@ -119,6 +119,9 @@ impl<'t> Runner<'t> {
                 let Some(program) = argv.first() else {
                     return Err(SweepError::NoCommand);
                 };
+                if let Some((arg, name, known)) = misspelt_placeholder(&argv) {
+                    return Err(SweepError::Placeholder { arg, name, known });
+                }
                 // A placeholder in the program's own name is resolved per run; `sh` runs a
                 // shell command.
                 let inspected = if shell {
@@ -128,7 +131,18 @@ impl<'t> Runner<'t> {
                 } else if program.contains('{') {
                     None
                 } else {
-                    Some(pin::inspect_program(&program::find_program(program)?))
+                    match program::find_program(program) {
+                        Ok(path) => Some(pin::inspect_program(&path)),
+                        // `-- 'sort -n f | wc -l'`: a whole command line in one word.
+                        Err(program::LaunchError::CommandNotFound { .. })
+                            if program.trim().contains(char::is_whitespace) =>
+                        {
+                            return Err(SweepError::WholeCommandLine {
+                                program: program.clone(),
+                            });
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
                 };
                 (
                     Target::Command {
@@ -193,6 +207,38 @@ impl<'t> Runner<'t> {
             Prepared::Builtin(w) => w.default_threads().unwrap_or(self.machine.pus),
             Prepared::Command { .. } => self.machine.pus,
         }
+    }
+
+    /// Checks, before anything runs, that a program whose own name holds a placeholder
+    /// (`./bench-{threads}`) exists for every thread count and placement of `grid`.
+    ///
+    /// # Errors
+    ///
+    /// The first program name that does not resolve, as [`program::find_program`] says.
+    pub fn check_program(&self, grid: &Grid) -> Result<(), SweepError> {
+        let Prepared::Command {
+            argv, shell: false, ..
+        } = &self.prepared
+        else {
+            return Ok(());
+        };
+        let Some(program) = argv.first().filter(|p| p.contains('{')) else {
+            return Ok(());
+        };
+        for &threads in &grid.threads {
+            for &place in &grid.places {
+                let c = Config {
+                    threads,
+                    place,
+                    cpus: crate::grid::Cpus::All,
+                    throttle: crate::grid::ThrottleSpec::None,
+                };
+                let cpus =
+                    crate::sys::format_list(&crate::sys::set_to_vec(&self.topology.cpuset()));
+                program::find_program(&substitute(program, &c, &cpus))?;
+            }
+        }
+        Ok(())
     }
 
     /// Checks every CPU set of `grid` on this topology before anything runs, and returns the
@@ -489,6 +535,53 @@ impl<'t> Runner<'t> {
 /// measurable (one `/proc/PID/task/*/stat` pass per sample).
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
+/// The placeholders a command's arguments may hold.
+pub(crate) const PLACEHOLDERS: [&str; 3] = ["threads", "cpus", "place"];
+
+/// The first `{name}` in `argv` that looks like a misspelt placeholder (`{thread}`, `{CPUS}`,
+/// `{places}`: within two edits of one, case aside), with the argument and the placeholder
+/// meant. Other braces are left alone: `${HOME}`, awk's `{print}`, find's `{}`.
+fn misspelt_placeholder(argv: &[String]) -> Option<(String, String, &'static str)> {
+    for arg in argv {
+        let mut at = 0;
+        while let Some(open) = arg[at..].find('{').map(|i| at + i) {
+            let Some(close) = arg[open..].find('}').map(|i| open + i) else {
+                break;
+            };
+            let name = &arg[open + 1..close];
+            at = close;
+            let word =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !word || arg[..open].ends_with('$') || PLACEHOLDERS.contains(&name) {
+                continue;
+            }
+            let lower = name.to_ascii_lowercase();
+            if let Some(known) = PLACEHOLDERS.iter().find(|p| edits(&lower, p) <= 2) {
+                return Some((arg.clone(), name.to_owned(), known));
+            }
+        }
+    }
+    None
+}
+
+/// Levenshtein distance between two short ASCII words.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<u8> = b.bytes().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 /// Substitutes `{threads}`, `{cpus}` (the CPU list) and `{place}` in one argument.
 pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
     arg.replace("{threads}", &c.threads.to_string())
@@ -506,6 +599,27 @@ mod test {
     use super::*;
     use crate::grid::{Cpus, ThrottleSpec};
     use crate::placement::Policy;
+
+    #[test]
+    fn misspelt_placeholders_are_caught_and_other_braces_left_alone() {
+        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        for (words, name, known) in [
+            (&["xz", "-T{thread}"][..], "thread", "threads"),
+            (&["app", "--on={CPUS}"], "CPUS", "cpus"),
+            (&["app", "{threads}", "{places}"], "places", "place"),
+        ] {
+            let (_, got, meant) = misspelt_placeholder(&argv(words)).unwrap();
+            assert_eq!((got.as_str(), meant), (name, known), "{words:?}");
+        }
+        for words in [
+            &["awk", "{print}"][..],
+            &["sh", "-c", "echo ${HOME} {}"],
+            &["app", "-T{threads}", "{cpus}", "{place}"],
+            &["app", "{", "}"],
+        ] {
+            assert_eq!(misspelt_placeholder(&argv(words)), None, "{words:?}");
+        }
+    }
 
     #[test]
     fn placeholders() {

@@ -216,6 +216,7 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     for (cpus, warning) in runner.check(grid)? {
         eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
     }
+    runner.check_program(grid)?;
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
     }
