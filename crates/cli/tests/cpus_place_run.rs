@@ -209,6 +209,22 @@ fn place_json_lists_threads_in_order() {
     );
     assert!(text.contains("taskset -c 0,2"), "{text}");
     assert!(text.contains("likwid-pin -c 0,2"), "{text}");
+    // The line that applies it thread by thread; `--place` is run's name for the policy.
+    let text = stdout(&[
+        "place",
+        "--input",
+        SYNTH,
+        "--threads",
+        "2",
+        "--place",
+        "cores",
+        "--bind",
+        "core",
+    ]);
+    assert!(
+        text.contains("coretune:   coretune run --threads 2 --place cores --bind core -- CMD"),
+        "{text}"
+    );
 }
 
 /// The program sees the thread-count variables, runs on the CPU set (its main thread and a
@@ -425,4 +441,43 @@ fn oversubscription_is_a_warning() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `run --pid PID` alone shows the binding, as `taskset -p` and `hwloc-bind --get` do; with
+/// `--threads`, each thread's.
+#[cfg(target_os = "linux")]
+#[test]
+fn run_pid_alone_shows_the_binding() {
+    // CPU 1 where this process may use it (a 2-CPU machine), else CPU 0.
+    let cpu = if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        "1"
+    } else {
+        "0"
+    };
+    let mut child = std::process::Command::new("taskset")
+        .args(["-c", cpu, "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    // taskset execs sleep in the same process; wait until it has.
+    let comm = format!("/proc/{pid}/comm");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let show = |extra: &[&str]| {
+        let out = coretune()
+            .args(["run", "--pid", &pid])
+            .args(extra)
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(show(&[]), format!("pid {pid}: {cpu}\n"));
+    assert_eq!(show(&["--threads", "1"]), format!("thread {pid}: {cpu}\n"));
+    let _ = child.kill();
+    let _ = child.wait();
 }

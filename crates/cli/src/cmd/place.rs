@@ -20,7 +20,13 @@ pub(crate) struct PlaceArgs {
     #[arg(long, short = 't')]
     threads: usize,
     /// Policy: os is no pinning, spread is hwloc-distrib's.
-    #[arg(long, short = 'p', default_value = "spread", value_parser = one_of(Policy::ALL))]
+    #[arg(
+        long,
+        short = 'p',
+        visible_alias = "place",
+        default_value = "spread",
+        value_parser = one_of(Policy::ALL)
+    )]
     policy: Policy,
     /// Limit the placement to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
@@ -110,15 +116,42 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
         writeln!(out)?;
     } else {
-        let text = render_text(&placement, placement.numactl(&topo), &groups, &windows);
+        let run = run_line(args);
+        let text = render_text(
+            &placement,
+            &run,
+            placement.numactl(&topo),
+            &groups,
+            &windows,
+        );
         out.write_all(text.as_bytes())?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `coretune run` line that applies this placement to a program, thread by thread.
+fn run_line(args: &PlaceArgs) -> String {
+    let mut line = format!(
+        "coretune run --threads {} --place {}",
+        args.threads, args.policy
+    );
+    if args.bind != Binding::Pu {
+        line.push_str(&format!(" --bind {}", args.bind));
+    }
+    if let Some(cpus) = &args.cpus {
+        line.push_str(&format!(" --cpus '{cpus}'"));
+        if args.physical {
+            line.push_str(" --physical");
+        }
+    }
+    line.push_str(" -- CMD");
+    line
+}
+
 fn render_text(
     p: &Placement,
+    run: &str,
     numactl: Option<String>,
     groups: &ProcessorGroups,
     windows: &[String],
@@ -158,6 +191,7 @@ fn render_text(
         );
     }
     let _ = writeln!(s);
+    let _ = writeln!(s, "coretune:   {run}");
     match p.omp_places() {
         Some(places) => {
             let _ = writeln!(

@@ -3,6 +3,7 @@
 //! library — or rebind (`--cpus`) or re-pin (`--place`) a running process (`--pid`).
 
 use crate::choices::one_of;
+use std::io::Write as _;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
@@ -46,7 +47,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "MASK", requires = "place")]
     skip: Option<SkipMask>,
     /// Rebind (--cpus) or re-pin one by one (--place, in the order the threads were created)
-    /// this running process instead of starting a command.
+    /// this running process instead of starting a command; alone, print its CPU set (as
+    /// `taskset -p`), each thread's with --threads.
     #[arg(long, conflicts_with = "command")]
     pid: Option<u32>,
     /// Kill the program and everything it started after this many seconds, and exit 124 (as
@@ -159,7 +161,10 @@ fn repin(
     cpus: Option<coretune_core::CpuSet>,
 ) -> anyhow::Result<ExitCode> {
     let Some(policy) = args.place else {
-        return bind_all(pid, &cpus.context("--pid needs --cpus or --place")?);
+        return match cpus {
+            Some(cpus) => bind_all(pid, &cpus),
+            None => show_binding(pid, args.threads.is_some()),
+        };
     };
     let n = match args.threads {
         Some(n) => n,
@@ -178,6 +183,21 @@ fn repin(
     );
     for (tid, set) in pinned {
         eprintln!("  thread {tid} -> CPUs {}", format_list(&set_to_vec(&set)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run --pid PID` alone: the process's CPU set, as `taskset -p` and `hwloc-bind --get` show it
+/// (the main thread's); with `--threads`, each thread's, one line each, main thread first.
+fn show_binding(pid: u32, per_thread: bool) -> anyhow::Result<ExitCode> {
+    let threads = program::process_binding(pid).context("run --pid")?;
+    let mut out = std::io::stdout().lock();
+    if per_thread {
+        for (tid, set) in &threads {
+            writeln!(out, "thread {tid}: {}", format_list(&set_to_vec(set)))?;
+        }
+    } else if let Some((_, set)) = threads.first() {
+        writeln!(out, "pid {pid}: {}", format_list(&set_to_vec(set)))?;
     }
     Ok(ExitCode::SUCCESS)
 }

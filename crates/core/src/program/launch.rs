@@ -326,6 +326,32 @@ pub fn rebind_process(pid: u32, cpus: &CpuSet) -> Result<Vec<(i32, CpuSet)>, Lau
     Ok(bound)
 }
 
+/// The CPU set of each thread of process `pid` now (main thread first), as `taskset -a -p` and
+/// `hwloc-bind --get` read them; threads that exit meanwhile are left out.
+///
+/// # Errors
+///
+/// [`LaunchError::NoSuchProcess`]; [`LaunchError::AccessDenied`] when a thread's set cannot be
+/// read.
+pub fn process_binding(pid: u32) -> Result<Vec<(i32, CpuSet)>, LaunchError> {
+    let no_such_process = || LaunchError::NoSuchProcess { pid };
+    let id = i32::try_from(pid).map_err(|_| no_such_process())?;
+    let mut tids = sys::thread_ids(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
+    tids.sort_by_key(|&t| (t != id, t));
+    let mut out = Vec::new();
+    for tid in tids {
+        match sys::task_affinity(tid) {
+            Ok(set) => out.push((tid, set)),
+            Err(e) if sys::is_no_such_task(&e) => {}
+            Err(error) => return Err(LaunchError::AccessDenied { pid, error }),
+        }
+    }
+    if out.is_empty() {
+        return Err(no_such_process());
+    }
+    Ok(out)
+}
+
 /// The number of threads process `pid` has now.
 ///
 /// # Errors

@@ -25,8 +25,8 @@ pub mod watch;
 
 pub use env::thread_env;
 pub use launch::{
-    LaunchError, Launched, affinity_of, exit_code, find_program, rebind_process, run,
-    shell_command, spawn, thread_count,
+    LaunchError, Launched, affinity_of, exit_code, find_program, process_binding, rebind_process,
+    run, shell_command, spawn, thread_count,
 };
 pub use pin::repin_process;
 
