@@ -65,7 +65,10 @@ struct ReadmeDoctests;
 pub use builder::{ThreadPoolBuildError, ThreadPoolBuilder};
 pub use group::thread_group;
 pub use scope::Scope;
-pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};
+pub use throttle::{
+    AcquireError, AdaptiveConfig, OwnedThrottleGuard, Throttle, ThrottleGuard, ThrottleSeat,
+    TraceSample,
+};
 
 use job::Job;
 use registry::Registry;

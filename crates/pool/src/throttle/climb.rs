@@ -162,6 +162,12 @@ impl Sampler {
         self.climber.limit()
     }
 
+    /// The largest limit the climber may choose (`AdaptiveConfig::max`, at least `min`
+    /// and 1).
+    pub(super) fn max_limit(&self) -> usize {
+        self.climber.config.max
+    }
+
     /// Closes a sample at `now` (time since the throttle's creation), with `completions`
     /// reported in all so far, if one is due: `sample_interval` has passed since the last
     /// one and `min_completions` arrived, or `max_sample_interval` passed. `None` if not.
