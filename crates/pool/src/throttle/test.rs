@@ -713,3 +713,205 @@ fn busy_pool_workers_give_their_permits_back_to_a_queued_request() {
     assert_eq!(started.load(Ordering::SeqCst), 4000);
     assert_eq!(throttle.in_use(), 0);
 }
+
+/// Counts the units of work running at once and the most ever seen.
+#[derive(Default)]
+struct Concurrency {
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    units: AtomicUsize,
+}
+
+impl Concurrency {
+    /// One unit of work: counted as running for at least 100 µs, asleep, so that units
+    /// of unthrottled threads overlap even when the threads share one CPU.
+    fn work(&self) {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_micros(100));
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.units.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
+
+    fn units(&self) -> usize {
+        self.units.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs `f` on a thread of its own and returns its result; fails if it takes a minute,
+/// so that a deadlock fails the test instead of hanging it.
+fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(f()));
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("finished within a minute (a deadlock otherwise)")
+}
+
+/// A pool of `n` workers built with `throttle` (and the default `throttle_caller`).
+fn throttled_pool(n: usize, throttle: &Arc<Throttle>) -> Arc<crate::ThreadPool> {
+    let pool = crate::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .throttle(Arc::clone(throttle))
+        .build()
+        .expect("an unpinned pool builds");
+    Arc::new(pool)
+}
+
+#[test]
+fn the_calling_thread_counts_in_scope_join_and_par_for() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let seen = Arc::new(Concurrency::default());
+    let (pool2, seen2) = (Arc::clone(&pool), Arc::clone(&seen));
+    finishes(move || {
+        let (pool, seen) = (&*pool2, &*seen2);
+        pool.scope(|s| {
+            for _ in 0..50 {
+                s.spawn(|_| seen.work());
+                seen.work(); // the calling thread's share, beside the workers' tasks
+            }
+        });
+        for _ in 0..20 {
+            pool.join(|| seen.work(), || seen.work());
+        }
+        pool.par_for(0..50, 1, |_| seen.work());
+    });
+    assert_eq!(seen.units(), 50 + 50 + 40 + 50);
+    assert_eq!(
+        seen.peak(),
+        1,
+        "a limit of 1 is one at a time, the caller included"
+    );
+    eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+}
+
+#[test]
+fn the_calling_thread_waits_for_a_permit_before_the_body() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let entered = Arc::new(AtomicBool::new(false));
+    let held = throttle.acquire_owned();
+    let caller = {
+        let (pool, entered) = (Arc::clone(&pool), Arc::clone(&entered));
+        std::thread::spawn(move || pool.scope(|_| entered.store(true, Ordering::SeqCst)))
+    };
+    std::thread::sleep(SETTLE);
+    assert!(
+        !entered.load(Ordering::SeqCst),
+        "the body ran beside a held permit"
+    );
+    drop(held);
+    caller.join().unwrap();
+    assert!(entered.load(Ordering::SeqCst));
+    assert_eq!(throttle.in_use(), 0);
+    // Opted out, the body runs beside the held permit, as before the option.
+    let free = crate::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .throttle(Arc::clone(&throttle))
+        .throttle_caller(false)
+        .build()
+        .unwrap();
+    let _all = throttle.acquire();
+    assert_eq!(free.scope(|_| 1 + 1), 2); // no jobs, which would wait for `_all`
+}
+
+#[test]
+fn nested_scopes_and_other_pools_tasks_do_not_wait_for_themselves() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let other = throttled_pool(2, &throttle); // the same throttle
+    let seen = Arc::new(Concurrency::default());
+    let (p, o, c) = (Arc::clone(&pool), Arc::clone(&other), Arc::clone(&seen));
+    finishes(move || {
+        let (pool, seen) = (&*p, &*c);
+        // A caller's body holding its permit opens scopes of its own: it keeps the permit
+        // for their bodies and gives it back while it waits for their jobs.
+        pool.scope(|s| {
+            s.spawn(|_| seen.work());
+            pool.join(|| seen.work(), || seen.work());
+            pool.scope(|s| s.spawn(|_| seen.work()));
+            seen.work();
+        });
+        // A task of another pool with the same throttle holds a permit; its scope on this
+        // pool keeps it for the body and gives it back while it waits.
+        let (tx, rx) = mpsc::channel();
+        let (pool, seen) = (Arc::clone(&p), Arc::clone(&c));
+        o.spawn(move || {
+            pool.join(|| seen.work(), || seen.work());
+            tx.send(()).unwrap();
+        });
+        rx.recv().unwrap();
+    });
+    assert_eq!(seen.units(), 5 + 2);
+    assert_eq!(seen.peak(), 1);
+    drop((pool, other));
+    eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+}
+
+#[test]
+fn acquire_many_waits_for_all_its_permits() {
+    let throttle = Throttle::new(3);
+    let singles: Vec<_> = (0..3).map(|_| throttle.acquire()).collect();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many(3).unwrap().num_permits());
+        for single in singles {
+            std::thread::sleep(SETTLE);
+            assert!(!waiter.is_finished(), "took fewer than 3 permits");
+            drop(single);
+        }
+        assert_eq!(waiter.join().unwrap(), 3);
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn the_adaptive_limit_moves_under_owned_and_many_permits() {
+    let throttle = Arc::new(Throttle::adaptive(AdaptiveConfig {
+        sample_interval: Duration::from_micros(200),
+        ..config(4, 4)
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..3)
+        .map(|i| {
+            let (throttle, stop) = (Arc::clone(&throttle), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let permits = throttle.acquire_many_owned(1 + i % 2).unwrap();
+                    let done = Arc::clone(&throttle);
+                    // Released on another thread, which reports the completion.
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_micros(50));
+                        drop(permits);
+                        done.record_completions(1);
+                    })
+                    .join()
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    // Starting at its top, the climber probes downwards once it measured a level, and
+    // samples the lower limit.
+    eventually(|| throttle.trace().iter().any(|s| s.limit < 4));
+    stop.store(true, Ordering::SeqCst);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let trace = throttle.trace();
+    assert!(
+        trace.iter().all(|s| (1..=4).contains(&s.limit)),
+        "{trace:?}"
+    );
+    assert_eq!(
+        throttle.acquire_many_owned(5).unwrap_err(),
+        AcquireError::TooMany {
+            requested: 5,
+            max: 4
+        }
+    );
+    assert_eq!(throttle.in_use(), 0);
+}
