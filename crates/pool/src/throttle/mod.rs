@@ -84,6 +84,7 @@ enum Patience {
     /// Until the model sets the flag (and wakes the waiters under the lock): loom does not
     /// model time, its `wait_timeout` never times out, so the models time out this way.
     #[cfg(loom)]
+    #[cfg_attr(not(test), allow(dead_code))] // constructed by the models only
     UntilFlag(crate::sync::Arc<AtomicBool>),
 }
 
