@@ -481,7 +481,10 @@ impl Throttle {
     /// under the limit goes before any other acquisition, so single permits coming free
     /// add up to it rather than go to newer requests, and seats give theirs back at their
     /// next unit of work (see ["Protocol"](Throttle#protocol)). While an adaptive limit
-    /// is below `n` the request waits without holding anybody up.
+    /// is below `n` the request waits without holding anybody up, until the climber raises
+    /// the limit to `n` again; the climber moves only on samples, which close only as
+    /// completions are reported ([`Throttle::record_completions`], [`Throttle::sample`]),
+    /// so where they may stop use [`Throttle::acquire_many_timeout`].
     ///
     /// # Errors
     ///
