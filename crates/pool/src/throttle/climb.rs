@@ -45,7 +45,7 @@ use std::time::Duration;
 ///
 /// A settled throttle so stays within one step of the best limit, unless a probe wins.
 /// Why this controller (a throughput objective, not a latency target; the start at `max`;
-/// the noise tests) is explained in this crate's `src/throttle/README.md`; how it compares
+/// the noise tests) is explained in the [`throttle`](crate::throttle) module's docs; how it compares
 /// with every fixed limit on real workloads is measured in BENCHMARKS.md, "Adaptive
 /// throttle against every fixed limit".
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,8 @@
-//! The throttle: a counting semaphore (this file) whose limit is fixed or adaptive
-//! (`climb.rs`: the settings, the samples and the hill climber). What a user needs is in
-//! [`Throttle`]'s and [`AdaptiveConfig`]'s docs; the protocol, the algorithm in prose, why
-//! it is this controller and what was measured on the way are in `README.md` in this
-//! folder. Unit tests are in `test.rs`, loom models in `loom.rs`.
+// The module's docs are the README beside this file: the protocol, the algorithm in
+// prose, why it is this controller and what was measured on the way. The code is this
+// file (the semaphore) and `climb.rs` (the settings, the samples and the hill climber);
+// unit tests are in `test.rs`, loom models in `loom.rs`.
+#![doc = include_str!("README.md")]
 
 mod climb;
 #[cfg(all(test, loom))]
