@@ -4,6 +4,8 @@
 // unit tests are in `test.rs`, loom models in `loom.rs`.
 #![doc = include_str!("README.md")]
 
+#[cfg(all(feature = "async", not(loom)))]
+mod asynchronous;
 mod climb;
 #[cfg(all(test, loom))]
 mod loom;
@@ -34,6 +36,9 @@ struct Permits {
     queue: VecDeque<Request>,
     /// Numbers the queued requests.
     next_ticket: u64,
+    /// Wakers of pending `acquire_async` futures (`asynchronous.rs`), by their number.
+    #[cfg(all(feature = "async", not(loom)))]
+    wakers: Vec<(u64, std::task::Waker)>,
 }
 
 /// A queued request for `permits` (more than one) permits.
@@ -417,6 +422,8 @@ impl Throttle {
                 limit,
                 queue: VecDeque::new(),
                 next_ticket: 0,
+                #[cfg(all(feature = "async", not(loom)))]
+                wakers: Vec::new(),
             }),
             over_limit: AtomicBool::new(false),
             max: None,
@@ -725,11 +732,18 @@ impl Throttle {
     /// waiters if anybody fits under the limit, and unlocks. `one`: a single permit came
     /// free and no request queues, so waking one waiter will do (it takes the permit, or
     /// somebody else did, whose release wakes the next); otherwise all wake and look.
+    ///
+    /// Pending futures are all woken whenever anybody fits: each polls again and takes a
+    /// permit or registers anew, so a future dropped after its wake-up swallows none.
     fn wake(&self, permits: MutexGuard<'_, Permits>, one: bool) {
         self.publish(&permits);
         if permits.in_use >= permits.limit {
             return; // nobody fits
         }
+        #[cfg(all(feature = "async", not(loom)))]
+        let mut permits = permits;
+        #[cfg(all(feature = "async", not(loom)))]
+        permits.wakers.drain(..).for_each(|(_, waker)| waker.wake());
         if one && permits.queue.is_empty() {
             self.condvar.notify_one();
         } else {

@@ -915,3 +915,108 @@ fn the_adaptive_limit_moves_under_owned_and_many_permits() {
     );
     assert_eq!(throttle.in_use(), 0);
 }
+
+/// `acquire_async` and `acquire_owned_async` (cargo feature `async`).
+#[cfg(feature = "async")]
+mod asynchronous {
+    use super::{Concurrency, Throttle};
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    impl Counter {
+        fn woken(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn async_tasks_take_turns_with_a_limit_of_one() {
+        let throttle = Arc::new(Throttle::new(1));
+        let seen = Arc::new(Concurrency::default());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("a runtime of 2 threads");
+        runtime.block_on(async {
+            let tasks: Vec<_> = (0..20)
+                .map(|_| {
+                    let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
+                    tokio::spawn(async move {
+                        let _permit = throttle.acquire_owned_async().await;
+                        seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("the task did not panic");
+            }
+        });
+        assert_eq!((seen.units(), seen.peak()), (20, 1));
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_pending_future_is_woken_by_a_release_and_a_dropped_one_swallows_no_wake_up() {
+        let throttle = Throttle::new(1);
+        let held = throttle.acquire();
+        let (a_waker, b_waker) = (Arc::new(Counter::default()), Arc::new(Counter::default()));
+        let mut a = Box::pin(throttle.acquire_async());
+        let mut b = pin!(throttle.acquire_async());
+        let (a_wake, b_wake) = (
+            Waker::from(Arc::clone(&a_waker)),
+            Waker::from(Arc::clone(&b_waker)),
+        );
+        let a_cx = &mut Context::from_waker(&a_wake);
+        let b_cx = &mut Context::from_waker(&b_wake);
+        assert!(a.as_mut().poll(a_cx).is_pending());
+        assert!(b.as_mut().poll(b_cx).is_pending());
+        assert!(a.as_mut().poll(a_cx).is_pending()); // polled again: still one waiter
+        assert_eq!(throttle.permits.lock().unwrap().wakers.len(), 2);
+        drop(held);
+        assert_eq!((a_waker.woken(), b_waker.woken()), (1, 1));
+        drop(a); // woken, never polled again: `b` still gets the permit
+        let Poll::Ready(permit) = b.as_mut().poll(b_cx) else {
+            panic!("a woken future finds the permit free");
+        };
+        assert_eq!(throttle.in_use(), 1);
+        // A future dropped while pending leaves no waker behind.
+        let mut c = Box::pin(throttle.acquire_async());
+        assert!(c.as_mut().poll(a_cx).is_pending());
+        drop(c);
+        assert!(throttle.permits.lock().unwrap().wakers.is_empty());
+        drop(permit);
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_blocked_thread_and_a_future_share_the_permits() {
+        let throttle = Arc::new(Throttle::new(1));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .expect("a runtime of 1 thread");
+        let permit = runtime.block_on(throttle.acquire_owned_async());
+        let waiter = {
+            let throttle = Arc::clone(&throttle);
+            std::thread::spawn(move || drop(throttle.acquire()))
+        };
+        let future = runtime.spawn({
+            let throttle = Arc::clone(&throttle);
+            async move { throttle.acquire_owned_async().await.num_permits() }
+        });
+        drop(permit); // both get it in turn
+        assert_eq!(runtime.block_on(future).expect("no panic"), 1);
+        waiter.join().unwrap();
+        assert_eq!(throttle.in_use(), 0);
+    }
+}
