@@ -16,7 +16,8 @@
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
 //!   ([`AdaptiveConfig`]), usable from any thread, pool or not; a pool built with one
 //!   counts its workers and, by default, the thread that runs a scope's body
-//!   ([`ThreadPoolBuilder::throttle_caller`]). How it works and why: [`throttle`].
+//!   ([`ThreadPoolBuilder::throttle_caller`]); with the cargo feature `async`, futures
+//!   wait for its permits too. How it works and why: [`throttle`].
 //! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets
 //!   its processor group (the pool's workers and coretune-core's pinning both use it).
 //! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
