@@ -249,8 +249,10 @@ impl ThreadPoolBuilder {
     /// limit is full), and, like a task, it must not block waiting for a job of its own
     /// scope outside the pool's own waits (`join`, `scope`, which give the permit back while
     /// they wait) — a body that receives from a channel that one of its jobs sends to
-    /// waits forever under a limit of 1. Turn it off for such bodies, or for a caller whose
-    /// share is only spawning. Details: [`throttle`](crate::throttle#the-calling-thread).
+    /// waits forever under a limit of 1. Nor may a thread that holds a guard or seat of the
+    /// same throttle call `scope` or `join` (the pool cannot see that permit, and the body
+    /// would wait for it). Turn it off for such callers, or for a caller whose share is only
+    /// spawning. Details: [`throttle`](crate::throttle#the-calling-thread).
     ///
     /// ```
     /// use std::sync::Arc;

@@ -202,7 +202,9 @@ impl std::error::Error for AcquireError {}
 /// idle (the seat is dropped or released) or, at its next [`ThrottleSeat::hold`], when the
 /// limit fell below the permits held. A limit at or above the number of busy threads then
 /// costs one relaxed atomic load per unit, and a lower one a hand-off only when a holder
-/// finishes. The workers of a pool built with a throttle hold their permit the same way.
+/// finishes. The workers of a pool built with a throttle hold their permit the same way,
+/// and by default so does a thread outside the pool while it runs the body of the pool's
+/// `scope` or `join` ([`ThreadPoolBuilder::throttle_caller`](crate::ThreadPoolBuilder::throttle_caller)).
 ///
 /// # Adaptive limit
 ///
