@@ -38,6 +38,8 @@ pub struct ThreadPoolBuilder {
     throttle: Option<Arc<Throttle>>,
     /// With a placement from the environment: the place of the thread that builds the pool.
     caller_place: Option<Vec<usize>>,
+    /// `None`: the default, `true` (see [`ThreadPoolBuilder::throttle_caller`]).
+    throttle_caller: Option<bool>,
 }
 
 /// The variable [`ThreadPoolBuilder::from_env`] reads the number of workers from; coretune
@@ -65,6 +67,7 @@ impl std::fmt::Debug for ThreadPoolBuilder {
             .field("panic_handler", &self.panic_handler.is_some())
             .field("throttle", &self.throttle)
             .field("caller_place", &self.caller_place)
+            .field("throttle_caller", &self.throttle_caller)
             .finish()
     }
 }
@@ -343,6 +346,43 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// Whether a thread that is not one of the pool's workers counts against the
+    /// [`throttle`](Self::throttle) while it runs the body of [`ThreadPool::scope`] (so
+    /// also `a` of [`ThreadPool::join`], and the spawning part of `par_for` and
+    /// `broadcast`): `true`, the default, makes it hold a permit for the body, like a worker
+    /// running a task, and give it back while it waits for the scope's jobs; `false` lets
+    /// it run beside the workers' permits, as before this option existed.
+    ///
+    /// Why `true` is the default: a throttle of limit `n` reads "at most `n` threads do
+    /// this pool's work at once", and the body of a scope or `join` is that work as much as
+    /// a task is — with `false`, `pool.join(a, b)` under a limit of 1 runs `a` beside `b`.
+    /// The price: the body first waits for a permit (behind the workers' tasks when the
+    /// limit is full), and, like a task, it must not block waiting for a job of its own
+    /// scope outside the pool's own waits (`join`, `scope`, which give the permit back while
+    /// they wait) — a body that receives from a channel that one of its jobs sends to
+    /// waits forever under a limit of 1. Nor may a thread that holds a guard or seat of the
+    /// same throttle call `scope` or `join` (the pool cannot see that permit, and the body
+    /// would wait for it). Turn it off for such callers, or for a caller whose share is only
+    /// spawning. Details: [`throttle`](crate::throttle#the-calling-thread).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let throttle = Arc::new(coretune_pool::Throttle::new(1));
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .throttle(Arc::clone(&throttle))
+    ///     .throttle_caller(false)
+    ///     .build()?;
+    /// let _all = throttle.acquire(); // the limit is full...
+    /// let sum = pool.scope(|_| 1 + 1); // ...and the body runs anyway, holding no permit
+    /// assert_eq!(sum, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn throttle_caller(mut self, counts: bool) -> Self {
+        self.throttle_caller = Some(counts);
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -394,6 +434,7 @@ impl ThreadPoolBuilder {
             steal_order,
             self.panic_handler.take(),
             self.throttle.take(),
+            self.throttle_caller.unwrap_or(true),
         ));
         let mut threads = Vec::with_capacity(n);
         // Each pinned worker reports whether the kernel took its CPU set.

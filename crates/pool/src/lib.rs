@@ -2,17 +2,22 @@
 //! placement, and a throttle (counting semaphore) that limits how many threads run at
 //! once.
 //!
-//! - [`ThreadPoolBuilder`] takes plain data from the caller: a start hook run on each
-//!   worker (where coretune-core pins worker `i` to its CPU set) and, for each worker,
-//!   the workers it steals from, nearest first.
+//! - [`ThreadPoolBuilder`] takes plain data from the caller: the number of workers, for
+//!   each worker the CPUs to pin it to ([`cpus`](ThreadPoolBuilder::cpus), which the pool
+//!   applies itself) and the workers it steals from, nearest first
+//!   ([`steal_order`](ThreadPoolBuilder::steal_order)), thread names and stack size, a
+//!   start handler and a panic handler, and a [`Throttle`].
 //! - [`ThreadPool`] runs `'static` tasks ([`spawn`](ThreadPool::spawn),
 //!   [`spawn_batch`](ThreadPool::spawn_batch)), borrowing tasks
 //!   ([`scope`](ThreadPool::scope), [`join`](ThreadPool::join),
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
-//!   waiter; idle workers sleep (protocol in `src/sleep/README.md`).
+//!   waiter; idle workers sleep (the protocol and why: [`sleep_protocol`]).
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
-//!   ([`AdaptiveConfig`]; how it works and why: `src/throttle/README.md`).
+//!   ([`AdaptiveConfig`]), usable from any thread, pool or not; a pool built with one
+//!   counts its workers and, by default, the thread that runs a scope's body
+//!   ([`ThreadPoolBuilder::throttle_caller`]); with the cargo feature `async`, futures
+//!   wait for its permits too. How it works and why: [`throttle`].
 //! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets
 //!   its processor group (the pool's workers and coretune-core's pinning both use it).
 //! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
@@ -55,8 +60,14 @@ mod sleep;
 mod submitter;
 mod sync;
 mod sys;
-mod throttle;
+pub mod throttle;
 mod worker;
+
+/// Documentation only: how the pool's idle workers go to sleep and how new work wakes
+/// them, and why (the crate's `src/sleep/README.md`).
+pub mod sleep_protocol {
+    #![doc = include_str!("sleep/README.md")]
+}
 
 // The README's examples run as doc tests.
 #[cfg(doctest)]
@@ -66,7 +77,10 @@ struct ReadmeDoctests;
 pub use builder::{NUM_THREADS_VAR, ThreadPoolBuildError, ThreadPoolBuilder};
 pub use group::thread_group;
 pub use scope::Scope;
-pub use throttle::{AdaptiveConfig, Throttle, ThrottleGuard, ThrottleSeat, TraceSample};
+pub use throttle::{
+    AcquireError, AdaptiveConfig, OwnedThrottleGuard, Throttle, ThrottleGuard, ThrottleSeat,
+    TraceSample,
+};
 
 use job::Job;
 use registry::Registry;

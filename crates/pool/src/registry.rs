@@ -34,6 +34,9 @@ pub(crate) struct Registry {
     terminating: AtomicBool,
     panic_handler: Option<PanicHandler>,
     pub(crate) throttle: Option<Arc<Throttle>>,
+    /// Whether a thread outside the pool holds a permit of `throttle` while it runs a
+    /// scope's body (`ThreadPoolBuilder::throttle_caller`).
+    pub(crate) throttle_caller: bool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -52,6 +55,7 @@ impl Registry {
         steal_order: Vec<Vec<usize>>,
         panic_handler: Option<PanicHandler>,
         throttle: Option<Arc<Throttle>>,
+        throttle_caller: bool,
     ) -> Self {
         let n = stealers.len();
         Registry {
@@ -64,6 +68,7 @@ impl Registry {
             terminating: AtomicBool::new(false),
             panic_handler,
             throttle,
+            throttle_caller,
         }
     }
 

@@ -93,6 +93,16 @@ impl WorkerThread {
         std::ptr::eq(Arc::as_ptr(&self.registry), registry)
     }
 
+    /// True if this worker holds a permit of `throttle` (its pool's, while it runs a task).
+    pub(crate) fn holds_permit_of(&self, throttle: &Arc<crate::throttle::Throttle>) -> bool {
+        self.holds_permit.get()
+            && self
+                .registry
+                .throttle
+                .as_ref()
+                .is_some_and(|own| Arc::ptr_eq(own, throttle))
+    }
+
     pub(crate) fn push_local(&self, job: Job) {
         self.local.push(job);
     }

@@ -45,7 +45,7 @@ use std::time::Duration;
 ///
 /// A settled throttle so stays within one step of the best limit, unless a probe wins.
 /// Why this controller (a throughput objective, not a latency target; the start at `max`;
-/// the noise tests) is explained in this crate's `src/throttle/README.md`; how it compares
+/// the noise tests) is explained in the [`throttle`](crate::throttle) module's docs; how it compares
 /// with every fixed limit on real workloads is measured in BENCHMARKS.md, "Adaptive
 /// throttle against every fixed limit".
 #[derive(Debug, Clone, PartialEq)]
@@ -160,6 +160,12 @@ impl Sampler {
     /// The limit the climber wants now.
     pub(super) fn limit(&self) -> usize {
         self.climber.limit()
+    }
+
+    /// The largest limit the climber may choose (`AdaptiveConfig::max`, at least `min`
+    /// and 1).
+    pub(super) fn max_limit(&self) -> usize {
+        self.climber.config.max
     }
 
     /// Closes a sample at `now` (time since the throttle's creation), with `completions`

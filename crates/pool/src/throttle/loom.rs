@@ -1,8 +1,8 @@
 //! Loom models of the throttle's semaphore and seats (`RUSTFLAGS="--cfg loom" cargo test
 //! -p coretune-pool --release --lib loom`).
 
-use super::Throttle;
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use super::{Patience, Throttle};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, lock};
 use loom::thread;
 
 /// Three threads, one permit: never two inside, nobody stuck.
@@ -75,5 +75,64 @@ fn loom_throttle_set_limit_releases_waiter() {
         throttle.set_limit(2);
         guard_thread.join().unwrap();
         assert_eq!(throttle.in_use(), 0);
+    });
+}
+
+/// A request for two permits of two against a single acquisition: both get in, in either
+/// order, never more than the limit inside; the queue is empty and the flag clear after.
+#[test]
+fn loom_throttle_many_against_single() {
+    loom::model(|| {
+        let throttle = Arc::new(Throttle::new(2));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let single = {
+            let (throttle, inside) = (Arc::clone(&throttle), Arc::clone(&inside));
+            thread::spawn(move || {
+                let _guard = throttle.acquire();
+                assert!(inside.fetch_add(1, Ordering::SeqCst) < 2);
+                inside.fetch_sub(1, Ordering::SeqCst);
+            })
+        };
+        {
+            let _two = throttle.acquire_many(2).unwrap();
+            assert_eq!(inside.fetch_add(2, Ordering::SeqCst), 0);
+            inside.fetch_sub(2, Ordering::SeqCst);
+        }
+        single.join().unwrap();
+        assert_eq!(throttle.in_use(), 0);
+        assert!(!throttle.is_over_limit());
+    });
+}
+
+/// A queued request for two gives up (the model's timeout) while a single acquisition waits
+/// behind it: the single one gets in whichever happens first, the permit held meanwhile is
+/// released, and nothing is left queued.
+#[test]
+fn loom_throttle_timed_out_request_lets_others_in() {
+    loom::model(|| {
+        let throttle = Arc::new(Throttle::new(2));
+        throttle.acquire_permit(); // held for the whole model, released at the end
+        let expired = Arc::new(AtomicBool::new(false));
+        let many = {
+            let (throttle, expired) = (Arc::clone(&throttle), Arc::clone(&expired));
+            thread::spawn(move || throttle.take(2, &Patience::UntilFlag(expired)).unwrap())
+        };
+        let single = {
+            let throttle = Arc::clone(&throttle);
+            thread::spawn(move || drop(throttle.acquire()))
+        };
+        // Time out the request: set the flag and wake the waiters under the lock.
+        {
+            let _permits = lock(&throttle.permits);
+            expired.store(true, Ordering::SeqCst);
+            throttle.condvar.notify_all();
+        }
+        single.join().unwrap();
+        let took_two = many.join().unwrap();
+        assert!(!took_two, "2 permits never fit beside the one held");
+        throttle.release();
+        assert_eq!(throttle.in_use(), 0);
+        assert!(!throttle.is_over_limit());
+        assert!(lock(&throttle.permits).queue.is_empty());
     });
 }

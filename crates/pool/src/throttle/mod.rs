@@ -1,9 +1,11 @@
-//! The throttle: a counting semaphore (this file) whose limit is fixed or adaptive
-//! (`climb.rs`: the settings, the samples and the hill climber). What a user needs is in
-//! [`Throttle`]'s and [`AdaptiveConfig`]'s docs; the protocol, the algorithm in prose, why
-//! it is this controller and what was measured on the way are in `README.md` in this
-//! folder. Unit tests are in `test.rs`, loom models in `loom.rs`.
+// The module's docs are the README beside this file: the protocol, the algorithm in
+// prose, why it is this controller and what was measured on the way. The code is this
+// file (the semaphore) and `climb.rs` (the settings, the samples and the hill climber);
+// unit tests are in `test.rs`, loom models in `loom.rs`.
+#![doc = include_str!("README.md")]
 
+#[cfg(all(feature = "async", not(loom)))]
+mod asynchronous;
 mod climb;
 #[cfg(all(test, loom))]
 mod loom;
@@ -14,6 +16,8 @@ pub use climb::{AdaptiveConfig, TraceSample};
 
 use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, lock, wait};
 use climb::Sampler;
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Completions between two looks at the clock in [`Throttle::record_completions`]:
@@ -22,12 +26,138 @@ use std::time::{Duration, Instant};
 /// `sum`, a raymesh block, a mixed task), so this delays a sample by well under 1 %.
 const CLOCK_CHECK_EVERY: u64 = 4;
 
+/// The semaphore's state, under [`Throttle`]'s mutex.
 #[derive(Debug)]
 struct Permits {
     in_use: usize,
     limit: usize,
+    /// Waiting requests for more than one permit, oldest first (single permits do not
+    /// queue; see [`Permits::may_take`]).
+    queue: VecDeque<Request>,
+    /// Numbers the queued requests.
+    next_ticket: u64,
+    /// Wakers of pending `acquire_async` futures (`asynchronous.rs`), by their number.
+    #[cfg(all(feature = "async", not(loom)))]
+    wakers: Vec<(u64, std::task::Waker)>,
 }
 
+/// A queued request for `permits` (more than one) permits.
+#[derive(Debug)]
+struct Request {
+    ticket: u64,
+    permits: usize,
+}
+
+impl Permits {
+    /// The request that goes first: the oldest queued one that fits under the limit at
+    /// all. Those asking for more than the limit wait without holding anybody up.
+    fn first(&self) -> Option<u64> {
+        self.queue
+            .iter()
+            .find(|request| request.permits <= self.limit)
+            .map(|request| request.ticket)
+    }
+
+    /// True if `n` permits may be taken now by the queued request `ticket`, or, with
+    /// `None`, by a request that is not queued: they must fit under the limit, and no
+    /// other queued request may go first. So single permits are taken in no particular
+    /// order, but while the first queued request waits nobody else takes one: it cannot
+    /// be starved by smaller requests slipping in as permits come free.
+    fn may_take(&self, n: usize, ticket: Option<u64>) -> bool {
+        self.in_use + n <= self.limit && self.first() == ticket
+    }
+
+    fn new_ticket(&mut self) -> u64 {
+        self.next_ticket += 1;
+        self.next_ticket
+    }
+
+    fn dequeue(&mut self, ticket: u64) {
+        self.queue.retain(|request| request.ticket != ticket);
+    }
+}
+
+/// How long an acquisition waits for its permits.
+#[derive(Debug)]
+enum Patience {
+    /// Not at all (`try_acquire*`).
+    Never,
+    /// Until this instant (`*_timeout`).
+    Until(Instant),
+    /// As long as it takes.
+    Forever,
+    /// Until the model sets the flag (and wakes the waiters under the lock): loom does not
+    /// model time, its `wait_timeout` never times out, so the models time out this way.
+    #[cfg(loom)]
+    #[cfg_attr(not(test), allow(dead_code))] // constructed by the models only
+    UntilFlag(crate::sync::Arc<AtomicBool>),
+}
+
+/// How long the next wait on the condition variable may last.
+enum Wait {
+    Forever,
+    For(Duration),
+}
+
+impl Patience {
+    /// A deadline `timeout` from now (`Forever` if that is beyond what `Instant` holds).
+    fn timeout(timeout: Duration) -> Self {
+        Instant::now()
+            .checked_add(timeout)
+            .map_or(Patience::Forever, Patience::Until)
+    }
+
+    /// How long the next wait may last; `None` once out of patience.
+    fn left(&self) -> Option<Wait> {
+        match self {
+            Patience::Never => None,
+            Patience::Until(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                (!left.is_zero()).then_some(Wait::For(left))
+            }
+            Patience::Forever => Some(Wait::Forever),
+            #[cfg(loom)]
+            Patience::UntilFlag(expired) => {
+                (!expired.load(Ordering::SeqCst)).then_some(Wait::Forever)
+            }
+        }
+    }
+}
+
+/// An acquisition of several permits that can never succeed.
+///
+/// ```
+/// use coretune_pool::{AcquireError, Throttle};
+/// let throttle = Throttle::new(2);
+/// let error = throttle.acquire_many(3).unwrap_err();
+/// assert_eq!(error, AcquireError::TooMany { requested: 3, max: 2 });
+/// assert_eq!(error.to_string(), "3 permits asked for, but the throttle's limit can reach at most 2");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// More permits were asked for than the limit can ever reach: a fixed throttle's limit
+    /// at the call, or an adaptive throttle's [`AdaptiveConfig::max`].
+    TooMany {
+        /// The permits asked for.
+        requested: usize,
+        /// The most the limit can reach.
+        max: usize,
+    },
+}
+
+impl std::fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AcquireError::TooMany { requested, max } => write!(
+                f,
+                "{requested} permits asked for, but the throttle's limit can reach at most {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AcquireError {}
 /// A counting semaphore: at most [`Throttle::limit`] holders of a permit at once, with a
 /// fixed limit ([`Throttle::new`]) or one that follows measured throughput
 /// ([`Throttle::adaptive`]).
@@ -46,11 +176,21 @@ struct Permits {
 /// # Protocol
 ///
 /// [`Throttle::acquire`] waits while the permits held reach the limit, then takes one;
-/// dropping the [`ThrottleGuard`] gives it back and wakes one waiter. Changing the limit
+/// dropping the [`ThrottleGuard`] gives it back and wakes a waiter. Changing the limit
 /// ([`Throttle::set_limit`]) wakes every waiter, since several may now fit. Lowering it
 /// never pre-empts: holders keep their permits, and new acquisitions wait until the
 /// permits held fell below the new limit. A permit given back by one thread
 /// happens-before the acquisition that takes it over.
+///
+/// Single permits go to whichever waiter gets there first. A request for several
+/// ([`Throttle::acquire_many`]) queues instead, and the oldest queued request that fits
+/// under the limit goes first: while it waits nobody else takes a permit, so permits
+/// coming free one by one add up to it rather than go to smaller requests, and seats
+/// (below) give theirs back at their next unit of work. A request for more permits than
+/// the limit allows right now (an adaptive limit below it) waits without holding anybody
+/// up, until the limit is raised; one for more than the limit can ever reach fails at
+/// once ([`AcquireError`]). Waiting with a timeout ([`Throttle::acquire_timeout`]) gives
+/// up once the time is over and no permit came, and leaves the queue for the next.
 ///
 /// # Seats
 ///
@@ -62,7 +202,9 @@ struct Permits {
 /// idle (the seat is dropped or released) or, at its next [`ThrottleSeat::hold`], when the
 /// limit fell below the permits held. A limit at or above the number of busy threads then
 /// costs one relaxed atomic load per unit, and a lower one a hand-off only when a holder
-/// finishes. The workers of a pool built with a throttle hold their permit the same way.
+/// finishes. The workers of a pool built with a throttle hold their permit the same way,
+/// and by default so does a thread outside the pool while it runs the body of the pool's
+/// `scope` or `join` ([`ThreadPoolBuilder::throttle_caller`](crate::ThreadPoolBuilder::throttle_caller)).
 ///
 /// # Adaptive limit
 ///
@@ -71,15 +213,20 @@ struct Permits {
 /// throughput samples, moves its limit with a hill climber described in
 /// [`AdaptiveConfig`], and keeps the samples ([`Throttle::trace`]).
 //
-// The mutex provides all ordering of the permits. Every change of `(in_use, limit)` also
-// stores `in_use > limit` into `over_limit`, read without the lock by seats and workers;
+// The mutex provides all ordering of the permits. Every change of `(in_use, limit, queue)`
+// also stores into `over_limit` whether holders should give a permit back (`in_use >
+// limit`, or a queued request goes first), read without the lock by seats and workers;
 // relaxed, because a stale value only delays a release by one unit of work and the permit
 // count itself only changes under the mutex.
 #[derive(Debug)]
 pub struct Throttle {
     permits: Mutex<Permits>,
-    /// `in_use > limit`, stored under `permits`' lock at every change, read without it.
+    /// Whether holders should give a permit back (see [`Throttle::is_over_limit`]),
+    /// stored under `permits`' lock at every change, read without it.
     over_limit: AtomicBool,
+    /// The most the limit can reach in adaptive mode ([`AdaptiveConfig::max`]); `None`
+    /// for a fixed limit, whose most is the limit in force.
+    max: Option<usize>,
     /// Nanoseconds after `start` before which no sample can be due (a hint read without
     /// the sampler's lock).
     next_sample_at: AtomicU64,
@@ -90,7 +237,8 @@ pub struct Throttle {
     sampler: Option<Mutex<Sampler>>,
 }
 
-/// Proof of holding one permit of a [`Throttle`]; dropping it releases the permit.
+/// Proof of holding permits of a [`Throttle`] (one, or as many as
+/// [`Throttle::acquire_many`] took); dropping it releases them.
 ///
 /// ```
 /// let throttle = coretune_pool::Throttle::new(1);
@@ -100,14 +248,66 @@ pub struct Throttle {
 /// assert_eq!(throttle.in_use(), 0);
 /// ```
 #[derive(Debug)]
-#[must_use = "the permit is released as soon as the guard is dropped"]
+#[must_use = "the permits are released as soon as the guard is dropped"]
 pub struct ThrottleGuard<'a> {
     throttle: &'a Throttle,
+    permits: usize,
+}
+
+impl ThrottleGuard<'_> {
+    /// The permits this guard holds.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(4);
+    /// assert_eq!(throttle.acquire().num_permits(), 1);
+    /// assert_eq!(throttle.acquire_many(3)?.num_permits(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_permits(&self) -> usize {
+        self.permits
+    }
 }
 
 impl Drop for ThrottleGuard<'_> {
     fn drop(&mut self) {
-        self.throttle.release();
+        self.throttle.release_many(self.permits);
+    }
+}
+
+/// A [`ThrottleGuard`] that owns a reference to its throttle, so it is `'static` and can
+/// be moved into another thread or a pool's task ([`Throttle::acquire_owned`]); dropping
+/// it releases its permits.
+///
+/// ```
+/// use std::sync::Arc;
+/// let throttle = Arc::new(coretune_pool::Throttle::new(1));
+/// let permit = throttle.acquire_owned();
+/// std::thread::spawn(move || drop(permit)).join().unwrap();
+/// assert_eq!(throttle.in_use(), 0);
+/// ```
+#[derive(Debug)]
+#[must_use = "the permits are released as soon as the guard is dropped"]
+pub struct OwnedThrottleGuard {
+    throttle: Arc<Throttle>,
+    permits: usize,
+}
+
+impl OwnedThrottleGuard {
+    /// The permits this guard holds.
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(4));
+    /// assert_eq!(throttle.acquire_many_owned(2)?.num_permits(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_permits(&self) -> usize {
+        self.permits
+    }
+}
+
+impl Drop for OwnedThrottleGuard {
+    fn drop(&mut self) {
+        self.throttle.release_many(self.permits);
     }
 }
 
@@ -211,13 +411,24 @@ impl Throttle {
     pub fn adaptive(config: AdaptiveConfig) -> Self {
         let sampler = Sampler::new(config);
         let limit = sampler.limit();
-        Self::with_sampler(limit, Some(Mutex::new(sampler)))
+        let max = sampler.max_limit();
+        let mut throttle = Self::with_sampler(limit, Some(Mutex::new(sampler)));
+        throttle.max = Some(max);
+        throttle
     }
 
     fn with_sampler(limit: usize, sampler: Option<Mutex<Sampler>>) -> Self {
         Throttle {
-            permits: Mutex::new(Permits { in_use: 0, limit }),
+            permits: Mutex::new(Permits {
+                in_use: 0,
+                limit,
+                queue: VecDeque::new(),
+                next_ticket: 0,
+                #[cfg(all(feature = "async", not(loom)))]
+                wakers: Vec::new(),
+            }),
             over_limit: AtomicBool::new(false),
+            max: None,
             next_sample_at: AtomicU64::new(0),
             condvar: Condvar::new(),
             completions: AtomicU64::new(0),
@@ -240,11 +451,14 @@ impl Throttle {
     /// });
     /// ```
     pub fn acquire(&self) -> ThrottleGuard<'_> {
-        self.acquire_permit();
-        ThrottleGuard { throttle: self }
+        self.guard(1, &Patience::Forever)
+            .ok()
+            .flatten()
+            .expect("one permit fits any limit, and waiting as long as it takes gets it")
     }
 
-    /// Takes a permit if one is free right now.
+    /// Takes a permit if one is free right now (and no request for several permits
+    /// waits to go first); never blocks.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(1);
@@ -252,36 +466,296 @@ impl Throttle {
     /// assert!(held.is_some() && throttle.try_acquire().is_none());
     /// ```
     pub fn try_acquire(&self) -> Option<ThrottleGuard<'_>> {
-        let mut permits = lock(&self.permits);
-        if permits.in_use < permits.limit {
-            permits.in_use += 1;
-            self.publish(&permits);
-            Some(ThrottleGuard { throttle: self })
-        } else {
-            None
-        }
+        self.guard(1, &Patience::Never).ok().flatten()
+    }
+
+    /// Waits at most `timeout` for a permit; `None` if none came in that time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let throttle = coretune_pool::Throttle::new(1);
+    /// let held = throttle.acquire();
+    /// assert!(throttle.acquire_timeout(Duration::from_millis(10)).is_none());
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| drop(held)); // frees the permit while the main thread waits
+    ///     assert!(throttle.acquire_timeout(Duration::from_secs(60)).is_some());
+    /// });
+    /// ```
+    pub fn acquire_timeout(&self, timeout: Duration) -> Option<ThrottleGuard<'_>> {
+        self.guard(1, &Patience::timeout(timeout)).ok().flatten()
+    }
+
+    /// Waits for `n` permits at once and holds them in one guard; `n = 0` gives a guard
+    /// of no permits at once. The request queues: the oldest queued request that fits
+    /// under the limit goes before any other acquisition, so single permits coming free
+    /// add up to it rather than go to newer requests, and seats give theirs back at their
+    /// next unit of work (see ["Protocol"](Throttle#protocol)). While an adaptive limit
+    /// is below `n` the request waits without holding anybody up, until the climber raises
+    /// the limit to `n` again; the climber moves only on samples, which close only as
+    /// completions are reported ([`Throttle::record_completions`], [`Throttle::sample`]),
+    /// so where they may stop use [`Throttle::acquire_many_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach:
+    /// a fixed throttle's limit at the call, or an adaptive throttle's
+    /// [`AdaptiveConfig::max`]. (A fixed limit lowered below `n` by
+    /// [`Throttle::set_limit`] while the request waits keeps it waiting until the limit
+    /// is raised again.)
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(4);
+    /// let one = throttle.acquire();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || drop(one));
+    ///     let all = throttle.acquire_many(4)?; // waits for `one`
+    ///     assert_eq!((all.num_permits(), throttle.in_use()), (4, 4));
+    ///     Ok::<(), coretune_pool::AcquireError>(())
+    /// })?;
+    /// assert!(throttle.acquire_many(5).is_err()); // a fixed limit of 4 never allows 5
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_many(&self, n: usize) -> Result<ThrottleGuard<'_>, AcquireError> {
+        self.guard(n, &Patience::Forever)
+            .map(|guard| guard.expect("waiting as long as it takes ends with the permits"))
+    }
+
+    /// Takes `n` permits if they are free right now (and no other request for several
+    /// waits to go first); never blocks. `Ok(None)` if they are not.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::TooMany`] if `n` is more than the limit can ever reach (see
+    /// [`Throttle::acquire_many`]).
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// let _one = throttle.acquire();
+    /// assert!(throttle.try_acquire_many(3)?.is_none());
+    /// assert_eq!(throttle.try_acquire_many(2)?.map(|g| g.num_permits()), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_acquire_many(&self, n: usize) -> Result<Option<ThrottleGuard<'_>>, AcquireError> {
+        self.guard(n, &Patience::Never)
+    }
+
+    /// Waits at most `timeout` for `n` permits, queued as [`Throttle::acquire_many`]
+    /// describes; `Ok(None)` if they did not come in that time (the request then leaves
+    /// the queue to the next).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach
+    /// (see [`Throttle::acquire_many`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let throttle = coretune_pool::Throttle::new(2);
+    /// let _one = throttle.acquire();
+    /// assert!(throttle.acquire_many_timeout(2, Duration::from_millis(10))?.is_none());
+    /// assert!(throttle.try_acquire().is_some()); // the request left the queue
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_many_timeout(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Option<ThrottleGuard<'_>>, AcquireError> {
+        self.guard(n, &Patience::timeout(timeout))
+    }
+
+    /// Waits for a permit held by a guard that owns a reference to the throttle, so it
+    /// can be moved into another thread or a pool's task ([`OwnedThrottleGuard`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let throttle = Arc::new(coretune_pool::Throttle::new(1));
+    /// let pool = coretune_pool::ThreadPool::new(2)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let permit = throttle.acquire_owned();
+    /// pool.spawn(move || {
+    ///     let _permit = permit; // released when the task ends
+    ///     tx.send(()).unwrap();
+    /// });
+    /// rx.recv()?;
+    /// drop(pool); // the task has ended
+    /// assert_eq!(throttle.in_use(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_owned(self: &Arc<Self>) -> OwnedThrottleGuard {
+        self.owned(1, &Patience::Forever)
+            .ok()
+            .flatten()
+            .expect("one permit fits any limit, and waiting as long as it takes gets it")
+    }
+
+    /// [`Throttle::try_acquire`] with an [`OwnedThrottleGuard`]: a permit if one is free
+    /// right now; never blocks.
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(1));
+    /// let held = throttle.try_acquire_owned();
+    /// assert!(held.is_some() && throttle.try_acquire_owned().is_none());
+    /// ```
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedThrottleGuard> {
+        self.owned(1, &Patience::Never).ok().flatten()
+    }
+
+    /// [`Throttle::acquire_timeout`] with an [`OwnedThrottleGuard`]: waits at most
+    /// `timeout` for a permit; `None` if none came in that time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(1));
+    /// let held = throttle.acquire_owned_timeout(Duration::from_millis(10));
+    /// assert!(held.is_some());
+    /// assert!(throttle.acquire_owned_timeout(Duration::from_millis(10)).is_none());
+    /// ```
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        timeout: Duration,
+    ) -> Option<OwnedThrottleGuard> {
+        self.owned(1, &Patience::timeout(timeout)).ok().flatten()
+    }
+
+    /// [`Throttle::acquire_many`] with an [`OwnedThrottleGuard`]: waits for `n` permits
+    /// held by one guard that can be moved into another thread.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach
+    /// (see [`Throttle::acquire_many`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let throttle = Arc::new(coretune_pool::Throttle::new(4));
+    /// let three = throttle.acquire_many_owned(3)?;
+    /// std::thread::spawn(move || assert_eq!(three.num_permits(), 3)).join().unwrap();
+    /// assert_eq!(throttle.in_use(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_many_owned(
+        self: &Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedThrottleGuard, AcquireError> {
+        self.owned(n, &Patience::Forever)
+            .map(|guard| guard.expect("waiting as long as it takes ends with the permits"))
+    }
+
+    /// A guard of `n` permits taken as `patience` allows; `Ok(None)` if it ran out first.
+    fn guard(
+        &self,
+        n: usize,
+        patience: &Patience,
+    ) -> Result<Option<ThrottleGuard<'_>>, AcquireError> {
+        let taken = n == 0 || self.take(n, patience)?;
+        Ok(taken.then(|| ThrottleGuard {
+            throttle: self,
+            permits: n,
+        }))
+    }
+
+    /// [`Throttle::guard`] with an owned guard.
+    fn owned(
+        self: &Arc<Self>,
+        n: usize,
+        patience: &Patience,
+    ) -> Result<Option<OwnedThrottleGuard>, AcquireError> {
+        let taken = n == 0 || self.take(n, patience)?;
+        Ok(taken.then(|| OwnedThrottleGuard {
+            throttle: Arc::clone(self),
+            permits: n,
+        }))
     }
 
     /// Waits for a permit without a guard; pair with [`Throttle::release`]. Used by the
     /// pool, whose workers hold a permit across many tasks.
     pub(crate) fn acquire_permit(&self) {
+        let taken = self.take(1, &Patience::Forever);
+        debug_assert!(
+            matches!(taken, Ok(true)),
+            "one permit, waiting as long as it takes"
+        );
+    }
+
+    /// Takes `n` permits (at least 1), waiting as `patience` allows: the protocol of
+    /// [`Throttle`]'s docs ("Protocol"). `Ok(false)` if it ran out of patience first.
+    fn take(&self, n: usize, patience: &Patience) -> Result<bool, AcquireError> {
         let mut permits = lock(&self.permits);
-        while permits.in_use >= permits.limit {
-            permits = wait(&self.condvar, permits);
+        let max = self.max.unwrap_or(permits.limit);
+        if n > max {
+            return Err(AcquireError::TooMany { requested: n, max });
         }
-        permits.in_use += 1;
+        // Requests for several permits queue (see `Permits::may_take`); single ones do not.
+        let mut ticket = None;
+        loop {
+            if permits.may_take(n, ticket) {
+                permits.in_use += n;
+                match ticket {
+                    Some(ticket) => {
+                        permits.dequeue(ticket);
+                        self.wake(permits, false); // the next request, or single permits, may go
+                    }
+                    None => self.publish(&permits),
+                }
+                return Ok(true);
+            }
+            let Some(next) = patience.left() else {
+                if let Some(ticket) = ticket {
+                    permits.dequeue(ticket);
+                    self.wake(permits, false); // those this request held up may go
+                }
+                return Ok(false);
+            };
+            if n > 1 && ticket.is_none() {
+                let new = permits.new_ticket();
+                permits.queue.push_back(Request {
+                    ticket: new,
+                    permits: n,
+                });
+                ticket = Some(new);
+                self.publish(&permits); // holders give permits back for it
+            }
+            permits = match next {
+                Wait::Forever => wait(&self.condvar, permits),
+                Wait::For(timeout) => wait_timeout(&self.condvar, permits, timeout),
+            };
+        }
+    }
+
+    /// Stores whether holders should give a permit back (under the lock): more are held
+    /// than the limit allows, or a queued request goes first (see [`Permits::may_take`]).
+    fn publish(&self, permits: &Permits) {
+        let give_back = permits.in_use > permits.limit || permits.first().is_some();
+        self.over_limit.store(give_back, Ordering::Relaxed);
+    }
+
+    /// After a change of `permits` that may let waiters in: publishes the flag, wakes the
+    /// waiters if anybody fits under the limit, and unlocks. `one`: a single permit came
+    /// free and no request queues, so waking one waiter will do (it takes the permit, or
+    /// somebody else did, whose release wakes the next); otherwise all wake and look.
+    ///
+    /// Pending futures are all woken whenever anybody fits: each polls again and takes a
+    /// permit or registers anew, so a future dropped after its wake-up swallows none.
+    fn wake(&self, permits: MutexGuard<'_, Permits>, one: bool) {
         self.publish(&permits);
+        if permits.in_use >= permits.limit {
+            return; // nobody fits
+        }
+        #[cfg(all(feature = "async", not(loom)))]
+        let mut permits = permits;
+        #[cfg(all(feature = "async", not(loom)))]
+        permits.wakers.drain(..).for_each(|(_, waker)| waker.wake());
+        if one && permits.queue.is_empty() {
+            self.condvar.notify_one();
+        } else {
+            self.condvar.notify_all();
+        }
     }
 
-    /// Stores whether more permits are held than the limit allows (under the lock).
-    fn publish(&self, permits: &MutexGuard<'_, Permits>) {
-        self.over_limit
-            .store(permits.in_use > permits.limit, Ordering::Relaxed);
-    }
-
-    /// True if more permits are held than the current limit allows (the limit was
-    /// lowered); holders should give one back. Read without the lock, so it may lag a
-    /// change by a moment.
+    /// True if holders should give a permit back: more permits are held than the current
+    /// limit allows (the limit was lowered), or a request for several permits waits to go
+    /// first. Read without the lock, so it may lag a change by a moment.
     pub(crate) fn is_over_limit(&self) -> bool {
         self.over_limit.load(Ordering::Relaxed)
     }
@@ -308,12 +782,17 @@ impl Throttle {
 
     /// Returns a permit taken by [`Throttle::acquire_permit`].
     pub(crate) fn release(&self) {
-        let mut permits = lock(&self.permits);
-        permits.in_use -= 1;
-        self.publish(&permits);
-        if permits.in_use < permits.limit {
-            self.condvar.notify_one();
+        self.release_many(1);
+    }
+
+    /// Returns `n` permits (a guard's).
+    fn release_many(&self, n: usize) {
+        if n == 0 {
+            return;
         }
+        let mut permits = lock(&self.permits);
+        permits.in_use -= n;
+        self.wake(permits, n == 1);
     }
 
     /// The current limit.
@@ -339,8 +818,8 @@ impl Throttle {
         lock(&self.permits).in_use
     }
 
-    /// Sets the limit (0 is raised to 1). In adaptive mode the climber may move it again
-    /// at its next decision.
+    /// Sets the limit (0 is raised to 1) and wakes the waiters that may now fit. In
+    /// adaptive mode the climber may move it again at its next decision.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(1);
@@ -351,8 +830,7 @@ impl Throttle {
     pub fn set_limit(&self, limit: usize) {
         let mut permits = lock(&self.permits);
         permits.limit = limit.max(1);
-        self.publish(&permits);
-        self.condvar.notify_all();
+        self.wake(permits, false);
     }
 
     /// True if the limit is adaptive.
@@ -451,4 +929,16 @@ impl Throttle {
 /// Whole nanoseconds of `d`, saturating (585 years).
 fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Waits on `condvar` for at most `timeout`, ignoring poisoning (as `crate::sync::wait`).
+fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: Duration,
+) -> MutexGuard<'a, T> {
+    match condvar.wait_timeout(guard, timeout) {
+        Ok((guard, _)) => guard,
+        Err(poisoned) => poisoned.into_inner().0,
+    }
 }

@@ -2,9 +2,10 @@
 //! noise and stalls (README.md, "Tests"), and the semaphore and its seats on real threads.
 
 use super::climb::HillClimb;
-use super::{AdaptiveConfig, Throttle};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use super::{AcquireError, AdaptiveConfig, Throttle};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, mpsc};
+use std::time::{Duration, Instant};
 
 /// The default settings between 1 and `max`, starting at `initial`.
 fn config(max: usize, initial: usize) -> AdaptiveConfig {
@@ -326,4 +327,696 @@ fn adaptive_throttle_records_a_trace() {
             .all(|s| s.throughput > 0.0 && (1..=4).contains(&s.limit))
     );
     assert!(Throttle::new(3).trace().is_empty());
+}
+
+/// Waits (polling) until `condition` holds; fails after 10 s.
+fn eventually(condition: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "not reached in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Long enough for a thread to reach its wait on the 2-CPU machine under load; a waiter
+/// that got in before it would be a bug, so the tests do not depend on its length.
+const SETTLE: Duration = Duration::from_millis(20);
+
+#[test]
+fn acquire_blocks_until_a_permit_is_released() {
+    let throttle = Throttle::new(1);
+    let held = throttle.acquire();
+    let inside = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let _permit = throttle.acquire();
+            inside.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(SETTLE);
+        assert!(!inside.load(Ordering::SeqCst));
+        drop(held);
+        waiter.join().unwrap();
+    });
+    assert!(inside.load(Ordering::SeqCst));
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_timeout_expires_without_a_permit() {
+    let throttle = Arc::new(Throttle::new(1));
+    let _held = throttle.acquire();
+    let timeout = Duration::from_millis(20);
+    let start = Instant::now();
+    assert!(throttle.acquire_timeout(timeout).is_none());
+    assert!(throttle.acquire_owned_timeout(timeout).is_none());
+    assert!(throttle.acquire_many_timeout(1, timeout).unwrap().is_none());
+    assert!(start.elapsed() >= 3 * timeout);
+    assert_eq!(throttle.in_use(), 1);
+    assert!(!throttle.is_over_limit());
+}
+
+#[test]
+fn a_timed_waiter_gets_a_permit_that_frees() {
+    let throttle = Arc::new(Throttle::new(1));
+    for owned in [false, true] {
+        let held = throttle.acquire();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(SETTLE);
+                drop(held);
+            });
+            let timeout = Duration::from_secs(60);
+            let start = Instant::now();
+            if owned {
+                assert!(throttle.acquire_owned_timeout(timeout).is_some());
+            } else {
+                assert!(throttle.acquire_timeout(timeout).is_some());
+            }
+            assert!(start.elapsed() < timeout);
+        });
+        assert_eq!(throttle.in_use(), 0);
+    }
+}
+
+#[test]
+fn try_fails_at_the_limit() {
+    let throttle = Arc::new(Throttle::new(2));
+    let held = throttle.acquire_many(2).unwrap();
+    assert!(throttle.try_acquire().is_none());
+    assert!(throttle.try_acquire_owned().is_none());
+    assert!(throttle.try_acquire_many(1).unwrap().is_none());
+    assert!(throttle.acquire_timeout(Duration::ZERO).is_none());
+    drop(held);
+    let one = throttle.try_acquire().unwrap();
+    assert!(throttle.try_acquire_many(2).unwrap().is_none());
+    let two = throttle.try_acquire_owned().unwrap();
+    assert_eq!(throttle.in_use(), 2);
+    drop((one, two));
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn many_permits_are_counted_and_released_together() {
+    let throttle = Throttle::new(5);
+    let three = throttle.acquire_many(3).unwrap();
+    assert_eq!((three.num_permits(), throttle.in_use()), (3, 3));
+    assert!(throttle.try_acquire_many(3).unwrap().is_none());
+    let two = throttle.try_acquire_many(2).unwrap().unwrap();
+    assert_eq!(throttle.in_use(), 5);
+    // No permits: a guard at once, even at the limit, that releases nothing.
+    let none = throttle.try_acquire_many(0).unwrap().unwrap();
+    assert_eq!(none.num_permits(), 0);
+    drop(throttle.acquire_many(0).unwrap());
+    assert_eq!(throttle.in_use(), 5);
+    drop(three);
+    assert_eq!(throttle.in_use(), 2);
+    drop((two, none));
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn more_than_the_limit_can_reach_fails_at_once() {
+    let fixed = Arc::new(Throttle::new(2));
+    let too_many = AcquireError::TooMany {
+        requested: 3,
+        max: 2,
+    };
+    assert_eq!(fixed.acquire_many(3).unwrap_err(), too_many);
+    assert_eq!(fixed.try_acquire_many(3).unwrap_err(), too_many);
+    let timeout = Duration::from_secs(60);
+    assert_eq!(
+        fixed.acquire_many_timeout(3, timeout).unwrap_err(),
+        too_many
+    );
+    assert_eq!(fixed.acquire_many_owned(3).unwrap_err(), too_many);
+    fixed.set_limit(3); // a fixed limit's most is the limit in force
+    assert_eq!(fixed.acquire_many(3).unwrap().num_permits(), 3);
+    // An adaptive limit's most is `max`, whatever the limit in force.
+    let adaptive = Throttle::adaptive(config(4, 1));
+    let error = adaptive.acquire_many(5).unwrap_err();
+    assert_eq!(
+        error,
+        AcquireError::TooMany {
+            requested: 5,
+            max: 4
+        }
+    );
+    assert!(error.to_string().contains('5') && error.to_string().contains('4'));
+    assert_eq!(fixed.in_use() + adaptive.in_use(), 0);
+}
+
+#[test]
+fn an_owned_guard_moves_into_a_thread() {
+    fn send_and_static<T: Send + 'static>(value: T) -> T {
+        value
+    }
+    let throttle = Arc::new(Throttle::new(3));
+    let one = send_and_static(throttle.acquire_owned());
+    let two = send_and_static(throttle.acquire_many_owned(2).unwrap());
+    assert_eq!(throttle.in_use(), 3);
+    let thread = {
+        let throttle = Arc::clone(&throttle);
+        std::thread::spawn(move || {
+            assert_eq!(one.num_permits() + two.num_permits(), 3);
+            drop(one);
+            assert_eq!(throttle.in_use(), 2);
+        }) // `two` is dropped with the closure
+    };
+    thread.join().unwrap();
+    assert_eq!(throttle.in_use(), 0);
+    // Into a pool's task, which outlives this borrow of nothing.
+    let pool = crate::ThreadPool::new(2).unwrap();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..3 {
+        let (permit, tx) = (throttle.acquire_owned(), tx.clone());
+        pool.spawn(move || {
+            let _permit = permit;
+            tx.send(()).unwrap();
+        });
+    }
+    drop(tx);
+    assert_eq!(rx.iter().count(), 3);
+    drop(pool);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn raising_the_limit_lets_waiters_of_each_kind_in() {
+    let throttle = Arc::new(Throttle::new(2));
+    let full = throttle.acquire_many(2).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let done = Barrier::new(5);
+    std::thread::scope(|s| {
+        let (throttle, tx, done) = (&throttle, &tx, &done);
+        s.spawn(move || {
+            let permit = throttle.acquire();
+            tx.send(permit.num_permits()).unwrap();
+            done.wait();
+        });
+        s.spawn(move || {
+            let permit = throttle.acquire_timeout(Duration::from_secs(60)).unwrap();
+            tx.send(permit.num_permits()).unwrap();
+            done.wait();
+        });
+        s.spawn(move || {
+            let permit = throttle.acquire_owned();
+            tx.send(permit.num_permits()).unwrap();
+            done.wait();
+        });
+        s.spawn(move || {
+            let permits = throttle.acquire_many(2).unwrap();
+            tx.send(permits.num_permits()).unwrap();
+            done.wait();
+        });
+        eventually(|| throttle.is_over_limit()); // the request for 2 queued
+        std::thread::sleep(SETTLE);
+        assert!(rx.try_recv().is_err(), "nobody gets in at the limit");
+        throttle.set_limit(7); // room for all: 2 held, 1 + 1 + 1 + 2 waiting
+        assert_eq!(rx.iter().take(4).sum::<usize>(), 5);
+        assert_eq!(throttle.in_use(), 7);
+        done.wait();
+    });
+    drop(full);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_request_for_more_than_the_limit_waits_without_holding_anybody_up() {
+    // A fixed limit lowered below a waiting request.
+    let throttle = Throttle::new(3);
+    let two = throttle.acquire_many(2).unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many(3).unwrap().num_permits());
+        eventually(|| throttle.is_over_limit()); // queued, and first
+        throttle.set_limit(2);
+        assert!(!throttle.is_over_limit()); // no longer first: 3 do not fit under 2
+        drop(two);
+        let single = throttle
+            .try_acquire()
+            .expect("single permits are not held up");
+        std::thread::sleep(SETTLE);
+        assert!(!waiter.is_finished());
+        drop(single);
+        throttle.set_limit(3);
+        assert_eq!(waiter.join().unwrap(), 3);
+    });
+    // An adaptive limit below the request (but not its `max`).
+    let throttle = Throttle::adaptive(config(4, 1));
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many(3).unwrap().num_permits());
+        std::thread::sleep(SETTLE);
+        drop(
+            throttle
+                .try_acquire()
+                .expect("single permits are not held up"),
+        );
+        assert!(!waiter.is_finished());
+        throttle.set_limit(3); // as the climber would
+        assert_eq!(waiter.join().unwrap(), 3);
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn lowering_the_limit_does_not_preempt_many_permits() {
+    let throttle = Throttle::new(3);
+    let three = throttle.acquire_many(3).unwrap();
+    throttle.set_limit(1);
+    assert_eq!(throttle.in_use(), 3);
+    assert!(throttle.is_over_limit());
+    assert!(throttle.try_acquire().is_none());
+    drop(three);
+    assert_eq!(throttle.in_use(), 0);
+    assert!(!throttle.is_over_limit());
+    assert!(throttle.try_acquire().is_some());
+}
+
+#[test]
+fn a_queued_request_holds_single_permits_up() {
+    let throttle = Throttle::new(2);
+    let one = throttle.acquire();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many(2).unwrap().num_permits());
+        eventually(|| throttle.is_over_limit());
+        // A permit is free, but the queued request goes first.
+        assert!(throttle.try_acquire().is_none());
+        let single = s.spawn(|| drop(throttle.acquire()));
+        std::thread::sleep(SETTLE);
+        assert!(!single.is_finished());
+        drop(one);
+        assert_eq!(waiter.join().unwrap(), 2);
+        single.join().unwrap();
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_timed_out_request_lets_those_it_held_up_in() {
+    let throttle = Throttle::new(2);
+    let one = throttle.acquire();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many_timeout(2, Duration::from_millis(50)));
+        // Not `eventually(is_over_limit)`: a slow poll could miss the 50 ms in the queue.
+        std::thread::sleep(SETTLE);
+        // Waits behind the request until it times out (or gets in at once, if slow).
+        let single = s.spawn(|| drop(throttle.acquire()));
+        assert!(waiter.join().unwrap().unwrap().is_none());
+        single.join().unwrap();
+        assert!(!throttle.is_over_limit());
+    });
+    drop(one);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_request_for_many_is_not_starved_by_single_permits() {
+    let throttle = Throttle::new(3);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    let _permit = throttle.acquire();
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        for _ in 0..20 {
+            let all = throttle.acquire_many_timeout(3, Duration::from_secs(10));
+            assert_eq!(all.unwrap().expect("not starved").num_permits(), 3);
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn seats_give_their_permits_back_to_a_queued_request() {
+    let throttle = Throttle::new(2);
+    let stop = AtomicBool::new(false);
+    let units = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut seat = throttle.seat();
+                while !stop.load(Ordering::SeqCst) {
+                    seat.hold();
+                    units.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+        eventually(|| throttle.in_use() == 2); // the seats never give back on their own
+        let all = throttle.acquire_many_timeout(2, Duration::from_secs(10));
+        let all = all.unwrap().expect("the seats gave their permits back");
+        let units_then = units.load(Ordering::SeqCst);
+        std::thread::sleep(SETTLE);
+        assert_eq!(units.load(Ordering::SeqCst), units_then); // no seat ran meanwhile
+        stop.store(true, Ordering::SeqCst);
+        drop(all);
+    });
+    assert_eq!(throttle.in_use(), 0);
+    assert!(!throttle.is_over_limit());
+}
+
+#[test]
+fn busy_pool_workers_give_their_permits_back_to_a_queued_request() {
+    let throttle = Arc::new(Throttle::new(2));
+    let pool = crate::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .throttle(Arc::clone(&throttle))
+        .build()
+        .unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    pool.spawn_batch((0..4000).map(|_| {
+        let (started, stop) = (Arc::clone(&started), Arc::clone(&stop));
+        move || {
+            started.fetch_add(1, Ordering::SeqCst);
+            let start = Instant::now();
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_micros(100) {
+                std::hint::spin_loop();
+            }
+        }
+    }));
+    eventually(|| started.load(Ordering::SeqCst) > 10);
+    let all = throttle.acquire_many_timeout(2, Duration::from_secs(10));
+    let all = all.unwrap().expect("the workers gave their permits back");
+    let started_then = started.load(Ordering::SeqCst);
+    std::thread::sleep(SETTLE);
+    assert_eq!(started.load(Ordering::SeqCst), started_then); // no task ran meanwhile
+    stop.store(true, Ordering::SeqCst);
+    drop(all);
+    drop(pool);
+    assert_eq!(started.load(Ordering::SeqCst), 4000);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+/// Counts the units of work running at once and the most ever seen.
+#[derive(Default)]
+struct Concurrency {
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    units: AtomicUsize,
+}
+
+impl Concurrency {
+    /// One unit of work: counted as running for at least 100 µs, asleep, so that units
+    /// of unthrottled threads overlap even when the threads share one CPU.
+    fn work(&self) {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_micros(100));
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.units.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
+
+    fn units(&self) -> usize {
+        self.units.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs `f` on a thread of its own and returns its result; fails if it takes a minute,
+/// so that a deadlock fails the test instead of hanging it.
+fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(f()));
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("finished within a minute (a deadlock otherwise)")
+}
+
+/// A pool of `n` workers built with `throttle` (and the default `throttle_caller`).
+fn throttled_pool(n: usize, throttle: &Arc<Throttle>) -> Arc<crate::ThreadPool> {
+    let pool = crate::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .throttle(Arc::clone(throttle))
+        .build()
+        .expect("an unpinned pool builds");
+    Arc::new(pool)
+}
+
+#[test]
+fn the_calling_thread_counts_in_scope_join_and_par_for() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let seen = Arc::new(Concurrency::default());
+    let (pool2, seen2) = (Arc::clone(&pool), Arc::clone(&seen));
+    finishes(move || {
+        let (pool, seen) = (&*pool2, &*seen2);
+        pool.scope(|s| {
+            for _ in 0..50 {
+                s.spawn(|_| seen.work());
+                seen.work(); // the calling thread's share, beside the workers' tasks
+            }
+        });
+        for _ in 0..20 {
+            pool.join(|| seen.work(), || seen.work());
+        }
+        pool.par_for(0..50, 1, |_| seen.work());
+    });
+    assert_eq!(seen.units(), 50 + 50 + 40 + 50);
+    assert_eq!(
+        seen.peak(),
+        1,
+        "a limit of 1 is one at a time, the caller included"
+    );
+    eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+}
+
+#[test]
+fn the_calling_thread_waits_for_a_permit_before_the_body() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let entered = Arc::new(AtomicBool::new(false));
+    let held = throttle.acquire_owned();
+    let caller = {
+        let (pool, entered) = (Arc::clone(&pool), Arc::clone(&entered));
+        std::thread::spawn(move || pool.scope(|_| entered.store(true, Ordering::SeqCst)))
+    };
+    std::thread::sleep(SETTLE);
+    assert!(
+        !entered.load(Ordering::SeqCst),
+        "the body ran beside a held permit"
+    );
+    drop(held);
+    caller.join().unwrap();
+    assert!(entered.load(Ordering::SeqCst));
+    assert_eq!(throttle.in_use(), 0);
+    // Opted out, the body runs beside the held permit, as before the option.
+    let free = crate::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .throttle(Arc::clone(&throttle))
+        .throttle_caller(false)
+        .build()
+        .unwrap();
+    let _all = throttle.acquire();
+    assert_eq!(free.scope(|_| 1 + 1), 2); // no jobs, which would wait for `_all`
+}
+
+#[test]
+fn nested_scopes_and_other_pools_tasks_do_not_wait_for_themselves() {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let other = throttled_pool(2, &throttle); // the same throttle
+    let seen = Arc::new(Concurrency::default());
+    let (p, o, c) = (Arc::clone(&pool), Arc::clone(&other), Arc::clone(&seen));
+    finishes(move || {
+        let (pool, seen) = (&*p, &*c);
+        // A caller's body holding its permit opens scopes of its own: it keeps the permit
+        // for their bodies and gives it back while it waits for their jobs.
+        pool.scope(|s| {
+            s.spawn(|_| seen.work());
+            pool.join(|| seen.work(), || seen.work());
+            pool.scope(|s| s.spawn(|_| seen.work()));
+            seen.work();
+        });
+        // A task of another pool with the same throttle holds a permit; its scope on this
+        // pool keeps it for the body and gives it back while it waits.
+        let (tx, rx) = mpsc::channel();
+        let (pool, seen) = (Arc::clone(&p), Arc::clone(&c));
+        o.spawn(move || {
+            pool.join(|| seen.work(), || seen.work());
+            tx.send(()).unwrap();
+        });
+        rx.recv().unwrap();
+    });
+    assert_eq!(seen.units(), 5 + 2);
+    assert_eq!(seen.peak(), 1);
+    drop((pool, other));
+    eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+}
+
+#[test]
+fn acquire_many_waits_for_all_its_permits() {
+    let throttle = Throttle::new(3);
+    let singles: Vec<_> = (0..3).map(|_| throttle.acquire()).collect();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| throttle.acquire_many(3).unwrap().num_permits());
+        for single in singles {
+            std::thread::sleep(SETTLE);
+            assert!(!waiter.is_finished(), "took fewer than 3 permits");
+            drop(single);
+        }
+        assert_eq!(waiter.join().unwrap(), 3);
+    });
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn the_adaptive_limit_moves_under_owned_and_many_permits() {
+    let throttle = Arc::new(Throttle::adaptive(AdaptiveConfig {
+        sample_interval: Duration::from_micros(200),
+        ..config(4, 4)
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..3)
+        .map(|i| {
+            let (throttle, stop) = (Arc::clone(&throttle), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let permits = throttle.acquire_many_owned(1 + i % 2).unwrap();
+                    let done = Arc::clone(&throttle);
+                    // Released on another thread, which reports the completion.
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_micros(50));
+                        drop(permits);
+                        done.record_completions(1);
+                    })
+                    .join()
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    // Starting at its top, the climber probes downwards once it measured a level, and
+    // samples the lower limit.
+    eventually(|| throttle.trace().iter().any(|s| s.limit < 4));
+    stop.store(true, Ordering::SeqCst);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let trace = throttle.trace();
+    assert!(
+        trace.iter().all(|s| (1..=4).contains(&s.limit)),
+        "{trace:?}"
+    );
+    assert_eq!(
+        throttle.acquire_many_owned(5).unwrap_err(),
+        AcquireError::TooMany {
+            requested: 5,
+            max: 4
+        }
+    );
+    assert_eq!(throttle.in_use(), 0);
+}
+
+/// `acquire_async` and `acquire_owned_async` (cargo feature `async`).
+#[cfg(feature = "async")]
+mod asynchronous {
+    use super::{Concurrency, Throttle};
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    impl Counter {
+        fn woken(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn async_tasks_take_turns_with_a_limit_of_one() {
+        let throttle = Arc::new(Throttle::new(1));
+        let seen = Arc::new(Concurrency::default());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("a runtime of 2 threads");
+        runtime.block_on(async {
+            let tasks: Vec<_> = (0..20)
+                .map(|_| {
+                    let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
+                    tokio::spawn(async move {
+                        let _permit = throttle.acquire_owned_async().await;
+                        seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("the task did not panic");
+            }
+        });
+        assert_eq!((seen.units(), seen.peak()), (20, 1));
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_pending_future_is_woken_by_a_release_and_a_dropped_one_swallows_no_wake_up() {
+        let throttle = Throttle::new(1);
+        let held = throttle.acquire();
+        let (a_waker, b_waker) = (Arc::new(Counter::default()), Arc::new(Counter::default()));
+        let mut a = Box::pin(throttle.acquire_async());
+        let mut b = pin!(throttle.acquire_async());
+        let (a_wake, b_wake) = (
+            Waker::from(Arc::clone(&a_waker)),
+            Waker::from(Arc::clone(&b_waker)),
+        );
+        let a_cx = &mut Context::from_waker(&a_wake);
+        let b_cx = &mut Context::from_waker(&b_wake);
+        assert!(a.as_mut().poll(a_cx).is_pending());
+        assert!(b.as_mut().poll(b_cx).is_pending());
+        assert!(a.as_mut().poll(a_cx).is_pending()); // polled again: still one waiter
+        assert_eq!(throttle.permits.lock().unwrap().wakers.len(), 2);
+        drop(held);
+        assert_eq!((a_waker.woken(), b_waker.woken()), (1, 1));
+        drop(a); // woken, never polled again: `b` still gets the permit
+        let Poll::Ready(permit) = b.as_mut().poll(b_cx) else {
+            panic!("a woken future finds the permit free");
+        };
+        assert_eq!(throttle.in_use(), 1);
+        // A future dropped while pending leaves no waker behind.
+        let mut c = Box::pin(throttle.acquire_async());
+        assert!(c.as_mut().poll(a_cx).is_pending());
+        drop(c);
+        assert!(throttle.permits.lock().unwrap().wakers.is_empty());
+        drop(permit);
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_blocked_thread_and_a_future_share_the_permits() {
+        let throttle = Arc::new(Throttle::new(1));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .expect("a runtime of 1 thread");
+        let permit = runtime.block_on(throttle.acquire_owned_async());
+        let waiter = {
+            let throttle = Arc::clone(&throttle);
+            std::thread::spawn(move || drop(throttle.acquire()))
+        };
+        let future = runtime.spawn({
+            let throttle = Arc::clone(&throttle);
+            async move { throttle.acquire_owned_async().await.num_permits() }
+        });
+        drop(permit); // both get it in turn
+        assert_eq!(runtime.block_on(future).expect("no panic"), 1);
+        waiter.join().unwrap();
+        assert_eq!(throttle.in_use(), 0);
+    }
 }
