@@ -6,7 +6,10 @@
 //!   each worker the CPUs to pin it to ([`cpus`](ThreadPoolBuilder::cpus), which the pool
 //!   applies itself) and the workers it steals from, nearest first
 //!   ([`steal_order`](ThreadPoolBuilder::steal_order)), thread names and stack size, a
-//!   start handler and a panic handler, and a [`Throttle`].
+//!   start handler and a panic handler, and a [`Throttle`] — or reads the workers and the
+//!   places coretune hands a program from its environment
+//!   ([`from_env`](ThreadPoolBuilder::from_env): `CORETUNE_NUM_THREADS`, `CORETUNE_PIN`'s
+//!   places or `OMP_PLACES`).
 //! - [`ThreadPool`] runs `'static` tasks ([`spawn`](ThreadPool::spawn),
 //!   [`spawn_batch`](ThreadPool::spawn_batch)), borrowing tasks
 //!   ([`scope`](ThreadPool::scope), [`join`](ThreadPool::join),
