@@ -49,6 +49,13 @@ fn cpus_prints_one_line_per_format() {
     assert_eq!(json["windows"], "101");
     assert_eq!(json["hwloc"], "0x00000101");
     assert!(json["warnings"].as_array().unwrap().len() >= 2, "{json}");
+    // Every format --to knows, each as --to writes it.
+    let formats = json["formats"].as_object().unwrap();
+    assert_eq!(formats.len(), 13, "{json}");
+    for (name, value) in formats {
+        let to = stdout(&["cpus", "--input", SYNTH, "--to", name, "pu:0", "pu:8"]);
+        assert_eq!(value.as_str(), Some(to.trim_end()), "{name}");
+    }
 }
 
 /// Windows masks on a big machine are that machine's processor groups (modelled from the Linux

@@ -30,7 +30,8 @@ pub(crate) struct CpusArgs {
     /// Print the logical indexes of the objects of this type the set intersects (hwloc-calc -I).
     #[arg(long, value_name = "TYPE")]
     objects: Option<ObjectKind>,
-    /// Print the set in every format, with its warnings, as JSON.
+    /// Print the set as JSON: its PUs, count, and every format --to knows (`formats`), with its
+    /// warnings.
     #[arg(long, conflicts_with_all = ["to", "objects"])]
     json: bool,
     #[command(flatten)]
@@ -65,6 +66,9 @@ struct CpusJson {
     hwloc: String,
     taskset: String,
     windows: String,
+    /// Every format `--to` knows, by its name: the set written in it, or null where the format
+    /// cannot express the set (PowerShell beyond processor group 0).
+    formats: std::collections::BTreeMap<String, Option<String>>,
     warnings: Vec<String>,
 }
 
@@ -89,6 +93,10 @@ pub(crate) fn run(args: &CpusArgs) -> anyhow::Result<ExitCode> {
             hwloc: Format::Hwloc.render(&resolved.set)?,
             taskset: Format::Taskset.render(&resolved.set)?,
             windows: Format::Windows.render_on(&resolved.set, &topo)?,
+            formats: Format::ALL
+                .into_iter()
+                .map(|f| (f.to_string(), f.render_on(&resolved.set, &topo).ok()))
+                .collect(),
             warnings: resolved.warnings.iter().map(ToString::to_string).collect(),
         };
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
