@@ -160,6 +160,53 @@ fn xml_export_loads_back_with_the_same_counts() {
     assert_eq!(a["distances"], b["distances"]);
 }
 
+/// `topo --xml` writes what `lstopo --of xml` writes on the same machine: instruction caches
+/// and I/O devices included, so that `cpus --input saved.xml os=NAME` works on it.
+#[test]
+fn xml_export_is_lstopos() {
+    let Ok(lstopo) = std::process::Command::new("lstopo")
+        .args(["--of", "xml", "-"])
+        .output()
+    else {
+        eprintln!("skipped: lstopo is not installed (Debian package hwloc)");
+        return;
+    };
+    assert!(lstopo.status.success());
+    let ours = util::coretune().args(["topo", "--xml"]).output().unwrap();
+    util::assert_ok(&ours);
+    // The objects by type; the infos that name the writing process or hwloc's build differ.
+    let types = |xml: &[u8]| {
+        let text = String::from_utf8_lossy(xml).into_owned();
+        let mut types: Vec<String> = text
+            .split("<object type=\"")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap_or_default().to_owned())
+            .collect();
+        types.sort();
+        (types, text)
+    };
+    let (theirs, _) = types(&lstopo.stdout);
+    let (mine, text) = types(&ours.stdout);
+    assert_eq!(mine, theirs);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("saved.xml");
+    std::fs::write(&saved, &ours.stdout).unwrap();
+    // An OS device of the saved file resolves, as in lstopo's file.
+    if let Some(name) = text
+        .split("type=\"OSDev\"")
+        .nth(1)
+        .and_then(|rest| rest.split("name=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+    {
+        let out = util::coretune()
+            .args(["cpus", "--input", saved.to_str().unwrap()])
+            .arg(format!("os={name}"))
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+    }
+}
+
 /// A saved /sys + /proc tree (hwloc's fsroot input), made from this machine with
 /// hwloc-gather-topology (Debian package hwloc / hwloc-nox, installed by `make test`).
 #[test]

@@ -43,6 +43,12 @@ pub(crate) fn run(args: &TopoArgs) -> anyhow::Result<ExitCode> {
             &args.topology.source()?,
             &coretune_core::topology::LoadOptions::hwloc_calc(true),
         )?
+    } else if args.xml {
+        // What lstopo keeps: instruction caches, Misc objects, the important I/O devices.
+        Topology::load_with(
+            &args.topology.source()?,
+            &coretune_core::topology::LoadOptions::lstopo(),
+        )?
     } else {
         args.topology.load()?
     };

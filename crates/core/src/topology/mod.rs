@@ -151,10 +151,22 @@ pub struct LoadOptions {
     include_disallowed: bool,
     all_types: bool,
     io: bool,
+    io_important: bool,
     ignore: Vec<ObjectType>,
 }
 
 impl LoadOptions {
+    /// lstopo's load: every object type kept (instruction caches, Misc objects), and the I/O
+    /// devices hwloc finds important (bridges, PCI devices and OS devices with a use), as
+    /// `lstopo --of xml` writes them.
+    pub fn lstopo() -> Self {
+        Self {
+            all_types: true,
+            io_important: true,
+            ..Self::default()
+        }
+    }
+
     /// hwloc-calc's load: every object type kept, disallowed resources when asked.
     pub fn hwloc_calc(include_disallowed: bool) -> Self {
         Self {
@@ -288,6 +300,10 @@ impl Topology {
         if options.io {
             builder = builder
                 .with_io_type_filter(TypeFilter::KeepAll)
+                .map_err(|e| filter_error(&e))?;
+        } else if options.io_important {
+            builder = builder
+                .with_io_type_filter(TypeFilter::KeepImportant)
                 .map_err(|e| filter_error(&e))?;
         }
         // hwloc refuses to leave out machines, PUs and NUMA nodes; its tools carry on silently.
