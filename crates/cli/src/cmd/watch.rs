@@ -215,7 +215,11 @@ fn print_summary(
     let mut threads: Vec<_> = s.threads.iter().collect();
     threads.sort_by_key(|t| (std::cmp::Reverse(t.migrations.unwrap_or(0)), t.tid));
     if s.threads_visible {
-        writeln!(out, "Threads (most migrations first):")?;
+        writeln!(
+            out,
+            "Threads (most migrations first): tid, name, CPU time and %CPU while watched \
+             (pidstat -t), migrations, share of samples seen on each CPU"
+        )?;
     }
     for t in threads.iter().take(10) {
         let total: u64 = t.cpus_seen.values().sum();
@@ -227,9 +231,14 @@ fn print_summary(
             .take(4)
             .map(|(c, n)| format!("CPU {c} {:.0}%", 100.0 * *n as f64 / total.max(1) as f64))
             .collect();
+        let cpu = match (t.cpu_time_s, t.cpu_pct) {
+            (Some(s), Some(p)) => format!("{s:>7.2} s {p:>4.0}%"),
+            (Some(s), None) => format!("{s:>7.2} s     "),
+            _ => format!("{:>7}   {:>4} ", "?", "?"),
+        };
         writeln!(
             out,
-            "  {:>7} {:<16} {:>5} migrations  {}",
+            "  {:>7} {:<16} {cpu} {:>5} migrations  seen on {}",
             t.tid,
             t.name,
             t.migrations.map_or("?".into(), |m| m.to_string()),

@@ -227,6 +227,7 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program
             cpu: worker_cpu,
             migrations: Some(0),
             started: None,
+            cpu_time_s: None,
         }],
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),

@@ -950,6 +950,7 @@ mod test {
             cpu,
             migrations: None,
             started: Some(100),
+            cpu_time_s: None,
         }
     }
 

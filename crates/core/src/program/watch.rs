@@ -79,7 +79,7 @@ pub struct CpuBusy {
 }
 
 /// Where one thread was at a sample.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThreadSample {
     /// Its process.
     pub pid: i32,
@@ -94,6 +94,10 @@ pub struct ThreadSample {
     /// When the thread started, in clock ticks since boot (absent in samples of coretune 0.1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<u64>,
+    /// CPU time it has used so far, user and system, in seconds (absent in samples of coretune
+    /// 0.1.0, and where the system does not show it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_s: Option<f64>,
 }
 
 /// One sample: a line of `watch.jsonl` and of `monitor/<seq>.jsonl`.
@@ -215,6 +219,8 @@ impl Sampler {
     }
 
     fn threads(&self) -> Vec<ThreadSample> {
+        #[allow(clippy::cast_precision_loss)] // 100 or so
+        let ticks_per_second = sys::ticks_per_second().max(1) as f64;
         let mut out = Vec::new();
         for pid in self.processes() {
             // A process may end between listing and reading: skip what vanished.
@@ -235,6 +241,8 @@ impl Sampler {
                     cpu,
                     migrations: t.migrations,
                     started: t.started,
+                    #[allow(clippy::cast_precision_loss)] // ticks far below 2^52
+                    cpu_time_s: t.cpu_ticks.map(|ticks| ticks as f64 / ticks_per_second),
                 });
             }
         }
@@ -375,7 +383,7 @@ pub struct CpuSummary {
 }
 
 /// One thread over the whole watch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThreadSummary {
     /// Its process.
     pub pid: i32,
@@ -389,6 +397,14 @@ pub struct ThreadSummary {
     /// threads that existed then, its last value for threads that started later; `null` where
     /// the kernel does not show it.
     pub migrations: Option<u64>,
+    /// CPU time used while watched (user and system, seconds; as `pidstat -t` counts it): the
+    /// growth from its first sample to its last; `null` where the system does not show it.
+    #[serde(default)]
+    pub cpu_time_s: Option<f64>,
+    /// That CPU time as a share of the time between its first and last samples, in percent of
+    /// one CPU (`top -H`'s %CPU); `null` with fewer than two samples.
+    #[serde(default)]
+    pub cpu_pct: Option<f64>,
 }
 
 /// Interrupts over the whole watch.
@@ -428,6 +444,9 @@ fn visible() -> bool {
     true
 }
 
+/// A sample's time and a thread's CPU time then (seconds).
+type TimePoint = (f64, Option<f64>);
+
 /// Summarises samples.
 pub fn summarize(samples: &[Sample]) -> WatchSummary {
     let mut busy: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
@@ -454,6 +473,8 @@ pub fn summarize(samples: &[Sample]) -> WatchSummary {
     // becoming `sh`) is two entries, so that the samples taken before the exec — before a
     // launcher applied the CPU set, say — are not reported under the new program's name.
     let mut threads: BTreeMap<(i32, String), (ThreadSummary, Option<u64>)> = BTreeMap::new();
+    // Per entry: the first sample's time and CPU time, and the last's.
+    let mut spans: BTreeMap<(i32, String), (TimePoint, TimePoint)> = BTreeMap::new();
     let mut known: BTreeSet<i32> = first_tids.clone();
     for s in samples {
         for t in &s.threads {
@@ -472,15 +493,30 @@ pub fn summarize(samples: &[Sample]) -> WatchSummary {
                         name: t.name.clone(),
                         cpus_seen: BTreeMap::new(),
                         migrations: None,
+                        cpu_time_s: None,
+                        cpu_pct: None,
                     },
                     base,
                 )
             });
             *sum.cpus_seen.entry(t.cpu).or_insert(0) += 1;
+            let span = spans
+                .entry((t.tid, t.name.clone()))
+                .or_insert(((s.t_s, t.cpu_time_s), (s.t_s, t.cpu_time_s)));
+            span.1 = (s.t_s, t.cpu_time_s);
             sum.migrations = t.migrations.map(|m| m.saturating_sub(first.unwrap_or(0)));
         }
     }
-    let mut threads: Vec<ThreadSummary> = threads.into_values().map(|(t, _)| t).collect();
+    let mut threads: Vec<ThreadSummary> = threads
+        .into_iter()
+        .map(|(key, (mut t, _))| {
+            if let Some(((t0, Some(c0)), (t1, Some(c1)))) = spans.get(&key).copied() {
+                t.cpu_time_s = Some((c1 - c0).max(0.0));
+                t.cpu_pct = (t1 > t0).then(|| (c1 - c0).max(0.0) / (t1 - t0) * 100.0);
+            }
+            t
+        })
+        .collect();
     threads.sort_by_key(|t| (std::cmp::Reverse(t.cpus_seen.values().sum::<u64>()), t.tid));
     let interrupts = |f: &dyn Fn(&Sample) -> &BTreeMap<usize, u64>| {
         let mut per_cpu: BTreeMap<usize, u64> = BTreeMap::new();

@@ -330,6 +330,8 @@ pub(crate) struct ThreadInfo {
     pub(crate) migrations: Option<u64>,
     /// When it started, in clock ticks since boot (`stat` field 22).
     pub(crate) started: Option<u64>,
+    /// The CPU time it has used, user and system, in clock ticks (`stat` fields 14 and 15).
+    pub(crate) cpu_ticks: Option<u64>,
 }
 
 /// A program file opened for reading its headers.

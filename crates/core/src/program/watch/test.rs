@@ -160,6 +160,7 @@ fn a_thread_that_execs_is_summarised_once_per_name() {
             cpu,
             migrations: Some(migrations),
             started: None,
+            cpu_time_s: Some(t_s * 0.5),
         }],
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
@@ -179,4 +180,13 @@ fn a_thread_that_execs_is_summarised_once_per_name() {
     assert_eq!(names, [("sh", vec![1]), ("coretune", vec![0])]);
     // Migrations count from each entry's first sample: none while `sh` ran.
     assert_eq!(sum.threads[0].migrations, Some(0));
+    // CPU time grew 0.05 s over the 0.1 s between `sh`'s samples: half a CPU.
+    let sh = &sum.threads[0];
+    assert!((sh.cpu_time_s.unwrap() - 0.05).abs() < 1e-9, "{sh:?}");
+    assert!((sh.cpu_pct.unwrap() - 50.0).abs() < 1e-6, "{sh:?}");
+    // One sample: CPU time 0, no percentage.
+    assert_eq!(
+        (sum.threads[1].cpu_time_s, sum.threads[1].cpu_pct),
+        (Some(0.0), None)
+    );
 }

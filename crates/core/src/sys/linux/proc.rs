@@ -198,6 +198,7 @@ fn threads_of(process: &Opened) -> Result<Vec<ThreadInfo>, SysError> {
                     .and_then(|s| s.processor)
                     .and_then(|c| usize::try_from(c).ok()),
                 started: stat.as_ref().map(|s| s.starttime),
+                cpu_ticks: stat.as_ref().map(|s| s.utime + s.stime),
                 name: stat.map(|s| s.comm),
                 migrations: sched::migrations(&sched).ok(),
             }

@@ -123,6 +123,7 @@ pub(crate) fn threads(proc_dir: &Path, pid: i32) -> Result<Vec<ThreadInfo>, SysE
             cpu: None,
             migrations: None,
             started: u32::try_from(tid).ok().and_then(created),
+            cpu_ticks: None,
         })
         .collect())
 }
