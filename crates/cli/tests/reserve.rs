@@ -221,7 +221,8 @@ fn fake_systemctl(dir: &Path) -> PathBuf {
         "#!/bin/sh\nd='{}'\necho \"$*\" >> \"$d/calls\"\n\
          if [ \"$1\" = show ]; then\n  for u; do :; done\n  cat \"$d/values/$u\" 2>/dev/null || echo\n  exit 0\nfi\n\
          if [ \"$1\" = set-property ] && [ -f \"$d/fail-on\" ] && [ \"$3\" = \"$(cat \"$d/fail-on\")\" ]; then\n\
-           echo \"Failed to set unit properties on $3: Access denied\" >&2\n  exit 1\nfi\n",
+           echo \"Failed to set unit properties on $3: Access denied\" >&2\n\
+           echo \"See system logs for details.\" >&2\n  exit 1\nfi\n",
         dir.display()
     );
     let path = bin.join("systemctl");
@@ -272,6 +273,16 @@ fn systemd_way_through_a_fake_systemctl() {
             "set-property --runtime init.scope AllowedCPUs=1",
         ]
     );
+    // Reserved already: the way out names the state file it was saved in.
+    let again = run(&["reserve", "--via", "systemd", "--state", state_arg]);
+    assert_eq!(again.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "run 'coretune reserve --undo --state {state_arg}' first"
+        )),
+        "{stderr}"
+    );
     std::fs::remove_file(tmp.path().join("calls")).unwrap();
     let out = run(&["reserve", "--undo", "--state", state_arg]);
     util::assert_ok(&out);
@@ -292,7 +303,11 @@ fn systemd_way_through_a_fake_systemctl() {
     let out = run(&["reserve", "--via", "systemd", "--state", state_arg]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Access denied"), "{stderr}");
+    // systemctl's two lines of stderr, in one line.
+    assert!(
+        stderr.contains("Access denied; See system logs for details."),
+        "{stderr}"
+    );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert_eq!(
         calls(tmp.path())[3..],

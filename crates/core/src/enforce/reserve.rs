@@ -111,7 +111,8 @@ pub enum ReserveError {
     },
     /// CPUs are reserved already: undo first, so what was there before stays saved.
     #[error(
-        "CPUs {reserved} are reserved already (saved in {path}): run 'coretune reserve --undo' first"
+        "CPUs {reserved} are reserved already (saved in {path}): run '{undo}' first",
+        undo = undo_command(path)
     )]
     AlreadyReserved {
         /// The saved state.
@@ -238,6 +239,16 @@ pub struct ReservePlan {
     pub allowed: String,
     /// The changes, in the order they are made (undone in reverse).
     pub steps: Vec<ReserveStep>,
+}
+
+/// The command that undoes the reservation saved in `state`: `--state` is named unless it is
+/// the default, which `--undo` alone finds.
+fn undo_command(state: &Path) -> String {
+    if state == default_state_path() {
+        "coretune reserve --undo".to_owned()
+    } else {
+        format!("coretune reserve --undo --state {}", state.display())
+    }
 }
 
 /// Where the state is saved unless told: `/var/lib/coretune/reserve.json` for root, else

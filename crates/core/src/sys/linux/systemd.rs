@@ -29,12 +29,18 @@ pub(crate) fn systemctl(args: &[&str]) -> Result<String, SysError> {
         .output()
         .map_err(fail)?;
     if !out.status.success() {
+        // Its lines joined: coretune's errors are one line.
         let stderr = String::from_utf8_lossy(&out.stderr);
+        let reason: Vec<&str> = stderr
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         return Err(fail(io::Error::other(format!(
             "'systemctl {}' failed ({}): {}",
             args.join(" "),
             out.status,
-            stderr.trim()
+            reason.join("; ")
         ))));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
