@@ -488,3 +488,32 @@ fn run_pid_alone_shows_the_binding() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// likwid-pin's `-c` syntax is a CPU-set expression too, read as likwid reads it: a domain's
+/// threads physical cores first, `E:` over the processor list, scatter, `@`.
+#[test]
+fn likwid_domain_expressions_are_cpu_sets() {
+    let smt = "pack:2 core:2 pu:2";
+    for (expr, want) in [
+        ("N:0-3", "0,2,4,6"),
+        ("S1:0-1", "4,6"),
+        ("S0:0-1@S1:0-1", "0,2,4,6"),
+        ("E:N:4:1:2", "0,2,4,6"),
+        ("E:S0:2", "0-1"),
+        ("S:scatter:2", "0,4"),
+        ("M0:0", "0"),
+    ] {
+        assert_eq!(
+            stdout(&["cpus", "--input", smt, expr]).trim_end(),
+            want,
+            "{expr}"
+        );
+    }
+    let out = coretune()
+        .args(["cpus", "--input", smt, "S2:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no likwid domain S2 on this machine"), "{err}");
+}

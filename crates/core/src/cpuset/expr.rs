@@ -109,6 +109,14 @@ pub enum Atom {
     /// Windows masks (`win:FC`, `win:0:FF,1:3`): one per processor group, resolved on the
     /// machine's groups (hwloc's numbering on a Windows topology, modelled on any other).
     WindowsGroups(Vec<GroupMask>),
+    /// likwid-pin's syntax (`S0:0-3`, `E:N:8:1:2`, `M:scatter`), as written
+    /// (see [`LikwidSel`](super::LikwidSel)).
+    Likwid {
+        /// The text, for display.
+        text: String,
+        /// What it selects.
+        sels: Vec<super::LikwidSel>,
+    },
 }
 
 /// One operator and atom, with the text it came from.
@@ -242,7 +250,7 @@ impl fmt::Display for CpuSetExpr {
                 Atom::Kind(KindSel::ECores) => f.write_str("ecores")?,
                 Atom::CpusFrom { cpus, from } if cpus.is_empty() => write!(f, "{from}-")?,
                 Atom::CpusFrom { cpus, from } => write!(f, "{},{from}-", format_list(cpus))?,
-                Atom::Hwloc(text) => f.write_str(text)?,
+                Atom::Hwloc(text) | Atom::Likwid { text, .. } => f.write_str(text)?,
                 Atom::WindowsGroups(masks) => {
                     write!(f, "win:{}", crate::topology::groups::windows_text(masks))?;
                 }
@@ -301,6 +309,14 @@ enum AtomError {
 }
 
 fn parse_atom(body: &str) -> Result<Atom, AtomError> {
+    if super::likwid::looks_like_likwid(body) {
+        return super::likwid::parse(body)
+            .map(|sels| Atom::Likwid {
+                text: body.to_owned(),
+                sels,
+            })
+            .map_err(AtomError::Syntax);
+    }
     let lower = body.to_ascii_lowercase();
     match lower.as_str() {
         "all" | "root" => return Ok(Atom::All),

@@ -34,10 +34,12 @@
 
 mod expr;
 mod format;
+mod likwid;
 mod warn;
 
 pub use expr::{Atom, CpuSetExpr, IndexRange, KindSel, Level, Op, Term};
 pub use format::{Format, FormatError};
+pub use likwid::LikwidSel;
 pub use warn::{Warning, warnings};
 
 pub use crate::sys::{counted, cpus_named, format_list, parse_list, set_from_indexes, set_to_vec};
@@ -326,6 +328,13 @@ fn eval_atom(
                 });
             }
             Ok(set)
+        }
+        Atom::Likwid { sels, .. } => {
+            let cpus = likwid::resolve(topology, sels).map_err(|reason| CpuSetError::Location {
+                part: term.text.clone(),
+                reason,
+            })?;
+            Ok(set_from_indexes(cpus))
         }
         Atom::Hwloc(text) => {
             let settings = LocationSettings {
