@@ -114,6 +114,15 @@ pub fn apply_lines(
         ));
     }
     lines.extend(scheduler_lines(topology, config, &placement, &cmd));
+    let pus = placement.union().weight().unwrap_or(0);
+    if n > pus {
+        lines.push(format!(
+            "note: {n} threads on {pus} PU{}: oversubscribed — it measured fastest, with the \
+             threads taking turns on the PUs; fewer threads within the tolerance would be \
+             recommended instead",
+            if pus == 1 { "" } else { "s" }
+        ));
+    }
     lines
 }
 
@@ -224,7 +233,9 @@ fn scheduler_lines(
             "srun --whole --cpu-bind={mask} {cmd}   # one process; its threads on CPUs {}",
             format_list(&set_to_vec(&union))
         ));
-        if n > 1 && placement.is_pinned() && placement.binding != Binding::Shared {
+        // One rank per thread only where each gets CPUs of its own: with more threads than
+        // CPUs the job would ask for more CPUs than --cpus-per-task above.
+        if n > 1 && n <= pus && placement.is_pinned() && placement.binding != Binding::Shared {
             lines.push(format!(
                 "srun --whole --ntasks={n} --cpus-per-task=1 --cpu-bind={} PROGRAM   # {n} \
                  single-threaded processes (MPI ranks), one per thread's CPUs",
@@ -387,6 +398,26 @@ mod test {
         assert_eq!(srun.len(), 1);
         assert!(srun[0].contains("--cpu-bind=mask_cpu:0xfc "), "{srun:?}");
         assert!(find(&l, "#SBATCH")[0].contains("--cpus-per-task=6 --exclusive"));
+    }
+
+    /// More threads than PUs: the job asks for the PUs it has (not one rank per thread) and a
+    /// note says the recommendation is oversubscribed.
+    #[test]
+    fn oversubscription_is_noted_and_asks_slurm_for_no_more_cpus_than_there_are() {
+        let t = topo("core:2 pu:1");
+        let l = lines(&t, &config(8, Policy::Compact, "all"), Binding::Pu);
+        assert!(
+            find(&l, "#SBATCH")[0].contains("--cpus-per-task=2"),
+            "{l:?}"
+        );
+        let srun = find(&l, "srun");
+        assert_eq!(srun.len(), 1, "no per-rank line: {srun:?}");
+        assert!(
+            find(&l, "note: 8 threads on 2 PUs: oversubscribed").len() == 1,
+            "{l:?}"
+        );
+        let fits = lines(&t, &config(2, Policy::Compact, "all"), Binding::Pu);
+        assert!(find(&fits, "note:").is_empty(), "{fits:?}");
     }
 
     #[test]
