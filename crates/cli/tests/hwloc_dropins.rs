@@ -658,3 +658,180 @@ proptest! {
         compare("hwloc-calc", "calc", &again, None)?;
     }
 }
+
+/// The options hwloc added after 2.9 (`--cpuset-output-format`/`--cof`,
+/// `--cpuset-input-format`/`--cif`, the `systemd-dbus-api` format) against hwloc's own test
+/// suite for them (`utils/hwloc/test-hwloc-calc.sh.in` and `.output` in hwloc 2.12): the same
+/// command lines, the same output, byte for byte. Debian's 2.9 cannot run them, so the expected
+/// lines are hwloc's file's.
+#[test]
+fn options_after_2_9_match_hwlocs_own_test_cases() {
+    const SYNTH: &str = "node:4 core:4 pu:4";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["root", "--cpuset-output-format", "hwloc"],
+            "0xffffffff,0xffffffff",
+        ),
+        (&["all", "--cof", "list"], "0-63"),
+        (
+            &["all", "--cpuset-output-format", "taskset"],
+            "0xffffffffffffffff",
+        ),
+        (
+            &["--cpuset-output-format", "taskset", "0xf,0xf0,f00f"],
+            "0xf000000f00000f00f",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "taskset",
+                "--cpuset-input-format",
+                "hwloc",
+                "1,3,5",
+            ],
+            "0x10000000300000005",
+        ),
+        (
+            &["--cpuset-output-format", "taskset", "1,3,5"],
+            "0x10000000300000005",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "taskset",
+                "--cif",
+                "hwloc",
+                "0xf...f",
+            ],
+            "0xf...f",
+        ),
+        (&["--cof", "taskset", "0xf...f,0x1"], "0xf...f00000001"),
+        (
+            &["--cpuset-output-format", "hwloc", "3-"],
+            "0xf...f,0xfffffff8",
+        ),
+        (
+            &["--cpuset-output-format", "hwloc", "3-4,7-34,62,66"],
+            "0x00000004,0x40000007,0xffffff98",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "hwloc",
+                "--cpuset-input-format",
+                "list",
+                "7",
+            ],
+            "0x00000080",
+        ),
+        (&["--cof", "hwloc", "--cif", "list", "1,3,5"], "0x0000002a"),
+        (
+            &["--cpuset-output-format", "list", "0xf000000f00000f00f"],
+            "0-3,12-15,36-39,64-67",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "list",
+                "--cif",
+                "taskset",
+                "0x1234567",
+            ],
+            "0-2,5-6,8,10,14,16-17,21,24",
+        ),
+        (&["--cof", "list", "0xf...f00"], "8-"),
+        (
+            &["--cpuset-output-format", "systemd-dbus-api", "0x01"],
+            "ay 0x0001 0x01",
+        ),
+        (
+            &["--cpuset-output-format", "systemd-dbus-api", "0x80000001"],
+            "ay 0x0004 0x01 0x00 0x00 0x80",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "systemd-dbus-api",
+                "0x8000000080000001",
+            ],
+            "ay 0x0008 0x01 0x00 0x00 0x80 0x00 0x00 0x00 0x80",
+        ),
+        (
+            &[
+                "--cpuset-output-format",
+                "systemd-dbus-api",
+                "0xf000000f00000f00f",
+            ],
+            "ay 0x0009 0x0f 0xf0 0x00 0x00 0xf0 0x00 0x00 0x00 0x0f",
+        ),
+        (
+            &["--no", "--cof", "systemd-dbus-api", "node:0", "node:2"],
+            "ay 0x0001 0x05",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = util::coretune()
+            .args(["calc", "--if", "synthetic", "--input", SYNTH])
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{want}\n"),
+            "{args:?}"
+        );
+    }
+    // What hwloc's script expects to fail: an empty set, an infinite one, systemd's format read.
+    for args in [
+        &["--cpuset-output-format", "systemd-dbus-api", ""][..],
+        &["--cpuset-output-format", "systemd-dbus-api", "0xf...f"],
+        &[
+            "--cpuset-output-format",
+            "systemd-dbus-api",
+            "--cpuset-input-format",
+            "systemd-dbus-api",
+            "foo bar",
+        ],
+    ] {
+        let out = util::coretune()
+            .args(["calc", "--if", "synthetic", "--input", SYNTH])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+    }
+    // Infinite sets read from stdin and written in taskset's format.
+    let mut child = util::coretune_std()
+        .args(["calc", "--if", "synthetic", "--input", SYNTH])
+        .args(["--cpuset-output-format", "taskset"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"  0xf...f\n0xf...f,abcd00\n0xf...f,abcd,ef00\n0xf...ff00\n0xf...fff0000ffff0000\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("0x"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "0xf...f",
+            "0xf...f00abcd00",
+            "0xf...f0000abcd0000ef00",
+            "0xf...fffffff00",
+            "0xf...fffff0000ffff0000"
+        ]
+    );
+}

@@ -132,6 +132,68 @@ pub(crate) fn taskset_string(set: &Bitmap) -> String {
     out
 }
 
+/// hwloc ≥ 2.10's reading of an infinite bitmap (`0xf...f,abcd00`, `0xf...ff00`): every bit
+/// above the digits written is set, where 2.9 sets those above the next 64-bit word only.
+pub(crate) fn widen_infinite(arg: &str, format: Option<BitmapFormat>, set: &mut Bitmap) {
+    let lower = arg.to_ascii_lowercase();
+    let width = match format {
+        Some(BitmapFormat::Hwloc) => lower
+            .strip_prefix("0xf...f,")
+            .map(|rest| 32 * rest.split(',').count()),
+        Some(BitmapFormat::Taskset) => lower
+            .strip_prefix("0xf...f")
+            .filter(|rest| !rest.is_empty())
+            .map(|rest| 4 * rest.len()),
+        _ => None,
+    };
+    if let Some(width) = width {
+        set.set_range(width..);
+    }
+}
+
+/// hwloc ≥ 2.10's rendering (`--cof`): an infinite set's tail starts right above its highest
+/// unset bit, and the words below it are written whole (32 bits each, as taskset's digits
+/// too): `0xf...f,0xfffffff8`, `0xf...f00000001`. Finite sets are written as 2.9 writes them.
+pub(crate) fn render_newer(format: BitmapFormat, set: &Bitmap) -> Option<String> {
+    let Some(top) = set.last_unset().filter(|_| set.weight().is_none()) else {
+        return format.render(set);
+    };
+    let words = usize::from(top) / 32 + 1;
+    let word = |w: usize| -> u32 {
+        (0..32).fold(0u32, |acc, b| {
+            if set.is_set(w * 32 + b) {
+                acc | (1 << b)
+            } else {
+                acc
+            }
+        })
+    };
+    match format {
+        BitmapFormat::Hwloc => {
+            let mut out = String::from("0xf...f");
+            for w in (0..words).rev() {
+                let value = word(w);
+                if value != 0 {
+                    out.push_str(&format!(",0x{value:08x}"));
+                } else if w == 0 {
+                    out.push_str(",0x0");
+                } else {
+                    out.push(',');
+                }
+            }
+            Some(out)
+        }
+        BitmapFormat::Taskset => {
+            let mut out = String::from("0xf...f");
+            for w in (0..words).rev() {
+                out.push_str(&format!("{:08x}", word(w)));
+            }
+            Some(out)
+        }
+        _ => format.render(set),
+    }
+}
+
 /// `hwloc_bitmap_list_asprintf`: `0-3,8`, with `N-` for an infinite tail (empty for no bit).
 pub(crate) fn list_string(set: &Bitmap) -> String {
     // An infinite set has every bit from just past its last unset one on: `N-`.

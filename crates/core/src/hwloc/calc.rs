@@ -95,6 +95,9 @@ pub struct OutputSettings {
     pub sep: Option<String>,
     /// `--cof`/`--taskset`: how the set is written.
     pub format: BitmapFormat,
+    /// An option of hwloc ≥ 2.10 was given (`--cof`, `--cif`): infinite sets are written as
+    /// those releases write them (see `LocationSettings::newer_syntax`).
+    pub newer_syntax: bool,
 }
 
 impl Default for OutputSettings {
@@ -114,6 +117,7 @@ impl Default for OutputSettings {
             best_memattr: None,
             sep: None,
             format: BitmapFormat::Hwloc,
+            newer_syntax: false,
         }
     }
 }
@@ -488,7 +492,12 @@ impl<'t> Calc<'t> {
                 .collect();
             msgs.push(Message::Stdout(parts.join(sep)));
         } else {
-            match s.format.render(&set) {
+            let text = if s.newer_syntax {
+                super::bitmap::render_newer(s.format, &set)
+            } else {
+                s.format.render(&set)
+            };
+            match text {
                 Some(text) => msgs.push(Message::Stdout(text)),
                 None => {
                     msgs.push(Message::Stderr(

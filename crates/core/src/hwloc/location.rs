@@ -38,6 +38,10 @@ pub struct LocationSettings {
     /// `--cif FORMAT` (hwloc 2.11): how to read bitmaps; `None` is hwloc-calc 2.9's rule
     /// (a comma makes it hwloc's format, otherwise taskset's).
     pub cpuset_input: Option<BitmapFormat>,
+    /// The command line uses an option of hwloc ≥ 2.10 (`--cof`, `--cif`): bitmaps without
+    /// `--cif` are read by that release's rule (not `0x…` with a `-`: a list; with a comma:
+    /// hwloc's format; otherwise taskset's), which reads lists (`3-`, `0-3,8`) 2.9 ignored.
+    pub newer_syntax: bool,
     /// `-v` adds 1, `-q` takes 1: above 0 hwloc-calc narrates, below 0 it keeps warnings quiet.
     pub verbose: i32,
 }
@@ -49,6 +53,7 @@ impl Default for LocationSettings {
             nodeset_input: false,
             nodeset_output: false,
             cpuset_input: None,
+            newer_syntax: false,
             verbose: 0,
         }
     }
@@ -167,9 +172,23 @@ pub(crate) fn apply_location(
         append(set, &found, mode, verbose, msgs);
         return Ok(true);
     }
-    let Some(newset) = parse_bitmap(arg, settings.cpuset_input)? else {
+    let format = settings.cpuset_input.or_else(|| {
+        settings.newer_syntax.then(|| {
+            if !starts_with_ignore_case(arg, "0x") && arg.contains('-') {
+                BitmapFormat::List
+            } else if arg.contains(',') {
+                BitmapFormat::Hwloc
+            } else {
+                BitmapFormat::Taskset
+            }
+        })
+    });
+    let Some(mut newset) = parse_bitmap(arg, format)? else {
         return Ok(false);
     };
+    if settings.newer_syntax {
+        super::bitmap::widen_infinite(arg, format, &mut newset);
+    }
     let converted = if settings.nodeset_output && !settings.nodeset_input {
         let cpus = CpuSet::from(newset);
         Bitmap::from(NodeSet::from_cpuset(topology, &cpus))

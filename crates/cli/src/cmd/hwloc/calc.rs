@@ -243,6 +243,8 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                 "--single" => out.single = true,
                 "--taskset" => out.format = BitmapFormat::Taskset,
                 "--cpuset-output-format" | "--cof" => {
+                    loc.newer_syntax = true;
+                    out.newer_syntax = true;
                     let v = option_value(args, i, p)?;
                     match BitmapFormat::from_name(v) {
                         Some(f) => out.format = f,
@@ -254,6 +256,8 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                     used = 2;
                 }
                 "--cpuset-input-format" | "--cif" => {
+                    loc.newer_syntax = true;
+                    out.newer_syntax = true;
                     let v = option_value(args, i, p)?;
                     match BitmapFormat::from_name(v) {
                         Some(BitmapFormat::SystemdDbusApi) => {
