@@ -43,6 +43,8 @@ pub(crate) struct Start {
     pub(crate) cpus: Option<(Vec<usize>, PinReport)>,
     /// The builder's start handler.
     pub(crate) handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// The builder's exit handler, run once the worker left its main loop.
+    pub(crate) exit_handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
 }
 
 /// Where a worker reports the outcome of pinning itself.
@@ -74,6 +76,13 @@ pub(crate) fn run(registry: Arc<Registry>, index: usize, local: Worker<Job>, sta
         }
         if let Some(worker) = current.get() {
             worker.main_loop();
+            if let Some(handler) = start.exit_handler {
+                if let Err(payload) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(index)))
+                {
+                    worker.registry.handle_panic(payload);
+                }
+            }
         }
     });
 }
@@ -97,6 +106,23 @@ impl WorkerThread {
         self.local.push(job);
     }
 
+    /// The newest job of this worker's own deque.
+    pub(crate) fn pop_local(&self) -> Option<Job> {
+        self.local.pop()
+    }
+
+    /// The pool this worker belongs to.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// True if splitting off work for a thief may pay (`par.rs`): this worker's deque is
+    /// empty (nothing of its own to steal) and some worker of the pool is idle (searching
+    /// or asleep).
+    pub(crate) fn wants_split(&self) -> bool {
+        self.local.is_empty() && self.registry.sleep.has_idle()
+    }
+
     fn main_loop(&self) {
         let registry = &*self.registry;
         self.work_until(Search::Shared, || {
@@ -108,8 +134,14 @@ impl WorkerThread {
     /// Runs other jobs until `latch` is set. The setter wakes this worker with
     /// `Sleep::wake_specific` if it fell asleep meanwhile.
     pub(crate) fn wait_until(&self, latch: &Latch) {
+        self.wait_until_done(|| latch.probe());
+    }
+
+    /// Runs other jobs until `is_done()`; whoever makes it true must then wake this worker
+    /// with `Sleep::wake_specific` (it may have fallen asleep meanwhile).
+    pub(crate) fn wait_until_done(&self, is_done: impl Fn() -> bool) {
         let held_permit = self.holds_permit.get();
-        self.work_until(Search::Full, || latch.probe());
+        self.work_until(Search::Full, is_done);
         if held_permit {
             self.take_permit();
         }

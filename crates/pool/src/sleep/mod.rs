@@ -198,6 +198,12 @@ impl Sleep {
         true
     }
 
+    /// True if some worker is idle: searching for work or asleep. A hint (Relaxed): the
+    /// splitting of `par.rs` splits off work for a thief only then.
+    pub(crate) fn has_idle(&self) -> bool {
+        self.counters.load(Ordering::Relaxed) != 0
+    }
+
     /// Workers announced as sleeping and searching now (tests).
     #[cfg(test)]
     pub(crate) fn counts(&self) -> (u64, u64) {
