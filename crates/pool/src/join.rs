@@ -13,9 +13,10 @@
 //! beyond the deque's own. If `b` was stolen, the worker runs other jobs (and steals) until
 //! the thief sets `b`'s flag, then wakes the owner by index if it fell asleep.
 //!
-//! The job is not compared with `b`'s to decide whether to run it inline: every popped job
-//! is executed, `b`'s included, and the loop ends when `b`'s flag is set. This costs one
-//! `Release` store and one load when `b` was not stolen, and needs no job identity.
+//! The job on the deque is two words, the `StackJob`'s address and a function
+//! ([`Job::from_pointer`]); the worker recognises it by the address when it pops it back,
+//! forgets it and calls `b` directly (inlined, no indirect call, no flag). A job popped
+//! above it (left by `a`) is executed as any job.
 //!
 //! # Lifetime
 //!
@@ -43,9 +44,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a finished [`StackJob`] tells its owner.
 trait Signal {
-    /// Marks the job done. After this call returns `true`-equivalent visibility, the owner
-    /// may free the job: an implementation must not touch `self` after the store that the
-    /// owner observes.
+    /// Marks the job done. The owner may free the job as soon as it sees that, so an
+    /// implementation must not touch `self` after the store the owner observes.
     fn set(&self, runner: Option<&WorkerThread>);
 }
 
@@ -65,7 +65,7 @@ impl Signal for SpinSignal {
             if runner.index() != owner {
                 // The runner is a worker of the owner's pool (only those take jobs off its
                 // deque): wake the owner if it went to sleep waiting.
-                runner.registry().sleep.wake_specific(owner);
+                runner.registry().sleep.wake_if_sleeping(owner);
             }
         }
     }
@@ -92,14 +92,6 @@ struct StackJob<S, F, R> {
     creator: Option<usize>,
 }
 
-/// A raw pointer to a [`StackJob`], sent to the thread that runs it.
-struct JobPtr<T>(*const T);
-
-// SAFETY: the pointee is only accessed through `StackJob::execute`, whose fields are
-// handed over by the queues (push/steal are release/acquire) and whose completion is
-// published by the `Signal`; see `StackJob`'s `Sync` reasoning below.
-unsafe impl<T> Send for JobPtr<T> {}
-
 impl<S: Signal, F: FnOnce(bool) -> R + Send, R: Send> StackJob<S, F, R> {
     fn new(func: F, signal: S, creator: Option<usize>) -> Self {
         StackJob {
@@ -110,22 +102,34 @@ impl<S: Signal, F: FnOnce(bool) -> R + Send, R: Send> StackJob<S, F, R> {
         }
     }
 
-    /// A queue job that runs this one on whichever worker takes it.
+    /// A queue job that runs this one on whichever worker takes it; its
+    /// [`Job::pointer_data`] is this job's address.
     ///
     /// # Safety
     ///
     /// The caller must keep `self` alive, and not touch `func` or `result`, until the
-    /// signal is set, and must make sure the returned job is run (not dropped unrun).
+    /// signal is set or it took the job back off its deque, and must make sure the
+    /// returned job is run or taken back (not dropped unrun).
     unsafe fn as_job(&self) -> Job {
-        let ptr = JobPtr(std::ptr::from_ref(self));
-        let run = move || {
-            let ptr = ptr;
-            // SAFETY: per `as_job`'s contract the job is alive and untouched by its owner
-            // until the signal, which `execute` sets last; the queue runs it once.
-            WorkerThread::with_current(|runner| unsafe { (*ptr.0).execute(runner) });
-        };
-        // SAFETY: per the contract, the job runs before the stack frame holding `self` ends.
-        unsafe { Job::new_scoped(run) }
+        // SAFETY: per the contract, `self` is alive when the job runs, and the queue runs
+        // it at most once.
+        unsafe { Job::from_pointer(self.as_data(), Self::execute_erased) }
+    }
+
+    /// This job's address, as its queue job carries it.
+    fn as_data(&self) -> *const () {
+        std::ptr::from_ref(self).cast()
+    }
+
+    /// [`StackJob::execute`] on the current worker, from the queue job's data.
+    ///
+    /// # Safety
+    ///
+    /// `data` comes from [`StackJob::as_job`] of a `Self` whose contract still holds.
+    unsafe fn execute_erased(data: *const ()) {
+        let job = data.cast::<Self>();
+        // SAFETY: per the contract, `job` points to a live `Self` that waits to be run.
+        WorkerThread::with_current(|runner| unsafe { (*job).execute(runner) });
     }
 
     /// Runs the closure, stores its result (or panic) and sets the signal.
@@ -178,33 +182,43 @@ where
         Some(worker.index()),
     );
     let is_done = || job_b.signal.done.load(Ordering::Acquire);
-    // SAFETY: this function waits for the signal below before it returns or unwinds (a's
-    // panic is caught), and jobs on a worker's deque are always run.
+    // SAFETY: this function does not return or unwind (a's panic is caught) before the
+    // signal is set or it took the job back off its deque, and jobs on a worker's deque
+    // are always run.
     worker.push_local(unsafe { job_b.as_job() });
     worker.registry().sleep.notify_new_jobs(1);
     let result_a = catch_unwind(AssertUnwindSafe(|| a(false)));
-    while !is_done() {
+    // Pops `b` back (then it is not run yet), or waits until a thief ran it.
+    let reclaimed = loop {
+        if is_done() {
+            break None;
+        }
         match worker.pop_local() {
-            // `b` itself, or a job `a` left above it.
+            Some(job) if job.pointer_data() == Some(job_b.as_data()) => {
+                // Our own job: nobody else can run it now. It owns nothing but the pointer.
+                std::mem::forget(job);
+                // SAFETY: the job is off the deque, so this thread alone touches `func`.
+                break unsafe { (*job_b.func.get()).take() };
+            }
+            // A job `a` left above `b`.
             Some(job) => worker.execute(job),
             None => {
                 // Stolen: run other jobs until the thief is done.
                 worker.wait_until_done(is_done);
-                break;
+                break None;
             }
         }
-    }
-    let result_b = job_b.into_result_catching();
-    match (result_a, result_b) {
-        (Err(payload), _) | (Ok(_), Err(payload)) => resume_unwind(payload),
-        (Ok(a), Ok(b)) => (a, b),
-    }
-}
-
-impl<S: Signal, F: FnOnce(bool) -> R + Send, R: Send> StackJob<S, F, R> {
-    /// Like `into_result`, with the panic handed back instead of re-raised.
-    fn into_result_catching(self) -> std::thread::Result<R> {
-        catch_unwind(AssertUnwindSafe(|| self.into_result()))
+    };
+    match (result_a, reclaimed) {
+        (Ok(result_a), Some(b)) => (result_a, b(false)),
+        (Ok(result_a), None) => (result_a, job_b.into_result()),
+        (Err(payload), reclaimed) => {
+            // `b` still runs (as when stolen), its panic second to `a`'s.
+            if let Some(b) = reclaimed {
+                let _ = catch_unwind(AssertUnwindSafe(|| b(false)));
+            }
+            resume_unwind(payload)
+        }
     }
 }
 

@@ -93,25 +93,30 @@ impl WorkerThread {
         CURRENT.with(|current| f(current.get()))
     }
 
+    #[inline]
     pub(crate) fn index(&self) -> usize {
         self.index
     }
 
     /// True if this worker belongs to `registry`.
+    #[inline]
     pub(crate) fn is_in(&self, registry: &Registry) -> bool {
         std::ptr::eq(Arc::as_ptr(&self.registry), registry)
     }
 
+    #[inline]
     pub(crate) fn push_local(&self, job: Job) {
         self.local.push(job);
     }
 
     /// The newest job of this worker's own deque.
+    #[inline]
     pub(crate) fn pop_local(&self) -> Option<Job> {
         self.local.pop()
     }
 
     /// The pool this worker belongs to.
+    #[inline]
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -119,6 +124,7 @@ impl WorkerThread {
     /// True if splitting off work for a thief may pay (`par.rs`): this worker's deque is
     /// empty (nothing of its own to steal) and some worker of the pool is idle (searching
     /// or asleep).
+    #[inline]
     pub(crate) fn wants_split(&self) -> bool {
         self.local.is_empty() && self.registry.sleep.has_idle()
     }
@@ -229,6 +235,7 @@ impl WorkerThread {
     /// A worker keeps its permit from one job to the next, as a `ThrottleSeat` does (see
     /// `throttle/README.md`): it gives it back when it goes to sleep, or before a job when the
     /// limit was lowered below the permits held, so a limit costs a hand-off only then.
+    #[inline]
     pub(crate) fn execute(&self, job: Job) {
         let throttle = self.registry.throttle.as_deref();
         if let Some(throttle) = throttle {
