@@ -263,9 +263,8 @@ impl ThreadPool {
     /// Runs `op` on a worker of this pool and returns its result: on the calling thread if
     /// it is one, else on a worker while the calling thread blocks (a worker of another
     /// pool blocks too, without running its own pool's jobs meanwhile). Inside `op` the
-    /// free functions ([`join`](crate::join), [`scope`](crate::scope),
-    /// [`spawn`](crate::spawn), [`current_num_threads`](crate::current_num_threads), …)
-    /// use this pool. Re-raises a panic of `op`.
+    /// free functions ([`join`], [`scope`], [`spawn`], [`current_num_threads`], …) use this
+    /// pool. Re-raises a panic of `op`.
     ///
     /// ```
     /// let pool = coretune_pool::ThreadPool::new(3)?;

@@ -46,8 +46,9 @@ const LEAF_BLOCKS: usize = 64;
 
 /// What the data-parallel methods of [`ThreadPool`] run over: slices (`&[T]` items are
 /// `&T`), mutable slices (`&mut [T]`, items `&mut T`), vectors by reference (as their
-/// slices) and index ranges (`Range<usize>`, items `usize`). Sealed: implemented in this
-/// crate only.
+/// slices) and index ranges (`Range<usize>`, items `usize`). The splittable form
+/// (`Split`) is internal: another type can implement `ParSource` only by converting into
+/// one of these.
 ///
 /// ```
 /// let pool = coretune_pool::ThreadPool::new(2)?;
