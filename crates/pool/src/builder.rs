@@ -32,6 +32,7 @@ pub struct ThreadPoolBuilder {
     thread_name: Option<ThreadNameFn>,
     stack_size: Option<usize>,
     start_handler: Option<StartHandler>,
+    exit_handler: Option<StartHandler>,
     cpus: Option<Vec<Vec<usize>>>,
     steal_order: Option<Vec<Vec<usize>>>,
     panic_handler: Option<PanicHandler>,
@@ -62,6 +63,7 @@ impl std::fmt::Debug for ThreadPoolBuilder {
             .field("thread_name", &self.thread_name.is_some())
             .field("stack_size", &self.stack_size)
             .field("start_handler", &self.start_handler.is_some())
+            .field("exit_handler", &self.exit_handler.is_some())
             .field("cpus", &self.cpus)
             .field("steal_order", &self.steal_order)
             .field("panic_handler", &self.panic_handler.is_some())
@@ -128,6 +130,13 @@ impl ThreadPoolBuilder {
         // SAFETY: a plain read of a static the program owns; volatile, so that it is kept.
         let _ = unsafe { std::ptr::read_volatile(&raw const FROM_ENV_MARKER) };
         Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Leaves the thread that builds the pool where it is (the global pool, built by whichever
+    /// thread uses it first).
+    pub(crate) fn without_caller_place(mut self) -> Self {
+        self.caller_place = None;
+        self
     }
 
     /// [`from_env`](Self::from_env) with the variables `var(name)` gives.
@@ -256,6 +265,28 @@ impl ThreadPoolBuilder {
     /// ```
     pub fn start_handler(mut self, handler: impl Fn(usize) + Send + Sync + 'static) -> Self {
         self.start_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Runs `handler(i)` on worker `i` when it exits (the pool was dropped and no work is
+    /// left), after its last job. A panic in the handler goes to the panic handler.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let exited = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&exited);
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .exit_handler(move |i| log.lock().unwrap().push(i))
+    ///     .build()?;
+    /// drop(pool); // joins the workers
+    /// let mut exited = exited.lock().unwrap().clone();
+    /// exited.sort();
+    /// assert_eq!(exited, [0, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exit_handler(mut self, handler: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.exit_handler = Some(Arc::new(handler));
         self
     }
 
@@ -454,6 +485,7 @@ impl ThreadPoolBuilder {
                     .as_ref()
                     .map(|sets| (sets[index].clone(), pinned_tx.clone())),
                 handler: self.start_handler.clone(),
+                exit_handler: self.exit_handler.clone(),
             };
             match thread.spawn(move || worker::run(worker_registry, index, local, start)) {
                 Ok(handle) => threads.push(handle),
@@ -493,6 +525,36 @@ impl ThreadPoolBuilder {
             }
         }
         Ok(ThreadPool::from_parts(registry, threads, cpus))
+    }
+}
+
+impl ThreadPoolBuilder {
+    /// Builds the global pool: the pool that the free functions
+    /// ([`join`](crate::join), [`scope`](crate::scope), [`spawn`](crate::spawn),
+    /// [`spawn_fifo`](crate::spawn_fifo), [`current_num_threads`](crate::current_num_threads))
+    /// use when called from a thread that is no worker. Without this call the first such
+    /// call builds it with [`num_threads`](Self::num_threads) from the environment variable
+    /// `CORETUNE_NUM_THREADS` (a positive integer; otherwise the default, the CPU budget).
+    ///
+    /// # Errors
+    ///
+    /// If the global pool exists already (built here or on first use), or as
+    /// [`build`](Self::build).
+    ///
+    /// ```
+    /// let built = coretune_pool::ThreadPoolBuilder::new().num_threads(2).build_global();
+    /// if built.is_ok() {
+    ///     assert_eq!(coretune_pool::current_num_threads(), 2);
+    /// }
+    /// // Only once per process.
+    /// assert!(coretune_pool::ThreadPoolBuilder::new().build_global().is_err());
+    /// ```
+    pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
+        if crate::global::exists() {
+            return Err(ThreadPoolBuildError(ErrorKind::GlobalExists));
+        }
+        let pool = self.build()?;
+        crate::global::set(pool).map_err(|_pool| ThreadPoolBuildError(ErrorKind::GlobalExists))
     }
 }
 
@@ -581,6 +643,7 @@ enum ErrorKind {
         error: std::io::Error,
     },
     Spawn(std::io::Error),
+    GlobalExists,
 }
 
 impl std::fmt::Display for ThreadPoolBuildError {
@@ -614,6 +677,7 @@ impl std::fmt::Display for ThreadPoolBuildError {
                 )
             }
             ErrorKind::Spawn(_) => f.write_str("could not start a worker thread"),
+            ErrorKind::GlobalExists => f.write_str("the global thread pool exists already"),
         }
     }
 }

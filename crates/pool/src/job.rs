@@ -89,12 +89,14 @@ impl Job {
     /// The caller must guarantee that the job is run (or dropped) before `'scope` ends;
     /// `Scope` does so by waiting on its `CountLatch` before returning, also when the
     /// scope body or a job panics.
+    #[inline]
     pub(crate) unsafe fn new_scoped<'scope, F: FnOnce() + Send + 'scope>(f: F) -> Self {
         // The lifetime is erased simply by storing: `Job` has none. What keeps the
         // borrows valid is the caller's guarantee above.
         Self::store(f)
     }
 
+    #[inline]
     fn store<F: FnOnce() + Send>(f: F) -> Self {
         match Self::try_inline(f) {
             Ok(job) => job,
@@ -109,6 +111,59 @@ impl Job {
                 }
             }
         }
+    }
+}
+
+/// The payload of a pointer job ([`Job::from_pointer`]).
+#[derive(Clone, Copy)]
+struct PointerJob {
+    data: *const (),
+    run: unsafe fn(*const ()),
+}
+
+impl Job {
+    /// A job that calls `run(data)`: what `join` pushes for its second closure, which lives
+    /// on the joining worker's stack at `data`. The joining worker recognises the job by
+    /// `data` when it pops it back ([`Job::pointer_data`]) and then runs the closure itself,
+    /// without the indirect call.
+    ///
+    /// # Safety
+    ///
+    /// `run(data)` must be sound to call once whenever the job runs; the caller must make
+    /// sure it runs (or is recognised and forgotten) while `data` is valid.
+    #[inline]
+    pub(crate) unsafe fn from_pointer(data: *const (), run: unsafe fn(*const ())) -> Self {
+        let mut payload: Payload<INLINE_WORDS> = [MaybeUninit::uninit(); INLINE_WORDS];
+        const {
+            assert!(size_of::<PointerJob>() <= size_of::<Payload<INLINE_WORDS>>());
+            assert!(align_of::<PointerJob>() <= align_of::<Payload<INLINE_WORDS>>());
+        }
+        // SAFETY: the payload is large and aligned enough for a `PointerJob` (checked at
+        // compile time just above).
+        unsafe {
+            payload
+                .as_mut_ptr()
+                .cast::<PointerJob>()
+                .write(PointerJob { data, run })
+        };
+        Job {
+            vtable: run_pointer::<INLINE_WORDS>,
+            payload,
+        }
+    }
+
+    /// The `data` of a job made by [`Job::from_pointer`]; `None` for any other job (or, in
+    /// principle, a pointer job whose function pointer compares unequal, which only costs
+    /// the caller the indirect call).
+    #[inline]
+    pub(crate) fn pointer_data(&self) -> Option<*const ()> {
+        let pointer_vtable: Vtable<INLINE_WORDS> = run_pointer::<INLINE_WORDS>;
+        if !std::ptr::fn_addr_eq(self.vtable, pointer_vtable) {
+            return None;
+        }
+        // SAFETY: only `from_pointer` pairs this vtable with a payload, and it stores a
+        // `PointerJob` there (a merged identical function would read the same layout).
+        Some(unsafe { self.payload.as_ptr().cast::<PointerJob>().read() }.data)
     }
 }
 
@@ -128,6 +183,7 @@ impl SmallJob {
 
 impl<const WORDS: usize> RawJob<WORDS> {
     /// Moves `f` into the payload if it fits; else hands it back.
+    #[inline]
     fn try_inline<F: FnOnce() + Send>(f: F) -> Result<Self, F> {
         let fits = size_of::<F>() <= size_of::<Payload<WORDS>>()
             && align_of::<F>() <= align_of::<Payload<WORDS>>();
@@ -145,6 +201,7 @@ impl<const WORDS: usize> RawJob<WORDS> {
     }
 
     /// Runs the job.
+    #[inline]
     pub(crate) fn run(self) {
         let mut job = ManuallyDrop::new(self);
         // SAFETY: the payload holds the closure `vtable` was made for (see `store`), and
@@ -170,6 +227,20 @@ unsafe fn run_inline<F: FnOnce(), const WORDS: usize>(payload: *mut Payload<WORD
     let f = unsafe { payload.cast::<F>().read() };
     if run {
         f();
+    }
+}
+
+/// # Safety
+///
+/// See [`Vtable`]: `payload` holds a `PointerJob` written by `Job::from_pointer`.
+unsafe fn run_pointer<const WORDS: usize>(payload: *mut Payload<WORDS>, run: bool) {
+    if run {
+        // SAFETY: per the contract, a `PointerJob` is stored at `payload`; calling its
+        // function on its data once is what `from_pointer`'s caller vouched for.
+        unsafe {
+            let job = payload.cast::<PointerJob>().read();
+            (job.run)(job.data);
+        }
     }
 }
 

@@ -16,6 +16,16 @@
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
 //!   waiter; idle workers sleep (the protocol and why: [`sleep_protocol`]).
+//! - Data parallelism without a chunk size: [`for_each`](ThreadPool::for_each),
+//!   [`map_collect`](ThreadPool::map_collect), [`reduce`](ThreadPool::reduce) and
+//!   [`sum`](ThreadPool::sum) over slices, vectors and index ranges ([`ParSource`]), split
+//!   automatically (lazy binary splitting: `src/par.rs`).
+//! - [`install`](ThreadPool::install) runs a closure on a worker, where the free functions
+//!   [`join`], [`scope`], [`spawn`], [`spawn_fifo`] and [`current_num_threads`] use that
+//!   worker's pool; elsewhere they use the global pool, built on first use (sized by
+//!   `CORETUNE_NUM_THREADS`, else the CPU budget) or by
+//!   [`ThreadPoolBuilder::build_global`]. [`ThreadPool::spawn_fifo`] starts tasks in spawn
+//!   order; [`ThreadPoolBuilder::exit_handler`] runs on each worker as it exits.
 //! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
 //!   ([`AdaptiveConfig`]), usable from any thread, pool or not; a pool built with one
 //!   counts its workers and, by default, the thread that runs a scope's body
@@ -50,9 +60,12 @@
 
 mod batch;
 mod builder;
+mod global;
 mod group;
 mod job;
+mod join;
 mod latch;
+mod par;
 #[cfg(all(feature = "peers", not(loom)))]
 pub mod peers;
 mod places;
@@ -78,7 +91,9 @@ pub mod sleep_protocol {
 struct ReadmeDoctests;
 
 pub use builder::{NUM_THREADS_VAR, ThreadPoolBuildError, ThreadPoolBuilder};
+pub use global::{current_num_threads, join, scope, spawn, spawn_fifo};
 pub use group::thread_group;
+pub use par::ParSource;
 pub use scope::Scope;
 pub use throttle::{
     AcquireError, AdaptiveConfig, OwnedThrottleGuard, Throttle, ThrottleGuard, ThrottleSeat,
@@ -239,6 +254,53 @@ impl ThreadPool {
         self.registry.spawn(task);
     }
 
+    /// Like [`spawn`](Self::spawn), but tasks start in the order they were spawned with
+    /// `spawn_fifo` (from any thread): with one worker they also run in that order; with
+    /// more, a later task may start while an earlier one still runs. Rayon promises this
+    /// order for `spawn_fifo` calls from one thread; here it holds across threads too.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let pool = coretune_pool::ThreadPool::new(1)?;
+    /// let order = Arc::new(Mutex::new(Vec::new()));
+    /// for i in 0..5 {
+    ///     let order = Arc::clone(&order);
+    ///     pool.spawn_fifo(move || order.lock().unwrap().push(i));
+    /// }
+    /// drop(pool); // runs every queued task
+    /// assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_fifo<F>(&self, task: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn_fifo(task);
+    }
+
+    /// Runs `op` on a worker of this pool and returns its result: on the calling thread if
+    /// it is one, else on a worker while the calling thread blocks (a worker of another
+    /// pool blocks too, without running its own pool's jobs meanwhile). Inside `op` the
+    /// free functions ([`join`], [`scope`], [`spawn`], [`current_num_threads`], …) use this
+    /// pool. Re-raises a panic of `op`.
+    ///
+    /// ```
+    /// let pool = coretune_pool::ThreadPool::new(3)?;
+    /// let (threads, index) = pool.install(|| {
+    ///     (coretune_pool::current_num_threads(), pool.current_thread_index())
+    /// });
+    /// assert_eq!(threads, 3);
+    /// assert!(index.is_some_and(|i| i < 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn install<OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        join::in_worker(&self.registry, |_worker| op())
+    }
+
     /// Spawns every task of `tasks`, checking for sleeping workers once for the whole
     /// batch instead of once per task.
     ///
@@ -290,6 +352,10 @@ impl ThreadPool {
     /// it is a worker and nobody stole `b` first); returns both results. A panic in
     /// either is re-raised once both finished.
     ///
+    /// On a worker of this pool it allocates nothing: `b` waits on the worker's own deque
+    /// and, unless stolen, runs right after `a` (`src/join.rs`), so recursive `join`s are
+    /// cheap. From another thread it costs a scope.
+    ///
     /// ```
     /// let pool = coretune_pool::ThreadPool::new(2)?;
     /// fn fib(pool: &coretune_pool::ThreadPool, n: u64) -> u64 {
@@ -306,6 +372,17 @@ impl ThreadPool {
         B: FnOnce() -> RB + Send,
         RB: Send,
     {
+        let mut ops = Some((a, b));
+        let result = WorkerThread::with_current(|worker| {
+            let worker = worker.filter(|worker| worker.is_in(&self.registry))?;
+            let (a, b) = ops.take()?;
+            Some(join::join_worker(worker, |_| a(), |_| b()))
+        });
+        let (a, b) = match (result, ops) {
+            (Some(result), _) => return result,
+            (None, Some(ops)) => ops,
+            (None, None) => unreachable!("the closures are taken only on a worker"),
+        };
         let mut result_b = None;
         let slot = &mut result_b;
         let result_a = self.scope(|s| {
@@ -319,6 +396,10 @@ impl ThreadPool {
     /// Calls `f(i)` for every `i` in `range`, in chunks of `chunk` consecutive indices
     /// per task (a `chunk` of 0 counts as 1). Returns when all calls returned; re-raises
     /// a panic of `f`.
+    ///
+    /// The manual form: each chunk is a task, so a small `chunk` costs a task per few
+    /// items. [`for_each`](Self::for_each) (over a range, a slice or a vector) splits by
+    /// itself and needs no chunk size.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};

@@ -26,6 +26,9 @@ pub(crate) struct Registry {
     stealers: Vec<Stealer<Job>>,
     /// Jobs only worker `i` may run (`broadcast`).
     inboxes: Vec<Injector<Job>>,
+    /// `spawn_fifo` tasks in the order they were spawned; each is run by a stand-in job
+    /// queued like a `spawn`, which takes the oldest task from here.
+    fifo: Injector<Job>,
     /// For each worker, the workers it steals from, nearest first.
     steal_order: Vec<Vec<usize>>,
     /// Queues of threads outside the pool that submit to it.
@@ -62,6 +65,7 @@ impl Registry {
             injector: Injector::new(),
             stealers,
             inboxes: (0..n).map(|_| Injector::new()).collect(),
+            fifo: Injector::new(),
             steal_order,
             submitters: submitter::Submitters::default(),
             sleep: Sleep::new(n),
@@ -102,6 +106,30 @@ impl Registry {
             submitter::spawn(self, task);
         }
         self.sleep.notify_new_jobs(1);
+    }
+
+    /// Queues a detached task that starts after every `spawn_fifo` task queued before it
+    /// (from any thread): the task goes to the pool's FIFO queue, and a stand-in job that
+    /// runs the oldest task of that queue is queued as by [`Registry::spawn`]. Each
+    /// stand-in takes one task and there are as many stand-ins as tasks, so every task
+    /// runs once, in spawn order of their starts whichever order the stand-ins run in.
+    pub(crate) fn spawn_fifo<F: FnOnce() + Send + 'static>(self: &Arc<Self>, task: F) {
+        self.fifo.push(Job::new(task));
+        self.spawn(|| {
+            WorkerThread::with_current(|worker| {
+                if let Some(worker) = worker {
+                    worker.registry().run_oldest_fifo();
+                }
+            });
+        });
+    }
+
+    /// Runs the oldest `spawn_fifo` task (on a worker of this pool, inside `execute`, so a
+    /// panic goes to the panic handler).
+    fn run_oldest_fifo(&self) {
+        if let Some(job) = retry(|| self.fifo.steal()) {
+            job.run();
+        }
     }
 
     /// Queues many jobs: arrays of up to `BATCH_JOBS` jobs, each behind one runner per

@@ -43,6 +43,8 @@ pub(crate) struct Start {
     pub(crate) cpus: Option<(Vec<usize>, PinReport)>,
     /// The builder's start handler.
     pub(crate) handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// The builder's exit handler, run once the worker left its main loop.
+    pub(crate) exit_handler: Option<Arc<dyn Fn(usize) + Send + Sync>>,
 }
 
 /// Where a worker reports the outcome of pinning itself.
@@ -74,6 +76,13 @@ pub(crate) fn run(registry: Arc<Registry>, index: usize, local: Worker<Job>, sta
         }
         if let Some(worker) = current.get() {
             worker.main_loop();
+            if let Some(handler) = start.exit_handler {
+                if let Err(payload) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(index)))
+                {
+                    worker.registry.handle_panic(payload);
+                }
+            }
         }
     });
 }
@@ -84,11 +93,13 @@ impl WorkerThread {
         CURRENT.with(|current| f(current.get()))
     }
 
+    #[inline]
     pub(crate) fn index(&self) -> usize {
         self.index
     }
 
     /// True if this worker belongs to `registry`.
+    #[inline]
     pub(crate) fn is_in(&self, registry: &Registry) -> bool {
         std::ptr::eq(Arc::as_ptr(&self.registry), registry)
     }
@@ -103,8 +114,29 @@ impl WorkerThread {
                 .is_some_and(|own| Arc::ptr_eq(own, throttle))
     }
 
+    #[inline]
     pub(crate) fn push_local(&self, job: Job) {
         self.local.push(job);
+    }
+
+    /// The newest job of this worker's own deque.
+    #[inline]
+    pub(crate) fn pop_local(&self) -> Option<Job> {
+        self.local.pop()
+    }
+
+    /// The pool this worker belongs to.
+    #[inline]
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// True if splitting off work for a thief may pay (`par.rs`): this worker's deque is
+    /// empty (nothing of its own to steal) and some worker of the pool is idle (searching
+    /// or asleep).
+    #[inline]
+    pub(crate) fn wants_split(&self) -> bool {
+        self.local.is_empty() && self.registry.sleep.has_idle()
     }
 
     fn main_loop(&self) {
@@ -118,8 +150,14 @@ impl WorkerThread {
     /// Runs other jobs until `latch` is set. The setter wakes this worker with
     /// `Sleep::wake_specific` if it fell asleep meanwhile.
     pub(crate) fn wait_until(&self, latch: &Latch) {
+        self.wait_until_done(|| latch.probe());
+    }
+
+    /// Runs other jobs until `is_done()`; whoever makes it true must then wake this worker
+    /// with `Sleep::wake_specific` (it may have fallen asleep meanwhile).
+    pub(crate) fn wait_until_done(&self, is_done: impl Fn() -> bool) {
         let held_permit = self.holds_permit.get();
-        self.work_until(Search::Full, || latch.probe());
+        self.work_until(Search::Full, is_done);
         if held_permit {
             self.take_permit();
         }
@@ -207,6 +245,7 @@ impl WorkerThread {
     /// A worker keeps its permit from one job to the next, as a `ThrottleSeat` does (see
     /// `throttle/README.md`): it gives it back when it goes to sleep, or before a job when the
     /// limit was lowered below the permits held, so a limit costs a hand-off only then.
+    #[inline]
     pub(crate) fn execute(&self, job: Job) {
         let throttle = self.registry.throttle.as_deref();
         if let Some(throttle) = throttle {

@@ -133,6 +133,7 @@ impl Sleep {
     /// Called after pushing `count` jobs to a shared queue: wakes up to `count`
     /// sleeping workers unless a worker is searching, and costs only a fence and a load when
     /// none sleeps.
+    #[inline]
     pub(crate) fn notify_new_jobs(&self, count: usize) {
         if self.is_asymmetric {
             compiler_fence(Ordering::SeqCst);
@@ -142,6 +143,12 @@ impl Sleep {
         if sleepers(self.counters.load(Ordering::SeqCst)) == 0 {
             return;
         }
+        self.wake_for_new_jobs(count);
+    }
+
+    /// The part of [`Sleep::notify_new_jobs`] when somebody sleeps (kept out of line).
+    #[cold]
+    fn wake_for_new_jobs(&self, count: usize) {
         // Somebody sleeps. A searcher will see the jobs (it looks again before it sleeps, and
         // the last one to stop hands on: `stop_searching`), so wake nobody while there is
         // one; this fence orders the push before the look, as the searcher's fence orders
@@ -165,6 +172,23 @@ impl Sleep {
     /// it alone).
     pub(crate) fn wake_specific(&self, index: usize) {
         self.wake_if_blocked(index);
+    }
+
+    /// [`Sleep::wake_specific`] for a setter of a flag that worker `index` waits on (a
+    /// stolen `join` half): costs a fence and a load when no worker sleeps. Sound for the
+    /// reason a push may skip waking ("Memory ordering"): a sleeper announces itself,
+    /// passes a full barrier, then probes the flag; the setter stores the flag, passes its
+    /// fence, then looks at the sleepers. One of them sees the other.
+    #[inline]
+    pub(crate) fn wake_if_sleeping(&self, index: usize) {
+        if self.is_asymmetric {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if sleepers(self.counters.load(Ordering::SeqCst)) != 0 {
+            self.wake_if_blocked(index);
+        }
     }
 
     /// Wakes every blocked worker (termination).
@@ -198,6 +222,20 @@ impl Sleep {
         true
     }
 
+    /// True if some worker is idle: searching for work or asleep. A hint (Relaxed): the
+    /// splitting of `par.rs` splits off work for a thief only then.
+    #[inline]
+    pub(crate) fn has_idle(&self) -> bool {
+        self.counters.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether worker `index` is blocked on its condition variable (tests: a worker counted as
+    /// a sleeper still checks for work once before it blocks).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_blocked(&self, index: usize) -> bool {
+        *lock(&self.workers[index].is_blocked)
+    }
+
     /// Workers announced as sleeping and searching now (tests).
     #[cfg(test)]
     pub(crate) fn counts(&self) -> (u64, u64) {
@@ -228,7 +266,9 @@ mod tests {
                 sleep.stop_searching(true, || false);
             })
         };
-        while sleep.counts() != (1, 0) {
+        // Counted as a sleeper is not yet asleep: it looks for work once more first, and
+        // would find the work below (the test's race, not the pool's).
+        while sleep.counts() != (1, 0) || !sleep.is_blocked(1) {
             std::thread::yield_now();
         }
         // Worker 0 searches; a push finds it and wakes nobody.
