@@ -99,8 +99,9 @@ ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 MAN1DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 
-# Programs are installed stripped (`strip`: 52 MB → 8 MB for the binary, 10 MB → 0.3 MB for the
-# library preloaded into every pinned program). KEEP_DEBUG=1 keeps their debug information apart,
+# Programs are installed stripped (`strip`, measured on a release build: 55 MB → 9.1 MB for the
+# binary, which carries the pinning library, 4.4 MB → 0.34 MB for the library preloaded into
+# every pinned program). KEEP_DEBUG=1 keeps their debug information apart,
 # in a `.debug` folder beside each (`bin/.debug/coretune.debug`), linked from the stripped file
 # (`.gnu_debuglink`), where gdb finds it on its own.
 STRIP ?= strip
