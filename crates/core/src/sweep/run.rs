@@ -265,19 +265,7 @@ impl<'t> Runner<'t> {
     /// program's threads one by one (a static, set-ID or Go program, or no pinning library):
     /// they then fall back to OpenMP's places or the process CPU set, and every run records so.
     pub fn pinning_warning(&self, grid: &Grid) -> Option<String> {
-        let Prepared::Command {
-            program: Some(program),
-            library,
-            ..
-        } = &self.prepared
-        else {
-            return None;
-        };
-        let pinned = grid.places.iter().any(|p| p.is_pinned());
-        if !pinned || self.settings.binding == Binding::Shared {
-            return None;
-        }
-        let library = library.as_deref().map_err(String::as_str);
+        let (program, library) = self.pinned_program(grid)?;
         if program.pool {
             // Placed all the same: `pinning_note` says how.
             return None;
@@ -288,6 +276,16 @@ impl<'t> Runner<'t> {
     /// Who places which threads, to show before a sweep of `grid` with pinned placements,
     /// when the program builds its coretune-pool from the environment ([`pin::pool_note`]).
     pub fn pinning_note(&self, grid: &Grid) -> Option<String> {
+        let (program, library) = self.pinned_program(grid)?;
+        pin::pool_note(program, library)
+    }
+
+    /// The program and the pinning library found, when `grid` places a program's threads one
+    /// by one (a pinned placement, not `--bind shared`).
+    fn pinned_program(
+        &self,
+        grid: &Grid,
+    ) -> Option<(&ProgramInfo, Result<&std::path::Path, &str>)> {
         let Prepared::Command {
             program: Some(program),
             library,
@@ -300,7 +298,7 @@ impl<'t> Runner<'t> {
         if !pinned || self.settings.binding == Binding::Shared {
             return None;
         }
-        pin::pool_note(program, library.as_deref().map_err(String::as_str))
+        Some((program, library.as_deref().map_err(String::as_str)))
     }
 
     /// Makes one run of `config`.
