@@ -114,7 +114,17 @@ pub fn apply_lines(
         ));
     }
     lines.extend(scheduler_lines(topology, config, &placement, &cmd));
-    let pus = placement.union().weight().unwrap_or(0);
+    let union = placement.union();
+    let pus = union.weight().unwrap_or(0);
+    let usable = topology.cpuset().weight().unwrap_or(0);
+    if restricted && union.is_set(0) && pus < usable {
+        // CPU 0 was a choice here, not a given: say what it costs, as `cpus` warns.
+        lines.push(
+            "note: these CPUs include CPU 0, where the kernel runs much of its housekeeping and \
+             many interrupts; to keep it free, measure --cpus 'all ~pu:0' too"
+                .to_owned(),
+        );
+    }
     if n > pus {
         lines.push(format!(
             "note: {n} threads on {pus} PU{}: oversubscribed — it measured fastest, with the \
@@ -418,6 +428,15 @@ mod test {
         );
         let fits = lines(&t, &config(2, Policy::Compact, "all"), Binding::Pu);
         assert!(find(&fits, "note:").is_empty(), "{fits:?}");
+        // One thread, compact: CPU 0 alone, which the recommendation says.
+        let one = lines(&t, &config(1, Policy::Compact, "all"), Binding::Pu);
+        assert!(
+            find(&one, "systemd unit: CPUAffinity=0 ").len() == 1
+                && find(&one, "note: these CPUs include CPU 0").len() == 1,
+            "{one:?}"
+        );
+        let not_zero = lines(&t, &config(1, Policy::Compact, "pu:1"), Binding::Pu);
+        assert!(find(&not_zero, "note:").is_empty(), "{not_zero:?}");
     }
 
     #[test]
