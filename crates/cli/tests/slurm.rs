@@ -510,10 +510,11 @@ fn srun_lines_bind_where_they_say(c: &Cluster) {
     // One configuration per sweep, so it is the recommendation; its apply lines are run, and
     // each srun line must give every task the CPUs it names.
     let cases: [(&[&str], &[&[&str]]); 3] = [
-        // Pinned to CPU 1: one process masked to it, and two single-threaded ones mapped to it.
+        // Two threads pinned to CPU 1: one process masked to it; no line of one rank per
+        // thread, which would ask for more CPUs than the job's --cpus-per-task=1.
         (
             &["--threads", "2", "--place", "compact", "--cpus", "pu:1"],
-            &[&["1"], &["1", "1"]],
+            &[&["1"]],
         ),
         // One thread per CPU: the process gets both, task i of the per-thread line thread i's.
         (
