@@ -798,4 +798,10 @@ fn a_program_on_coretune_pool_has_its_main_thread_and_each_worker_on_its_place()
             }
         }
     }
+    // A program that links coretune-pool (through coretune-core) but never calls from_env
+    // carries no marker, and coretune says nothing of a pool.
+    let out = run_placed(2, "compact", &[], &util::probe(), &[]);
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("coretune-pool"), "{stderr}");
 }

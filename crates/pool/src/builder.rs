@@ -50,10 +50,10 @@ pub const NUM_THREADS_VAR: &str = "CORETUNE_NUM_THREADS";
 /// Where a program built with [`ThreadPoolBuilder::from_env`] says so: a section of its own
 /// in the executable, which coretune looks for (`coretune_core::program::pin`) to tell the
 /// user that the pool, not the preloaded library, places the pool's workers. Read once by
-/// `from_env`, so that the linker keeps it exactly in the programs that call it.
+/// `from_env`, so that the linker keeps it exactly in the programs that call it (not
+/// `#[used]`: that would keep it in every program linking the pool).
 #[cfg(target_os = "linux")]
 #[unsafe(link_section = ".coretune_pool")]
-#[used]
 static FROM_ENV_MARKER: [u8; 16] = *b"coretune-pool/1\0";
 
 impl std::fmt::Debug for ThreadPoolBuilder {
