@@ -49,7 +49,13 @@ fn thread_allowed(pid: u32) -> Vec<String> {
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
-    tids.sort_unstable();
+    // In creation order: ids are handed out upwards from the main thread's (the pid) and wrap
+    // past pid_max, so a thread made after a wrap has a smaller id than the main thread.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(4_194_304);
+    tids.sort_unstable_by_key(|&t| (t + pid_max - pid) % pid_max);
     tids.iter()
         .filter_map(|t| allowed(&format!("{pid}/task/{t}")))
         .collect()

@@ -773,8 +773,8 @@ pub fn check_samples(
     };
     for (pid, threads) in procs {
         let mut order: Vec<(i32, Seen)> = threads.into_iter().collect();
-        // The main thread (tid = pid) first, then by start time and tid.
-        order.sort_by_key(|(tid, seen)| (*tid != pid, seen.started, *tid));
+        // The main thread (tid = pid) first, then by start time and order of creation.
+        order.sort_by_key(|(tid, seen)| (*tid != pid, seen.started, made_after(pid, *tid)));
         let plan = per_thread.planned(order.len());
         record.threads_seen += order.len();
         for (i, (tid, seen)) in order.into_iter().enumerate() {
@@ -800,6 +800,14 @@ pub fn check_samples(
     record
 }
 
+/// How long after thread `pid` (a process's main thread) thread `tid` was given its id, for
+/// ordering threads created in the same clock tick: ids are handed out upwards and wrap past
+/// `pid_max` (at most 2^22), so a thread made after a wrap has a smaller id than the main
+/// thread but was made after it.
+fn made_after(pid: i32, tid: i32) -> i64 {
+    (i64::from(tid) - i64::from(pid)).rem_euclid(1 << 22)
+}
+
 /// Re-pins the threads of running process `pid` one by one, as the pinning library would have
 /// placed them: ordered by creation (start time, then thread id), the first (the main thread)
 /// on the first of `places`, the k-th thread created after it on place k + 1 (wrapping
@@ -817,7 +825,7 @@ pub fn repin_process(
     let no_such_process = || LaunchError::NoSuchProcess { pid };
     let id = i32::try_from(pid).map_err(|_| no_such_process())?;
     let mut threads = sys::threads(Path::new(sys::PROC_DIR), id).map_err(|_| no_such_process())?;
-    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), t.tid));
+    threads.sort_by_key(|t| (t.tid != id, t.started.unwrap_or(0), made_after(id, t.tid)));
     let union = places.iter().fold(CpuSet::new(), |mut u, p| {
         u |= p;
         u
@@ -940,6 +948,14 @@ mod test {
             (shared.mechanism, shared.warning),
             (Mechanism::ProcessSet, None)
         );
+    }
+
+    #[test]
+    fn threads_made_after_a_pid_wrap_sort_after_the_main_thread() {
+        // pid_max 32768: the main thread 32613, then 32614, then (wrapped) 334 and 335.
+        let mut tids = vec![335, 32614, 334, 32613];
+        tids.sort_by_key(|&t| made_after(32613, t));
+        assert_eq!(tids, [32613, 32614, 334, 335]);
     }
 
     fn seen(pid: i32, tid: i32, cpu: usize) -> ThreadSample {
