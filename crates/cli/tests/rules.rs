@@ -185,11 +185,22 @@ struct Procs(Vec<Child>);
 
 impl Procs {
     fn spawn(&mut self, program: &Path, args: &[&str]) -> u32 {
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
+        // A program this test process has just written may be "busy" for a moment: another
+        // test thread's fork, not yet exec'd, still holds the write descriptor (ETXTBSY).
+        let mut tries = 0;
+        let child = loop {
+            match Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .spawn()
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => break other.unwrap(),
+            }
+        };
         let pid = child.id();
         self.0.push(child);
         pid
