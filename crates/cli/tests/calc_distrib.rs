@@ -63,6 +63,74 @@ fn later_hwloc_options_follow_hwloc_documentation() {
     assert_eq!(String::from_utf8_lossy(&distrib.stdout), "0-1\n2-3\n4-7\n");
 }
 
+/// `calc` on another topology (a synthetic description or an XML file).
+fn calc_on(input: &str, args: &[&str]) -> String {
+    let out = util::coretune()
+        .arg("calc")
+        .args(["-i", input])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn local_memory_takes_hwloc_2_12s_intersect_flag_and_default_nodes() {
+    // A node on the machine, one per package, one per die: pu:1-2 spans two dies of package 0.
+    let dies = "[numa] pack:2 [numa] die:2 [numa] pu:2";
+    // hwloc-calc 2.9's default (larger or smaller locality): the package's and the machine's.
+    assert_eq!(
+        calc_on(dies, &["--local-memory", "pu:1-2", "--oo"]),
+        "NUMANode:2,NUMANode:6\n"
+    );
+    // INTERSECT_LOCALITY (hwloc 2.12.1): the two dies' nodes too, neither larger nor smaller.
+    assert_eq!(
+        calc_on(dies, &["--local-memory-flags", "intersect", "pu:1-2"]),
+        "0,1,2,6\n"
+    );
+    assert_eq!(
+        calc_on(dies, &["--local-memory-flags", "9", "pu:1-2"]),
+        "0,1,2,6\n"
+    );
+    // One die of package 1: its node, its package's and the machine's; not its sibling die's.
+    assert_eq!(
+        calc_on(dies, &["--local-memory-flags", "intersect", "pu:4-5"]),
+        "3,5,6\n"
+    );
+
+    // A Xeon Max in flat mode: DRAM and HBM nodes per package. --default-nodes (hwloc-info
+    // 2.12's, taken by calc) keeps the DRAM one; with every node HBM, all stay.
+    let flat = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/hbm-flat-2p-4numa.xml"
+    );
+    assert_eq!(calc_on(flat, &["--local-memory", "pack:1"]), "2,3\n");
+    assert_eq!(
+        calc_on(flat, &["--default-nodes", "pack:1", "--oo"]),
+        "NUMANode:2\n"
+    );
+    assert_eq!(
+        calc_on(
+            flat,
+            &["--default-nodes", "--local-memory-flags", "smaller", "all"]
+        ),
+        "0,2\n"
+    );
+    assert_eq!(calc_on(flat, &["-I", "numa[hbm]", "all"]), "1,3\n");
+    let all_hbm = std::fs::read_to_string(flat)
+        .unwrap()
+        .replace("gp_index=\"5\"", "subtype=\"HBM\" gp_index=\"5\"")
+        .replace("gp_index=\"10\"", "subtype=\"HBM\" gp_index=\"10\"");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hbm-only.xml");
+    std::fs::write(&path, all_hbm).unwrap();
+    assert_eq!(
+        calc_on(path.to_str().unwrap(), &["--default-nodes", "pack:0"]),
+        "0,1\n"
+    );
+}
+
 #[test]
 fn where_hwloc_crashes_coretune_exits_with_the_same_status() {
     // libhwloc 2.9 fails an assertion on a first word left empty: SIGABRT, 134 in a shell, and

@@ -91,6 +91,9 @@ pub struct OutputSettings {
     pub local_memory_flags: u64,
     /// `--best-memattr NAME|ID`: only the best local node for this memory attribute.
     pub best_memattr: Option<String>,
+    /// `--default-nodes` (hwloc-info ≥ 2.12's option, also taken by calc): only the local nodes
+    /// that are default nodes (see `default_numa_node`).
+    pub default_nodes: bool,
     /// `--sep`.
     pub sep: Option<String>,
     /// `--cof`/`--taskset`: how the set is written.
@@ -115,6 +118,7 @@ impl Default for OutputSettings {
             local_memory: false,
             local_memory_flags: 3,
             best_memattr: None,
+            default_nodes: false,
             sep: None,
             format: BitmapFormat::Hwloc,
             newer_syntax: false,
@@ -305,7 +309,7 @@ impl<'t> Calc<'t> {
             },
         };
         let mut settings = settings.clone();
-        if settings.best_memattr.is_some() {
+        if settings.best_memattr.is_some() || settings.default_nodes {
             settings.local_memory = true;
         }
         Ok(PreparedOutput {
@@ -468,6 +472,9 @@ impl<'t> Calc<'t> {
         } else if s.local_memory {
             let sep = s.sep.as_deref().unwrap_or(",");
             let mut nodes = local_numa_nodes(hw, &set, s.local_memory_flags).unwrap_or_default();
+            if s.default_nodes {
+                nodes.retain(|node| default_numa_node(node));
+            }
             if let Some(attr) = out.best_memattr {
                 nodes = match best_node(hw, attr, &nodes, &set) {
                     Some(best) => vec![best],
@@ -651,14 +658,15 @@ fn hierarchical(
 }
 
 /// `hwloc_get_local_numanode_objs` with a CPU set: the NUMA nodes whose locality equals the
-/// set's, or (flags) contains it (1), is contained in it (2), or every node (4). `None` for
-/// flags hwloc refuses.
+/// set's, or (flags) contains it (1), is contained in it (2), intersects it (8, hwloc 2.12.1's
+/// `INTERSECT_LOCALITY`: a node local to one package for a set spanning two), or every node
+/// (4). `None` for flags hwloc refuses.
 fn local_numa_nodes<'t>(
     hw: &'t hwlocality::Topology,
     set: &Bitmap,
     flags: u64,
 ) -> Option<Vec<&'t TopologyObject>> {
-    if flags & !7 != 0 {
+    if flags & !15 != 0 {
         return None;
     }
     Some(
@@ -668,10 +676,44 @@ fn local_numa_nodes<'t>(
                 flags & 4 != 0
                     || (flags & 1 != 0 && cpus.includes(set))
                     || (flags & 2 != 0 && set.includes(&cpus))
+                    || (flags & 8 != 0 && cpus.intersects(set))
                     || cpus == *set
             })
             .collect(),
     )
+}
+
+/// Whether a NUMA node is one of the machine's default nodes, where plain allocations go
+/// (`hwloc_topology_get_default_nodeset`, hwloc 2.12: usually DRAM; not HBM, NVM, GPU memory or
+/// special-purpose memory). hwloc 2.9, which coretune links, has no memory tiers, so the node's
+/// subtype decides: a node without one, or marked `DRAM`, is a default node. A machine whose
+/// nodes all carry another subtype (an HBM-only Xeon Max) keeps them all, as hwloc does when
+/// there is a single tier.
+fn default_numa_node(node: &TopologyObject) -> bool {
+    let special = |n: &TopologyObject| {
+        n.subtype()
+            .and_then(|s| s.to_str().ok())
+            .is_some_and(|s| !s.eq_ignore_ascii_case("DRAM"))
+    };
+    if !special(node) {
+        return true;
+    }
+    // Every node special: none is set apart, so all are default.
+    let mut root = node;
+    while let Some(parent) = root.parent() {
+        root = parent;
+    }
+    let mut all_special = true;
+    let mut stack = vec![root];
+    while let Some(obj) = stack.pop() {
+        if obj.object_type() == ObjectType::NUMANode && !special(obj) {
+            all_special = false;
+            break;
+        }
+        stack.extend(obj.normal_children());
+        stack.extend(obj.memory_children());
+    }
+    all_special
 }
 
 /// hwloc-calc 2.9's best node among `nodes` for a memory attribute, with the set as initiator

@@ -21,6 +21,8 @@ pub const LOCAL_NUMANODE_FLAGS: &[FlagName] = &[
     ("HWLOC_LOCAL_NUMANODE_FLAG_LARGER_LOCALITY", 1 << 0),
     ("HWLOC_LOCAL_NUMANODE_FLAG_SMALLER_LOCALITY", 1 << 1),
     ("HWLOC_LOCAL_NUMANODE_FLAG_ALL", 1 << 2),
+    // hwloc 2.12.1: the nodes whose locality intersects the set.
+    ("HWLOC_LOCAL_NUMANODE_FLAG_INTERSECT_LOCALITY", 1 << 3),
 ];
 
 /// `hwloc_utils_parse_flags`: a number, `none`, or flag names (any unambiguous substring, `$`

@@ -1,7 +1,7 @@
 //! `coretune calc`: hwloc-calc, as a drop-in. It takes hwloc-calc's command line unchanged and
 //! prints what Debian's hwloc-calc 2.9 prints, with its exit status; the options hwloc added
-//! later (`--cof`/`--cpuset-output-format`, `--cif`/`--cpuset-input-format`, `--oo`) follow
-//! hwloc's documentation. The engine is core's [`Calc`]; this file is hwloc-calc's command-line
+//! later (`--cof`/`--cpuset-output-format`, `--cif`/`--cpuset-input-format`, `--oo`,
+//! `--default-nodes`, `--local-memory-flags intersect`) follow hwloc's documentation. The engine is core's [`Calc`]; this file is hwloc-calc's command-line
 //! grammar, parsed by hand because hwloc-calc's options, locations and `-N`-style options with a
 //! value mix freely and apply in order.
 
@@ -50,6 +50,7 @@ Conversion options:
   --local-memory            The NUMA nodes local to the set
   --local-memory-flags <x>  Which nodes count as local
   --best-memattr <attr>     Only the best local node for a memory attribute
+  --default-nodes           Only the default local nodes (DRAM, not HBM/NVM/GPU memory)
 Formatting options:
   -l --logical / -p --physical        Logical (default) or OS indexes
   --li --logical-input / --pi --physical-input
@@ -199,6 +200,10 @@ fn calc(args: &[String], p: &mut Printer) -> ToolResult {
                     p.messages(&mut msgs);
                     out.local_memory_flags = flags;
                     used = 2;
+                }
+                "--default-nodes" => {
+                    out.local_memory = true;
+                    out.default_nodes = true;
                 }
                 "--best-memattr" => {
                     out.local_memory = true;
