@@ -517,3 +517,76 @@ fn likwid_domain_expressions_are_cpu_sets() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no likwid domain S2 on this machine"), "{err}");
 }
+
+/// `--place` takes what likwid-pin's `-c` takes: an ordered list, thread k on its k-th CPU, in
+/// `place` (planned) and `run` (applied: the main thread is thread 0).
+#[test]
+fn place_takes_an_ordered_cpu_list_as_likwid_pin_does() {
+    let smt = "pack:2 core:2 pu:2";
+    let pus = |place: &str, threads: &str| -> Vec<Vec<u64>> {
+        let json: serde_json::Value = serde_json::from_str(&stdout(&[
+            "place", "--input", smt, "-t", threads, "--place", place, "--json",
+        ]))
+        .unwrap();
+        json["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t["pus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    // likwid order: socket 1 first here, physical cores before SMT siblings; the list wraps.
+    assert_eq!(
+        pus("S1:0-1@S0:0-1", "5"),
+        [[4], [6], [0], [2], [4]].map(Vec::from)
+    );
+    // A plain list keeps the order written; a hwloc location goes in ascending order.
+    assert_eq!(pus("5,1,3", "3"), [[5], [1], [3]].map(Vec::from));
+    assert_eq!(pus("E:N:4:1:2", "4"), [[0], [2], [4], [6]].map(Vec::from));
+    assert_eq!(pus("pack:1", "2"), [[4], [5]].map(Vec::from));
+    let text = stdout(&["place", "--input", smt, "-t", "2", "--place", "S1:0-1"]);
+    assert!(
+        text.contains("policy round-robin over the list S1:0-1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("coretune run --threads 2 --place 'S1:0-1' -- CMD"),
+        "{text}"
+    );
+    assert!(text.contains("likwid-pin -c 4,6 CMD"), "{text}");
+
+    // A typo is neither a policy nor a list: one line that says what is accepted.
+    let out = coretune()
+        .args(["place", "--input", smt, "-t", "2", "--place", "compcat"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown placement 'compcat'") && err.contains("likwid-pin's -c"),
+        "{err}"
+    );
+
+    // Applied: the program's main thread is on the list's first CPU.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        let allowed = stdout(&[
+            "run",
+            "-t",
+            "2",
+            "--place",
+            "1,0",
+            "--",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status",
+        ]);
+        assert!(allowed.trim_end().ends_with("\t1"), "{allowed}");
+    }
+}

@@ -72,7 +72,7 @@ pub use hwlocality::bitmap::Bitmap;
 pub use hwlocality::cpu::cpuset::CpuSet;
 
 pub use cpuset::CpuSetExpr;
-pub use placement::{Binding, Placement, Policy, plan};
+pub use placement::{Binding, PlaceSpec, Placement, Policy, plan, plan_spec};
 pub use sweep::{Runner, SweepFolder, SweepReport, SweepSpec};
 pub use sys::SysError;
 pub use topology::{Topology, TopologySource};

@@ -199,6 +199,93 @@ pub enum PlacementError {
     /// The binding name is not pu, core or shared.
     #[error("unknown binding '{0}' (known: pu, core, shared, share)")]
     UnknownBinding(String),
+    /// `--place` is neither a policy nor a CPU list.
+    #[error(
+        "unknown placement '{0}': give a policy (os, compact, spread, cores, round-robin) or an \
+         ordered CPU list as likwid-pin's -c takes it (0,2,1,3, S0:0-1@S1:0-1, E:N:4:1:2)"
+    )]
+    UnknownPlace(String),
+    /// A `--place` CPU list does not resolve on this topology.
+    #[error(transparent)]
+    List(#[from] crate::cpuset::CpuSetError),
+}
+
+/// What `--place` takes: a policy, or an ordered CPU list as likwid-pin's `-c` takes it, thread
+/// k on the list's k-th CPU (wrapping around). The list is a CPU-set expression: a plain list
+/// in the order written (`0,2,1,3`), likwid's domains and expressions (`S0:0-1@S1:0-1`,
+/// `E:N:4:1:2`, `M:scatter`), or any other expression, taken in ascending order (`numa:1`).
+/// Such a plan is round-robin over the list, and says so where it is shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlaceSpec {
+    /// One of the policies.
+    Policy(Policy),
+    /// An ordered CPU list, as written.
+    List(String),
+}
+
+impl FromStr for PlaceSpec {
+    type Err = PlacementError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Ok(policy) = s.parse::<Policy>() {
+            return Ok(PlaceSpec::Policy(policy));
+        }
+        match s.parse::<crate::cpuset::CpuSetExpr>() {
+            Ok(_) => Ok(PlaceSpec::List(s.to_owned())),
+            Err(_) => Err(PlacementError::UnknownPlace(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for PlaceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlaceSpec::Policy(policy) => policy.fmt(f),
+            PlaceSpec::List(list) => f.write_str(list),
+        }
+    }
+}
+
+/// [`plan`] for a [`PlaceSpec`]: a policy's plan, or round-robin over the list's usable CPUs
+/// (those of `cpus` too, when given) in the list's order. `physical`: object indexes in the list
+/// are OS indexes.
+///
+/// # Errors
+///
+/// As [`plan`], and [`PlacementError::List`] for a list that does not resolve.
+pub fn plan_spec(
+    topology: &Topology,
+    threads: usize,
+    spec: &PlaceSpec,
+    cpus: Option<&CpuSet>,
+    physical: bool,
+    binding: Binding,
+) -> Result<Placement, PlacementError> {
+    match spec {
+        PlaceSpec::Policy(policy) => plan(topology, threads, *policy, cpus, binding),
+        PlaceSpec::List(text) => {
+            let expr: crate::cpuset::CpuSetExpr = text.parse()?;
+            let options = crate::cpuset::ResolveOptions { physical };
+            let mut order = expr.ordered(topology, &options)?;
+            if let Some(cpus) = cpus {
+                order.retain(|&cpu| cpus.is_set(cpu));
+            }
+            if order.is_empty() {
+                return Err(PlacementError::NoUsableCpu {
+                    cpus: text.clone(),
+                    usable: format_list(&set_to_vec(cpus.unwrap_or(&topology.cpuset()))),
+                });
+            }
+            plan_in_order(
+                topology,
+                threads,
+                Policy::RoundRobin,
+                None,
+                binding,
+                Some(&order),
+            )
+        }
+    }
 }
 
 /// Where one thread runs.
@@ -460,13 +547,27 @@ pub fn plan(
     cpus: Option<&CpuSet>,
     binding: Binding,
 ) -> Result<Placement, PlacementError> {
+    plan_in_order(topology, threads, policy, cpus, binding, None)
+}
+
+/// [`plan`], with round-robin taking `list`'s order (which limits the CPUs) instead of the
+/// ascending one.
+fn plan_in_order(
+    topology: &Topology,
+    threads: usize,
+    policy: Policy,
+    cpus: Option<&CpuSet>,
+    binding: Binding,
+    list: Option<&[usize]>,
+) -> Result<Placement, PlacementError> {
     if threads == 0 {
         return Err(PlacementError::NoThreads);
     }
     if threads > MAX_THREADS {
         return Err(PlacementError::TooManyThreads { threads });
     }
-    let available = usable(topology, cpus)?;
+    let listed = list.map(|l| set_from_indexes(l.iter().copied()));
+    let available = usable(topology, listed.as_ref().or(cpus))?;
     let index = PuIndex::new(topology, &available);
     // The PU each thread gets, and with `share` binding the part of the CPUs it gets.
     let (chosen, parts): (Vec<Option<usize>>, Option<Vec<Vec<usize>>>) = match policy {
@@ -484,7 +585,7 @@ pub fn plan(
             let order = match policy {
                 Policy::Compact => index.logical_order.clone(),
                 Policy::Cores => index.cores_order(),
-                _ => set_to_vec(&available),
+                _ => list.map_or_else(|| set_to_vec(&available), <[usize]>::to_vec),
             };
             if binding == Binding::Share {
                 let parts = partition(&order, threads);

@@ -9,7 +9,7 @@ use clap::Args;
 use coretune_core::cpuset::set_to_vec;
 use coretune_core::topology::groups::windows_lines;
 use coretune_core::topology::groups::{GroupSource, ProcessorGroups};
-use coretune_core::{Binding, Placement, Policy, plan};
+use coretune_core::{Binding, PlaceSpec, Placement, Policy, plan_spec};
 use serde::Serialize;
 
 use crate::input::{TopologyArgs, cpus_option};
@@ -19,15 +19,17 @@ pub(crate) struct PlaceArgs {
     /// Number of threads.
     #[arg(long, short = 't')]
     threads: usize,
-    /// Policy: os is no pinning, spread is hwloc-distrib's.
+    /// Policy: os is no pinning, spread is hwloc-distrib's; or an ordered CPU list as
+    /// likwid-pin's -c takes it, thread k on its k-th CPU (0,2,1,3, S0:0-1@S1:0-1, E:N:4:1:2).
     #[arg(
         long,
         short = 'p',
         visible_alias = "place",
         default_value = "spread",
-        value_parser = one_of(Policy::ALL)
+        allow_hyphen_values = true,
+        value_parser = one_of(Policy::ALL.map(PlaceSpec::Policy))
     )]
-    policy: Policy,
+    policy: PlaceSpec,
     /// Limit the placement to these CPUs (a CPU-set expression, e.g. 'all ~pu:0').
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     cpus: Option<String>,
@@ -77,8 +79,15 @@ struct PlaceJson<'a> {
 pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
     let topo = args.topology.load_with_devices()?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
-    let placement =
-        plan(&topo, args.threads, args.policy, cpus.as_ref(), args.bind).context("place")?;
+    let placement = plan_spec(
+        &topo,
+        args.threads,
+        &args.policy,
+        cpus.as_ref(),
+        args.physical,
+        args.bind,
+    )
+    .context("place")?;
     // Buffered: stdout is line-buffered, and a big plan's JSON is many lines.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let groups = ProcessorGroups::of(&topo);
@@ -119,6 +128,7 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
         let run = run_line(args);
         let text = render_text(
             &placement,
+            &args.policy,
             &run,
             placement.numactl(&topo),
             &groups,
@@ -132,10 +142,11 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
 
 /// The `coretune run` line that applies this placement to a program, thread by thread.
 fn run_line(args: &PlaceArgs) -> String {
-    let mut line = format!(
-        "coretune run --threads {} --place {}",
-        args.threads, args.policy
-    );
+    let place = match &args.policy {
+        PlaceSpec::Policy(policy) => policy.to_string(),
+        PlaceSpec::List(list) => format!("'{list}'"),
+    };
+    let mut line = format!("coretune run --threads {} --place {place}", args.threads);
     if args.bind != Binding::Pu {
         line.push_str(&format!(" --bind {}", args.bind));
     }
@@ -151,6 +162,7 @@ fn run_line(args: &PlaceArgs) -> String {
 
 fn render_text(
     p: &Placement,
+    spec: &PlaceSpec,
     run: &str,
     numactl: Option<String>,
     groups: &ProcessorGroups,
@@ -159,11 +171,14 @@ fn render_text(
     use coretune_core::cpuset::format_list;
     use std::fmt::Write as _;
     let mut s = String::new();
+    let policy = match spec {
+        PlaceSpec::Policy(policy) => policy.to_string(),
+        PlaceSpec::List(list) => format!("round-robin over the list {list}"),
+    };
     let _ = writeln!(
         s,
-        "{}, policy {}, bound per {}",
+        "{}, policy {policy}, bound per {}",
         coretune_core::cpuset::counted(p.len(), "thread"),
-        p.policy,
         p.binding
     );
     let opt = |v: Option<usize>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());

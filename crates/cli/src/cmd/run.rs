@@ -16,7 +16,7 @@ use coretune_core::program::pin::{inspect_program, per_thread};
 use coretune_core::program::{exit_code, find_program, rebind_process, thread_env};
 use coretune_core::program::{pin, repin_process, thread_count};
 use coretune_core::topology::LoadOptions;
-use coretune_core::{Binding, Policy, plan};
+use coretune_core::{Binding, PlaceSpec, Policy, plan_spec};
 use coretune_core::{Topology, TopologySource};
 
 use crate::input::cpus_option;
@@ -35,9 +35,11 @@ pub(crate) struct RunArgs {
     threads: Option<usize>,
     /// Placement policy for --threads: the main thread on the first place, the k-th thread it
     /// creates on place k+1, through the preloaded pinning library (or OpenMP's places, or the
-    /// process CPU set where it cannot reach the program: said before it runs).
-    #[arg(long, value_parser = one_of(Policy::ALL))]
-    place: Option<Policy>,
+    /// process CPU set where it cannot reach the program: said before it runs). Or an ordered
+    /// CPU list as likwid-pin's -c takes it, thread k on its k-th CPU (0,2,1,3, S0:0-1@S1:0-1,
+    /// E:N:4:1:2).
+    #[arg(long, allow_hyphen_values = true, value_parser = one_of(Policy::ALL.map(PlaceSpec::Policy)))]
+    place: Option<PlaceSpec>,
     /// Each thread's set with --place: its PU, its core, one set shared by all threads, or its
     /// own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", requires = "place", value_parser = one_of(Binding::ALL))]
@@ -88,10 +90,10 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         bail!("run: no command given (coretune run [OPTIONS] [--] CMD ARGS...)");
     };
     let path = find_program(program)?;
-    let placement = match (args.threads, args.place) {
-        (Some(n), Some(policy)) => {
-            Some(plan(&topo, n, policy, cpus.as_ref(), args.bind).context("run")?)
-        }
+    let placement = match (args.threads, &args.place) {
+        (Some(n), Some(spec)) => Some(
+            plan_spec(&topo, n, spec, cpus.as_ref(), args.physical, args.bind).context("run")?,
+        ),
         (None, Some(_)) => bail!("--place needs --threads (how many threads to place)"),
         _ => None,
     };
@@ -160,7 +162,7 @@ fn repin(
     pid: u32,
     cpus: Option<coretune_core::CpuSet>,
 ) -> anyhow::Result<ExitCode> {
-    let Some(policy) = args.place else {
+    let Some(spec) = &args.place else {
         return match cpus {
             Some(cpus) => bind_all(pid, &cpus),
             None => show_binding(pid, args.threads.is_some()),
@@ -170,7 +172,8 @@ fn repin(
         Some(n) => n,
         None => thread_count(pid).context("run --pid")?,
     };
-    let placement = plan(topo, n, policy, cpus.as_ref(), args.bind).context("run --pid")?;
+    let placement =
+        plan_spec(topo, n, spec, cpus.as_ref(), args.physical, args.bind).context("run --pid")?;
     if !placement.is_pinned() || args.bind == Binding::Shared {
         return bind_all(pid, &placement.union());
     }

@@ -261,6 +261,51 @@ impl CpuSetExpr {
     }
 }
 
+impl CpuSetExpr {
+    /// The expression's usable CPUs *in the order written*, for a per-thread list (likwid-pin's
+    /// `-c`: thread k on the list's k-th CPU). An expression made only of CPU lists and likwid
+    /// selections joined by union keeps their order (`2,0,3`, `S1:0-1@S0:0-1`, `E:N:4:1:2`);
+    /// any other (`numa:1`, `all ~pu:0`) gives its set in ascending order. CPUs this topology
+    /// cannot run threads on are left out.
+    ///
+    /// # Errors
+    ///
+    /// As [`CpuSetExpr::resolve`].
+    pub fn ordered(
+        &self,
+        topology: &Topology,
+        options: &ResolveOptions,
+    ) -> Result<Vec<usize>, CpuSetError> {
+        let usable = self.resolve(topology, options)?.usable(topology);
+        let mut order = Vec::new();
+        for term in &self.terms {
+            let written = match (&term.op, &term.atom) {
+                (Op::Union, Atom::Cpus(_)) => cpu_list_as_written(&term.text),
+                (Op::Union, Atom::Likwid { sels, .. }) => likwid::resolve(topology, sels).ok(),
+                _ => None,
+            };
+            match written {
+                Some(cpus) => order.extend(cpus),
+                None => return Ok(set_to_vec(&usable)),
+            }
+        }
+        order.retain(|&cpu| usable.is_set(cpu));
+        Ok(order)
+    }
+}
+
+/// `2,0,4-5` in the order written (`None` unless it is a plain decimal CPU list).
+fn cpu_list_as_written(text: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in text.trim_start_matches('+').split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
 /// Parses and evaluates in one step.
 ///
 /// # Errors
