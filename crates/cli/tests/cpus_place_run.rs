@@ -575,7 +575,8 @@ fn place_takes_an_ordered_cpu_list_as_likwid_pin_does() {
     );
 
     // Applied: the program's main thread is on the list's first CPU.
-    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+    if cfg!(target_os = "linux") && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    {
         let allowed = stdout(&[
             "run",
             "-t",
