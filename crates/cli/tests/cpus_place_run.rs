@@ -523,24 +523,10 @@ fn likwid_domain_expressions_are_cpu_sets() {
 #[test]
 fn place_takes_an_ordered_cpu_list_as_likwid_pin_does() {
     let smt = "pack:2 core:2 pu:2";
-    let pus = |place: &str, threads: &str| -> Vec<Vec<u64>> {
-        let json: serde_json::Value = serde_json::from_str(&stdout(&[
+    let pus = |place: &str, threads: &str| -> Vec<Vec<usize>> {
+        util::thread_pus(&util::json(&[
             "place", "--input", smt, "-t", threads, "--place", place, "--json",
         ]))
-        .unwrap();
-        json["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                t["pus"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_u64().unwrap())
-                    .collect()
-            })
-            .collect()
     };
     // likwid order: socket 1 first here, physical cores before SMT siblings; the list wraps.
     assert_eq!(

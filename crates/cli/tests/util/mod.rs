@@ -90,6 +90,11 @@ pub fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>
         bind,
         "--json",
     ]);
+    thread_pus(&plan)
+}
+
+/// Each thread's `pus` in a `coretune place --json` plan.
+pub fn thread_pus(plan: &serde_json::Value) -> Vec<Vec<usize>> {
     plan["threads"]
         .as_array()
         .unwrap()
