@@ -156,7 +156,7 @@ fn bad_input_is_one_line_and_fails() {
                 "--policy",
                 "sideways",
             ],
-            "unknown placement policy",
+            "unknown placement 'sideways'",
         ),
     ];
     for (args, want) in cases {
