@@ -906,3 +906,78 @@ fn resume_refuses_settings_it_would_ignore() {
         );
     }
 }
+
+/// A failed run keeps the end of the program's stderr in runs.jsonl and the failure quotes its
+/// last line; `--show-output` lets the program write to the terminal instead.
+#[cfg(unix)] // sh's redirections
+#[test]
+fn a_failed_run_keeps_the_end_of_its_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, script: &str, extra: &[&str]| {
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args(["tune", "--threads", "1", "--place", "os", "--runs", "1"])
+            .args(["--warmup", "0", "--quiet", "--shell"])
+            .args(extra)
+            .arg("--out")
+            .arg(&dir)
+            .args(["--", script])
+            .output()
+            .unwrap();
+        (out, dir)
+    };
+    let (out, dir) = sweep(
+        "short",
+        "echo reading input >&2; echo 'sort: cannot read: x: No such file or directory' >&2; exit 3",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("exited with status 3: sort: cannot read: x: No such file or directory"),
+        "{stderr}"
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(
+        runs[0]["stderr_tail"],
+        "reading input\nsort: cannot read: x: No such file or directory\n"
+    );
+
+    // A long stderr: its last 4 KiB, from the first whole line.
+    let (_, dir) = sweep(
+        "long",
+        "i=0; while [ $i -lt 2000 ]; do echo line $i >&2; i=$((i+1)); done; exit 1",
+        &[],
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let tail = runs[0]["stderr_tail"].as_str().unwrap();
+    assert!(tail.len() <= 4096 && tail.len() > 4000, "{}", tail.len());
+    assert!(
+        tail.starts_with("line ") && tail.ends_with("line 1999\n"),
+        "{tail}"
+    );
+
+    // A successful run keeps nothing; --show-output passes the output through.
+    let (out, dir) = sweep(
+        "shown",
+        "echo to the terminal >&2; exit 2",
+        &["--show-output"],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("to the terminal"));
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert!(runs[0].get("stderr_tail").is_none(), "{:?}", runs[0]);
+    let (_, dir) = sweep("fine", "echo fine >&2", &[]);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs[0]["status"], "ok");
+    assert!(runs[0].get("stderr_tail").is_none(), "{:?}", runs[0]);
+
+    // Built-in workloads print nothing: the option is refused for them.
+    let out = util::coretune()
+        .args(["tune", "--show-output", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--show-output shows a program's output")
+    );
+}

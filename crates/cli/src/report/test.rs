@@ -48,6 +48,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         },
         warmup: false,
         status,
+        stderr_tail: None,
         error: record.verify_error.clone(),
         record: Some(record),
         noise: Noise {

@@ -1,6 +1,7 @@
 //! Ready-to-paste lines that apply a configuration: the coretune command that repeats it, what
-//! other tools read (`taskset`, OpenMP's variables, rayon's and tokio's, systemd's
-//! `CPUAffinity=`), and what schedulers and containers take (Slurm's `#SBATCH` and `srun`,
+//! other tools read (`taskset`, OpenMP's variables, rayon's, tokio's, Go's and the BLAS
+//! libraries', the JVM's `-XX:ActiveProcessorCount` for `java`, nginx's `worker_processes` and
+//! `worker_cpu_affinity` for `nginx`, systemd's `CPUAffinity=`), and what schedulers and containers take (Slurm's `#SBATCH` and `srun`,
 //! Kubernetes' CPU resources, `docker run`).
 //!
 //! # Schedulers and containers
@@ -107,6 +108,12 @@ pub fn apply_lines(
     omp.push_str(&format!(" OMP_PROC_BIND={}", placement.omp_proc_bind()));
     lines.push(omp);
     lines.push(format!("RAYON_NUM_THREADS={n} TOKIO_WORKER_THREADS={n}"));
+    lines.push(format!(
+        "GOMAXPROCS={n} OPENBLAS_NUM_THREADS={n} MKL_NUM_THREADS={n}"
+    ));
+    if let Target::Command { argv, .. } = target {
+        lines.extend(runtime_lines(argv, n, &placement, restricted));
+    }
     if restricted {
         lines.push(format!(
             "systemd unit: CPUAffinity={} (AllowedCPUs= for a slice)",
@@ -134,6 +141,61 @@ pub fn apply_lines(
         ));
     }
     lines
+}
+
+/// The lines for the program's own runtime, named by its first word: the JVM's processor count
+/// (`java`), nginx's worker processes and their CPUs (`nginx`, whose workers are processes).
+fn runtime_lines(
+    argv: &[String],
+    n: usize,
+    placement: &Placement,
+    restricted: bool,
+) -> Vec<String> {
+    let program = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|a| a.to_str())
+        .unwrap_or("");
+    match program {
+        "java" => vec![format!(
+            "JVM: java -XX:ActiveProcessorCount={n} (sizes the GC and ForkJoin common pool)"
+        )],
+        "nginx" => {
+            let affinity = if placement.is_pinned() {
+                let masks: Vec<String> = placement
+                    .threads
+                    .iter()
+                    .map(|t| nginx_mask(&t.pus, placement))
+                    .collect();
+                format!(" worker_cpu_affinity {};", masks.join(" "))
+            } else if restricted {
+                let union = set_to_vec(&placement.union());
+                format!(
+                    " worker_cpu_affinity auto {};",
+                    nginx_mask(&union, placement)
+                )
+            } else {
+                String::new()
+            };
+            vec![format!("nginx.conf: worker_processes {n};{affinity}")]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// One nginx `worker_cpu_affinity` mask: a binary string, CPU 0 the rightmost digit, as wide
+/// as the placement's highest CPU so that the masks line up.
+fn nginx_mask(cpus: &[usize], placement: &Placement) -> String {
+    let width = placement
+        .threads
+        .iter()
+        .flat_map(|t| t.pus.iter())
+        .max()
+        .map_or(1, |&max| max + 1);
+    (0..width)
+        .rev()
+        .map(|cpu| if cpus.contains(&cpu) { '1' } else { '0' })
+        .collect()
 }
 
 /// The Windows lines (module docs): where the configuration names CPUs, how to start the program
@@ -332,6 +394,46 @@ mod test {
             .filter(|l| l.starts_with(prefix))
             .map(String::as_str)
             .collect()
+    }
+
+    #[test]
+    fn runtimes_get_their_own_lines() {
+        let t = topo("core:2 pu:2");
+        let run = |argv: &[&str], c: &Config| {
+            let target = Target::Command {
+                argv: argv.iter().map(|w| (*w).to_owned()).collect(),
+                shell: false,
+            };
+            apply_lines(&t, &target, c, Binding::Pu)
+        };
+        let l = run(&["./app"], &config(2, Policy::Os, "all"));
+        assert_eq!(
+            find(&l, "GOMAXPROCS"),
+            ["GOMAXPROCS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2"]
+        );
+        assert!(find(&l, "JVM").is_empty() && find(&l, "nginx").is_empty());
+        let l = run(
+            &["/usr/bin/java", "-jar", "x.jar"],
+            &config(3, Policy::Os, "all"),
+        );
+        assert_eq!(
+            find(&l, "JVM"),
+            ["JVM: java -XX:ActiveProcessorCount=3 (sizes the GC and ForkJoin common pool)"]
+        );
+        // nginx's workers are processes: one mask per worker, CPU 0 rightmost.
+        let nginx = ["nginx", "-g", "worker_processes {threads};"];
+        let l = run(&nginx, &config(3, Policy::Compact, "all"));
+        assert_eq!(
+            find(&l, "nginx.conf"),
+            ["nginx.conf: worker_processes 3; worker_cpu_affinity 001 010 100;"]
+        );
+        let l = run(&nginx, &config(2, Policy::Os, "1-2"));
+        assert_eq!(
+            find(&l, "nginx.conf"),
+            ["nginx.conf: worker_processes 2; worker_cpu_affinity auto 110;"]
+        );
+        let l = run(&nginx, &config(4, Policy::Os, "all"));
+        assert_eq!(find(&l, "nginx.conf"), ["nginx.conf: worker_processes 4;"]);
     }
 
     #[test]

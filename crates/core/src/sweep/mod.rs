@@ -111,6 +111,10 @@ pub struct RunLine {
     /// What went wrong, when something did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The end of a failed program's stderr (its last 4 KiB, from a
+    /// whole line), where it says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
     /// The measurements, when the run completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<RunRecord>,
@@ -121,6 +125,15 @@ pub struct RunLine {
 }
 
 impl RunLine {
+    /// The last non-empty line a failed program wrote to stderr, trimmed.
+    pub fn last_stderr_line(&self) -> Option<&str> {
+        self.stderr_tail
+            .as_deref()?
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+    }
+
     /// Wall time in seconds of a successful run.
     pub fn wall_s(&self) -> Option<f64> {
         match (&self.status, &self.record) {
@@ -139,6 +152,13 @@ pub enum Outcome {
     Done(RunRecord),
     /// It failed; the message says how.
     Failed(String),
+    /// The program ran and failed: how, and the end of what it wrote to stderr.
+    ProgramFailed {
+        /// How it ended (`sort exited with status 2`).
+        error: String,
+        /// The end of its stderr, if it wrote any.
+        stderr_tail: Option<String>,
+    },
     /// It exceeded the timeout.
     Timeout,
     /// The program was ended by SIGINT or SIGTERM: someone is stopping the sweep (Ctrl-C,
@@ -717,10 +737,18 @@ pub(crate) fn execute(
                     return Err(SweepError::Interrupted);
                 }
                 let mut abandoned = None;
+                let mut stderr_tail = None;
                 let (status, error, record) = match outcome {
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
                     Outcome::Failed(e) | Outcome::Stopped(e) => (Status::Failed, Some(e), None),
+                    Outcome::ProgramFailed {
+                        error,
+                        stderr_tail: tail,
+                    } => {
+                        stderr_tail = tail;
+                        (Status::Failed, Some(error), None)
+                    }
                     Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
                     Outcome::Abandoned(why) => {
                         abandoned = Some(why.clone());
@@ -734,6 +762,7 @@ pub(crate) fn execute(
                     warmup,
                     status,
                     error,
+                    stderr_tail,
                     record,
                     noise,
                     ended_at,

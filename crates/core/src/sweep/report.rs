@@ -273,11 +273,14 @@ impl SweepReport {
         Some(match failed.first() {
             None => "no run was made".to_owned(),
             Some(first) => format!(
-                "no configuration completed a verified run ({} of {} failed; the first: {}: {})",
+                "no configuration completed a verified run ({} of {} failed; the first: {}: {}{})",
                 failed.len(),
                 crate::sys::counted(lines.len(), "run"),
                 first.config,
-                first.error.as_deref().unwrap_or("failed")
+                first.error.as_deref().unwrap_or("failed"),
+                first
+                    .last_stderr_line()
+                    .map_or_else(String::new, |l| format!(": {l}"))
             ),
         })
     }

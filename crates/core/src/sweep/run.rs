@@ -84,6 +84,9 @@ pub struct Runner<'t> {
     prepared: Prepared,
     settings: RunSettings,
     machine: MachineCounts,
+    /// `--show-output`: a program's output goes to coretune's (else stdout is dropped and the
+    /// end of stderr kept for a failed run's record).
+    show_output: bool,
 }
 
 impl<'t> Runner<'t> {
@@ -165,7 +168,16 @@ impl<'t> Runner<'t> {
             prepared,
             settings,
             machine,
+            show_output: false,
         })
+    }
+
+    /// Lets each run's program write to coretune's own stdout and stderr (`tune --show-output`,
+    /// as hyperfine's), for finding out why runs fail; a failed run then keeps no stderr tail.
+    #[must_use]
+    pub fn show_output(mut self, show: bool) -> Self {
+        self.show_output = show;
+        self
     }
 
     /// The target, with a workload's description filled in.
@@ -461,9 +473,23 @@ impl<'t> Runner<'t> {
             cmd.args(&words[1..]);
             cmd
         };
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        // stderr goes to an unnamed file, read only if the run fails: nothing of coretune
+        // reads beside the program while it runs (a pipe would need a reader).
+        let stderr_file = if self.show_output {
+            None
+        } else {
+            tempfile::tempfile().ok()
+        };
+        cmd.stdin(Stdio::null());
+        if self.show_output {
+            cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        } else {
+            let stderr = stderr_file
+                .as_ref()
+                .and_then(|f| f.try_clone().ok())
+                .map_or_else(Stdio::null, Stdio::from);
+            cmd.stdout(Stdio::null()).stderr(stderr);
+        }
         match per_thread {
             Some(per_thread) => {
                 let preload = std::env::var("LD_PRELOAD").ok();
@@ -505,11 +531,14 @@ impl<'t> Runner<'t> {
             ));
         }
         if !status.success() {
-            return Outcome::Failed(format!(
-                "{} exited with status {}",
-                words[0],
-                program::exit_code(status)
-            ));
+            return Outcome::ProgramFailed {
+                error: format!(
+                    "{} exited with status {}",
+                    words[0],
+                    program::exit_code(status)
+                ),
+                stderr_tail: stderr_file.and_then(|f| stderr_tail(f, STDERR_TAIL_BYTES)),
+            };
         }
         let work = Work {
             amount: 1.0,
@@ -526,6 +555,31 @@ impl<'t> Runner<'t> {
             pinning: None,
         })
     }
+}
+
+/// How much of a failed run's stderr `runs.jsonl` keeps: its end, where the reason usually is.
+pub(crate) const STDERR_TAIL_BYTES: u64 = 4096;
+
+/// The last `max` bytes of what a program wrote to `file` (from its first whole line when cut,
+/// lossy UTF-8); `None` when it wrote nothing.
+fn stderr_tail(mut file: std::fs::File, max: u64) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let len = file.seek(SeekFrom::End(0)).ok()?;
+    if len == 0 {
+        return None;
+    }
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    if start > 0 {
+        // Cut mid-line (or mid-character): start at the next whole line.
+        if let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
+            bytes.drain(..=nl);
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// How often a pinned run of a program is sampled when `--monitor` does not say: often enough

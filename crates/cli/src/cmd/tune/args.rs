@@ -112,6 +112,11 @@ pub(crate) struct TuneArgs {
     /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     monitor: Option<u64>,
+    /// Let the program write to the terminal instead of dropping its output (as hyperfine's
+    /// --show-output), to see why runs fail. Without it a failed run keeps the last 4 KiB of
+    /// its stderr in runs.jsonl.
+    #[arg(long)]
+    show_output: bool,
     #[command(flatten)]
     slurm: SlurmArgs,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.
@@ -127,6 +132,8 @@ pub(super) struct TuneOptions {
     pub(super) quiet: bool,
     /// JSON instead of the table (`--json`).
     pub(super) json: bool,
+    /// `--show-output`: the program's output passes through.
+    pub(super) show_output: bool,
 }
 
 /// What `coretune tune` does.
@@ -278,6 +285,7 @@ impl TryFrom<&TuneArgs> for TuneOptions {
         Ok(Self {
             job,
             quiet: args.quiet || args.json,
+            show_output: args.show_output,
             json: args.json,
         })
     }
@@ -368,6 +376,12 @@ fn target(args: &TuneArgs) -> anyhow::Result<Target> {
             bail!(
                 "unknown workload '{name}' (known: {})",
                 workload::NAMES.join(", ")
+            );
+        }
+        if args.show_output {
+            bail!(
+                "--show-output shows a program's output (-- CMD); the built-in workloads print \
+                 nothing while they run"
             );
         }
         Ok(Target::Workload {

@@ -45,7 +45,12 @@ use args::{Folder, Job, Machine, SweepOptions, TuneOptions};
 pub(crate) use args::TuneArgs;
 
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
-    let TuneOptions { job, quiet, json } = TuneOptions::try_from(args)?;
+    let TuneOptions {
+        job,
+        quiet,
+        json,
+        show_output,
+    } = TuneOptions::try_from(args)?;
     let shown = slurm::Shown { quiet, json };
     match job {
         Job::ResumeFleet { dir, cluster } => slurm::resume(&dir, &cluster, shown),
@@ -61,13 +66,19 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             binding,
             one,
         } => plan_only(&on, &sweep, binding, one, json),
-        Job::Measure { on, folder } => measure(on, folder, quiet, json),
+        Job::Measure { on, folder } => measure(on, folder, quiet, json, show_output),
     }
 }
 
 /// Runs the sweep on this machine (`on`), shows its progress, prints the table (or with `json`
 /// summary.json) and writes the report files.
-fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Result<ExitCode> {
+fn measure(
+    on: Machine,
+    folder: Folder,
+    quiet: bool,
+    json: bool,
+    show_output: bool,
+) -> anyhow::Result<ExitCode> {
     let Machine {
         topo,
         counts: machine,
@@ -86,6 +97,7 @@ fn measure(on: Machine, folder: Folder, quiet: bool, json: bool) -> anyhow::Resu
             out,
         } => new_sweep(&sweep, settings, out.as_deref(), &topo, machine)?,
     };
+    let runner = runner.show_output(show_output);
     let dir = folder.dir().to_path_buf();
     let record = MachineRecord::gather(&topo, env!("CARGO_PKG_VERSION"));
     folder.write_machine(&record, &topo)?;
