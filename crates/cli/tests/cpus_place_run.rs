@@ -577,3 +577,52 @@ fn place_takes_an_ordered_cpu_list_as_likwid_pin_does() {
         assert!(allowed.trim_end().ends_with("\t1"), "{allowed}");
     }
 }
+
+/// `run --mem` sets the program's memory policy before `exec`, as numactl does: the kernel shows
+/// it on each of the program's mappings in /proc/PID/numa_maps (this machine has one node, so it
+/// also says the policy changes nothing). Bad policies are one line.
+#[cfg(target_os = "linux")]
+#[test]
+fn run_mem_sets_the_memory_policy_the_program_starts_with() {
+    for (policy, shown) in [
+        ("interleave", " interleave:0 "),
+        ("bind", " bind:0 "),
+        ("bind:numa:0", " bind:0 "),
+        ("preferred:numa:0", " prefer:0 "),
+        ("local", " local "),
+    ] {
+        let out = coretune()
+            .args(["run", "--mem", policy, "--", "cat", "/proc/self/numa_maps"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{policy}: {out:?}");
+        let maps = String::from_utf8_lossy(&out.stdout);
+        assert!(maps.lines().any(|l| l.contains(shown)), "{policy}: {maps}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if std::path::Path::new("/sys/devices/system/node/node1").exists() {
+            continue;
+        }
+        assert!(
+            stderr.contains("one NUMA node") && stderr.contains("no effect"),
+            "{stderr}"
+        );
+    }
+    for (policy, want) in [
+        ("bind:numa:5", "--mem 'bind:numa:5': 'numa:5'"),
+        ("sideways", "unknown memory policy 'sideways'"),
+        ("preferred", "unknown memory policy 'preferred'"),
+    ] {
+        let out = coretune()
+            .args(["run", "--mem", policy, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{policy}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(want), "{policy}: {stderr}");
+        let lines = stderr
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+            .count();
+        assert_eq!(lines, 1, "{stderr}");
+    }
+}

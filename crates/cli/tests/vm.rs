@@ -566,6 +566,30 @@ fn four_sockets_four_nodes_with_distances() {
     // order: the thread on the same node first, then the others.
     assert_threads_placed(&guest, "pin spread", &plan);
     assert_steal_orders_nearest_first(&guest, "place spread", &kernel);
+
+    // run --mem: the kernel shows the policy on the program's mappings, and their pages are on
+    // the nodes asked for (`N<node>=<pages>` in numa_maps).
+    for (name, policy, nodes) in [
+        ("mem bind", "bind:2", [2].as_slice()),
+        ("mem interleave", "interleave:1-2", [1, 2].as_slice()),
+        ("mem near", "bind:3", [3].as_slice()),
+    ] {
+        let maps = guest.ok(name);
+        let mut seen = BTreeSet::new();
+        for line in maps.lines() {
+            assert!(line.contains(&format!(" {policy} ")), "{name}: {line}");
+            for field in line.split_whitespace() {
+                if let Some((node, _)) = field.strip_prefix('N').and_then(|f| f.split_once('=')) {
+                    seen.insert(node.parse::<usize>().unwrap());
+                }
+            }
+        }
+        let want: BTreeSet<usize> = nodes.iter().copied().collect();
+        assert!(
+            !seen.is_empty() && seen.is_subset(&want),
+            "{name}: pages on nodes {seen:?}, asked {want:?}: {maps}"
+        );
+    }
 }
 
 #[test]

@@ -49,6 +49,8 @@ pub mod cpuset;
 
 pub mod placement;
 
+pub mod memory;
+
 pub mod program;
 
 pub mod measure;

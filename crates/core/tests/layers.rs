@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "hwloc",
     "cpuset",
     "placement",
+    "memory",
     "program",
     "measure",
     "grid",

@@ -13,3 +13,8 @@ check "place spread" coretune place --json --policy spread --threads 8
 check "hwloc-distrib --single 8" hwloc-distrib --single 8
 check "run spread" coretune run --place spread --threads 8 -- where 1
 check "pin spread" coretune run --place spread --threads 8 -- threads 8 300
+# Memory policies (run --mem): the policy the kernel shows on the program's mappings and the
+# nodes its pages are on (/proc/self/numa_maps of the program started with it).
+check "mem bind" coretune run --mem bind:numa:2 -- grep -E 'heap|stack' /proc/self/numa_maps
+check "mem interleave" coretune run --mem interleave:numa:1-2 -- grep -E 'heap|stack' /proc/self/numa_maps
+check "mem near" coretune run --cpus numa:3 --mem bind -- grep -E 'heap|stack' /proc/self/numa_maps

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::cpuset::{format_list, set_to_vec};
+use coretune_core::memory::MemPolicy;
 use coretune_core::program;
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::pin::{inspect_program, per_thread};
@@ -48,6 +49,11 @@ pub(crate) struct RunArgs {
     /// helper thread left unpinned (default: the program's OpenMP runtime's).
     #[arg(long, value_name = "MASK", requires = "place")]
     skip: Option<SkipMask>,
+    /// Memory policy the program starts with, as numactl sets it: local (--localalloc),
+    /// interleave[:NODES] (all nodes without NODES), bind[:NODES] (--membind; the nodes near
+    /// the CPUs it runs on without NODES), preferred:NODE. NODES: numa:0-1, package:1, near.
+    #[arg(long, value_name = "POLICY", conflicts_with = "pid")]
+    mem: Option<MemPolicy>,
     /// Rebind (--cpus) or re-pin one by one (--place, in the order the threads were created)
     /// this running process instead of starting a command; alone, print its CPU set (as
     /// `taskset -p`), each thread's with --threads.
@@ -118,6 +124,14 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cmd = Command::new(program);
     cmd.args(rest);
+    if let Some(policy) = &args.mem {
+        let near = process_set.clone().unwrap_or_else(|| topo.cpuset());
+        let mem = policy.plan(&topo, &near, args.physical)?;
+        if let Some(note) = &mem.note {
+            eprintln!("coretune: warning: {note}");
+        }
+        mem.apply_before_exec(&mut cmd).context("run --mem")?;
+    }
     match (&placement, args.threads) {
         (Some(p), Some(n)) if p.is_pinned() => {
             let library = pin::find_library();

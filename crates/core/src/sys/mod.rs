@@ -80,6 +80,22 @@ pub(crate) use os::{
     shell_command, stopped_by_request, task_affinity,
 };
 
+// A started program's memory policy (`run --mem`).
+pub(crate) use os::set_mempolicy_before_exec;
+
+/// How a program's pages are placed (the kernel's `MPOL_*` modes `run --mem` sets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemMode {
+    /// On the node of the CPU that touches them first (`numactl --localalloc`).
+    Local,
+    /// Round-robin over the nodes (`--interleave`).
+    Interleave,
+    /// Only on the nodes (`--membind`): the allocation fails rather than spill over.
+    Bind,
+    /// On the node while it has free memory, elsewhere after (`--preferred`).
+    Preferred,
+}
+
 // Counters of this process and of the calling thread.
 #[cfg(test)]
 pub(crate) use os::thread_cpu_time;
@@ -458,6 +474,7 @@ mod test {
             is_executable_file: fn(&Path) -> bool,
             open_program: fn(&Path) -> Result<ProgramFile, SysError>,
             set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,
+            set_mempolicy_before_exec: fn(&mut Command, MemMode, &[usize]) -> io::Result<()>,
             task_affinity: fn(i32) -> io::Result<CpuSet>,
             current_cpu: fn() -> Result<usize, SysError>,
             current_tid: fn() -> Result<i32, SysError>,

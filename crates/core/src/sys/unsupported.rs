@@ -42,6 +42,18 @@ fn io_unsupported<T>() -> io::Result<T> {
     ))
 }
 
+/// Memory policies are Linux's `set_mempolicy` (Windows has per-allocation NUMA calls only).
+pub(crate) fn set_mempolicy_before_exec(
+    _cmd: &mut Command,
+    _mode: crate::sys::MemMode,
+    _nodes: &[usize],
+) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a memory policy for a program is only implemented for Linux (set_mempolicy)",
+    ))
+}
+
 /// The restrictions of the Linux names (nothing is read here).
 pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
     cpuset: "cgroup cpuset",
