@@ -20,7 +20,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::nodeset::NodeSet;
 
 use crate::hwloc::{Calc, LocationSettings, Message};
-use crate::sys::{format_list, set_from_indexes};
+use crate::sys::format_list;
 use crate::topology::Topology;
 
 pub use crate::sys::MemMode;
@@ -259,17 +259,10 @@ impl MemPolicy {
     }
 }
 
-/// The nodes under `cpus` (OS indexes): where `near` puts memory.
-pub fn nodes_near(topology: &Topology, cpus: &[usize]) -> Vec<usize> {
-    NodeSet::from_cpuset(topology.hwloc(), &set_from_indexes(cpus.iter().copied()))
-        .iter_set()
-        .map(usize::from)
-        .collect()
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::sys::set_from_indexes;
     use crate::topology::TopologySource;
 
     fn topo(synthetic: &str) -> Topology {

@@ -92,7 +92,7 @@ pub struct OutputSettings {
     /// `--best-memattr NAME|ID`: only the best local node for this memory attribute.
     pub best_memattr: Option<String>,
     /// `--default-nodes` (hwloc-info ≥ 2.12's option, also taken by calc): only the local nodes
-    /// that are default nodes (see `default_numa_node`).
+    /// that are default nodes (see `special_memory`).
     pub default_nodes: bool,
     /// `--sep`.
     pub sep: Option<String>,
@@ -473,7 +473,13 @@ impl<'t> Calc<'t> {
             let sep = s.sep.as_deref().unwrap_or(",");
             let mut nodes = local_numa_nodes(hw, &set, s.local_memory_flags).unwrap_or_default();
             if s.default_nodes {
-                nodes.retain(|node| default_numa_node(node));
+                // Every node special: none is set apart, so all are default.
+                if hw
+                    .objects_with_type(ObjectType::NUMANode)
+                    .any(|n| !special_memory(n))
+                {
+                    nodes.retain(|node| !special_memory(node));
+                }
             }
             if let Some(attr) = out.best_memattr {
                 nodes = match best_node(hw, attr, &nodes, &set) {
@@ -683,37 +689,16 @@ fn local_numa_nodes<'t>(
     )
 }
 
-/// Whether a NUMA node is one of the machine's default nodes, where plain allocations go
+/// Whether a NUMA node is *not* one of the machine's default nodes, where plain allocations go
 /// (`hwloc_topology_get_default_nodeset`, hwloc 2.12: usually DRAM; not HBM, NVM, GPU memory or
 /// special-purpose memory). hwloc 2.9, which coretune links, has no memory tiers, so the node's
-/// subtype decides: a node without one, or marked `DRAM`, is a default node. A machine whose
-/// nodes all carry another subtype (an HBM-only Xeon Max) keeps them all, as hwloc does when
-/// there is a single tier.
-fn default_numa_node(node: &TopologyObject) -> bool {
-    let special = |n: &TopologyObject| {
-        n.subtype()
-            .and_then(|s| s.to_str().ok())
-            .is_some_and(|s| !s.eq_ignore_ascii_case("DRAM"))
-    };
-    if !special(node) {
-        return true;
-    }
-    // Every node special: none is set apart, so all are default.
-    let mut root = node;
-    while let Some(parent) = root.parent() {
-        root = parent;
-    }
-    let mut all_special = true;
-    let mut stack = vec![root];
-    while let Some(obj) = stack.pop() {
-        if obj.object_type() == ObjectType::NUMANode && !special(obj) {
-            all_special = false;
-            break;
-        }
-        stack.extend(obj.normal_children());
-        stack.extend(obj.memory_children());
-    }
-    all_special
+/// subtype decides: a node without one, or marked `DRAM`, is a default node; any other is
+/// special. A machine whose nodes are all special (an HBM-only Xeon Max) keeps them all, as
+/// hwloc does when there is a single tier.
+fn special_memory(node: &TopologyObject) -> bool {
+    node.subtype()
+        .and_then(|s| s.to_str().ok())
+        .is_some_and(|s| !s.eq_ignore_ascii_case("DRAM"))
 }
 
 /// hwloc-calc 2.9's best node among `nodes` for a memory attribute, with the set as initiator
