@@ -12,7 +12,10 @@
 #                             (LLVM's OpenMP runtime), golang-go (builds Go programs with and
 #                             without cgo for the pinning library's reach check),
 #                             qemu-system-x86, busybox-static and cpio (the VM tests' guests:
-#                             scripts/vm/vm.sh; it fetches Debian's kernel itself)
+#                             scripts/vm/vm.sh; it fetches Debian's kernel itself),
+#                             sysbench (a benchmark that prints its own events/s, for tune
+#                             --metric), nginx-light, wrk, redis-server and redis-tools (real
+#                             servers and load generators for the server runs)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -20,7 +23,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools)
 fi
 
 missing=()

@@ -72,7 +72,32 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         };
         eprintln!("coretune: warning: A and B measured different things ({what})");
     }
-    let cmp = compare(&a.configs, &b.configs, args.threshold / 100.0);
+    // Both on the same first objective: wall time, or what both sweeps chose.
+    let objective = a.design.objectives().swap_remove(0);
+    let theirs = b.design.objectives().swap_remove(0);
+    if theirs.quantity != objective.quantity {
+        bail!(
+            "A is judged on {} and B on {} (their first --objective): compare sweeps of one \
+             objective",
+            objective.name(),
+            theirs.name()
+        );
+    }
+    let cmp = compare(&a.configs, &b.configs, args.threshold / 100.0, &objective);
+    // Time says faster/slower as before; other objectives better/worse, in their own terms
+    // (a rate 10% higher is 10% better).
+    let (better, worse) = if objective.is_time() {
+        ("faster", "slower")
+    } else {
+        ("better", "worse")
+    };
+    let change = |ratio: f64| {
+        if objective.higher_is_better {
+            (1.0 / ratio - 1.0) * 100.0
+        } else {
+            (1.0 - ratio) * 100.0
+        }
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &cmp)?;
@@ -87,15 +112,31 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(13)
             .max(13);
+        if !objective.is_time() {
+            writeln!(
+                out,
+                "compared on {}; B/A is of the cost (below 1 = B better)",
+                objective.heading()
+            )?;
+        }
+        let unit = if objective.is_time() {
+            "s".to_owned()
+        } else {
+            objective.name().to_owned()
+        };
         writeln!(
             out,
             "{:<width$}  {:>10} {:>10}  {:>7}  {:>17}  change",
-            "configuration", "A median s", "B median s", "B/A", "B/A 95% interval"
+            "configuration",
+            format!("A median {unit}"),
+            format!("B median {unit}"),
+            "B/A",
+            "B/A 95% interval"
         )?;
         for c in &cmp.cases {
             let mark = match c.verdict {
-                Verdict::Faster => format!("▼ {:.1}% faster", (1.0 - c.ratio) * 100.0),
-                Verdict::Slower => format!("▲ {:.1}% slower", (c.ratio - 1.0) * 100.0),
+                Verdict::Faster => format!("▼ {:.1}% {better}", change(c.ratio)),
+                Verdict::Slower => format!("▲ {:.1}% {worse}", -change(c.ratio)),
                 Verdict::Unchanged => "unchanged".into(),
             };
             writeln!(
@@ -123,9 +164,9 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 out,
                 "geometric mean B/A: {g:.3} ({} over {} configurations)",
                 if g > 1.0 {
-                    format!("{:.1}% slower", (g - 1.0) * 100.0)
+                    format!("{:.1}% {worse}", -change(g))
                 } else {
-                    format!("{:.1}% faster", (1.0 - g) * 100.0)
+                    format!("{:.1}% {better}", change(g))
                 },
                 cmp.cases.len()
             )?,

@@ -1,5 +1,8 @@
 //! `summary.csv`: one row per configuration, the same fields as `summary.json`'s `configs`
-//! (the interval as two columns, per-run times left out).
+//! (the interval as two columns, per-run times left out), then three columns per metric of the
+//! program's output (`NAME_median`, `NAME_ci_low`, `NAME_ci_high`).
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -39,6 +42,9 @@ struct Row<'a> {
     outliers: usize,
     bimodal: bool,
     recommended: bool,
+    cpu_s: Option<f64>,
+    peak_rss_bytes: Option<f64>,
+    pareto: bool,
 }
 
 impl<'a> Row<'a> {
@@ -69,6 +75,9 @@ impl<'a> Row<'a> {
             outliers: c.outliers,
             bimodal: c.bimodal,
             recommended,
+            cpu_s: c.cpu_s,
+            peak_rss_bytes: c.peak_rss_bytes,
+            pareto: c.pareto,
         }
     }
 }
@@ -80,9 +89,50 @@ impl Reporter for Csv {
 
     fn render(&self, report: &SweepReport) -> anyhow::Result<Vec<u8>> {
         let chosen = report.recommended_row().map(|c| &c.config);
-        let mut w = ::csv::Writer::from_writer(Vec::new());
+        // The program's metrics follow the fixed columns: median and interval of each, by name.
+        let names: BTreeSet<&str> = report
+            .configs
+            .iter()
+            .flat_map(|c| c.metrics.keys().map(String::as_str))
+            .collect();
+        let Some(first) = report.configs.first() else {
+            return Ok(Vec::new());
+        };
+        // The fixed columns' names, as serde writes them for a row.
+        let mut head = ::csv::Writer::from_writer(Vec::new());
+        head.serialize(Row::of(first, false))?;
+        let head = String::from_utf8(head.into_inner()?)?;
+        let mut header: Vec<String> = head
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        for name in &names {
+            header.extend([
+                format!("{name}_median"),
+                format!("{name}_ci_low"),
+                format!("{name}_ci_high"),
+            ]);
+        }
+        let mut w = ::csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::new());
+        w.write_record(&header)?;
         for c in &report.configs {
-            w.serialize(Row::of(c, Some(&c.config) == chosen))?;
+            let metrics: Vec<Option<f64>> = names
+                .iter()
+                .flat_map(|n| {
+                    let m = c.metrics.get(*n);
+                    [
+                        m.map(|m| m.median),
+                        m.and_then(|m| m.ci).map(|ci| ci.0),
+                        m.and_then(|m| m.ci).map(|ci| ci.1),
+                    ]
+                })
+                .collect();
+            w.serialize((Row::of(c, Some(&c.config) == chosen), metrics))?;
         }
         Ok(w.into_inner()?)
     }

@@ -122,10 +122,15 @@ fn recommendation(report: &SweepReport) -> String {
 }
 
 fn table(report: &SweepReport) -> String {
-    let mut s = String::from(
+    let extra = super::extra_objectives(report);
+    let mut s = format!(
         "<table>\n<thead><tr><th>Threads</th><th class=\"l\">Place</th><th class=\"l\">CPUs</th>\
-         <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th><th>Speedup</th>\
+         <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th>{}<th>Speedup</th>\
          <th>Efficiency</th><th>Migrations</th><th>Runs</th></tr></thead>\n<tbody>\n",
+        extra
+            .iter()
+            .map(|(_, o)| format!("<th>{}</th>", escape(&super::objective_heading(o))))
+            .collect::<String>()
     );
     let chosen = report.recommended_row().map(|c| &c.config);
     for c in &report.configs {
@@ -142,7 +147,7 @@ fn table(report: &SweepReport) -> String {
         let _ = writeln!(
             s,
             "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             c.config.threads,
             escape(c.config.place.as_str()),
             escape(c.config.cpus.as_str()),
@@ -157,6 +162,18 @@ fn table(report: &SweepReport) -> String {
                 secs(lo),
                 secs(hi)
             )),
+            extra
+                .iter()
+                .map(|(i, o)| format!(
+                    "<td>{}{}</td>",
+                    escape(&super::objective_cell(report, c, *i, o)),
+                    if c.pareto {
+                        " <span title=\"on the Pareto front\">◆</span>"
+                    } else {
+                        ""
+                    }
+                ))
+                .collect::<String>(),
             opt(c.speedup, |x| format!("{x:.2}")),
             opt(c.efficiency, |x| format!("{:.0}%", x * 100.0)),
             opt(c.migrations, |x| format!("{x:.0}")),

@@ -29,11 +29,20 @@ impl Reporter for Markdown {
             report.runs.measured, report.runs.failed, report.runs.busy, report.runs.warmup
         )?;
         writeln!(s)?;
+        let extra = super::extra_objectives(report);
         writeln!(
             s,
-            "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] | Speedup | Efficiency | Runs |"
+            "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] |{} Speedup | Efficiency | Runs |",
+            extra
+                .iter()
+                .map(|(_, o)| format!(" {} |", super::objective_heading(o)))
+                .collect::<String>()
         )?;
-        writeln!(s, "|---:|---|---|---:|---:|---|---:|---:|---:|")?;
+        writeln!(
+            s,
+            "|---:|---|---|---:|---:|---|{}---:|---:|---:|",
+            "---:|".repeat(extra.len())
+        )?;
         let chosen = report.recommended_row().map(|c| &c.config);
         for c in &report.configs {
             let mark = if Some(&c.config) == chosen {
@@ -44,13 +53,21 @@ impl Reporter for Markdown {
             let [throttle, median, ci, speedup, efficiency] = super::cells(c);
             writeln!(
                 s,
-                "| {} | {} | `{}` | {} | {}{mark} | {} | {} | {} | {}{} |",
+                "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |",
                 c.config.threads,
                 c.config.place,
                 c.config.cpus,
                 throttle,
                 median,
                 ci,
+                extra
+                    .iter()
+                    .map(|(i, o)| format!(
+                        " {}{} |",
+                        super::objective_cell(report, c, *i, o),
+                        if c.pareto { " ◆" } else { "" }
+                    ))
+                    .collect::<String>(),
                 speedup,
                 efficiency,
                 c.runs,
@@ -63,6 +80,9 @@ impl Reporter for Markdown {
         }
         if let Some(note) = super::throttled_note(report) {
             writeln!(s, "\n{note}")?;
+        }
+        if let Some(front) = super::pareto_line(report) {
+            writeln!(s, "\n{front} (◆ in the table).")?;
         }
         if let Some(r) = &report.recommendation {
             writeln!(s)?;

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use coretune_core::SweepReport;
-use coretune_core::sweep::{ConfigRow, RunView};
+use coretune_core::sweep::{ConfigRow, Objective, Quantity, RunView};
 
 /// One output file.
 pub(crate) trait Reporter {
@@ -82,7 +82,31 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
             });
         }
     }
+    let objective = report.design.objectives().swap_remove(0);
+    if !objective.is_time() {
+        if let Some(f) = figures.iter_mut().find(|f| f.id == "plot-speedup") {
+            f.caption = format!(
+                "Speedup of {} over the same placement's 1-thread median (a rate's ratio, or a \
+                 lower-is-better figure's inverse ratio); dashed: perfect scaling.",
+                objective.name()
+            );
+        }
+    }
     let per_run = [
+        (
+            "objective.svg",
+            "plot-objective",
+            svg::objective_plot(report).context("rendering objective.svg")?,
+            "The objective the recommendation is taken on (--objective), median per thread count, \
+             one line per placement; whiskers are the bootstrap 95% interval of the median.",
+        ),
+        (
+            "pareto.svg",
+            "plot-pareto",
+            svg::pareto_plot(report).context("rendering pareto.svg")?,
+            "Each configuration's medians of the first two objectives; the line joins the Pareto \
+             front, the configurations no other one beats on all objectives.",
+        ),
         (
             "utilisation.svg",
             "plot-utilisation",
@@ -105,14 +129,22 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
              runs are drawn, all are in runs.jsonl.",
         ),
     ];
+    // The objective's own plots lead the page: they are what the recommendation was taken on.
+    let mut leading = 0;
     for (file, id, svg, caption) in per_run {
         if let Some(svg) = svg {
             write(file, svg.as_bytes())?;
-            figures.push(html::Figure {
+            let figure = html::Figure {
                 id,
                 caption: caption.into(),
                 svg,
-            });
+            };
+            if matches!(id, "plot-objective" | "plot-pareto") {
+                figures.insert(leading, figure);
+                leading += 1;
+            } else {
+                figures.push(figure);
+            }
         }
     }
     let mut page = html::render(report, &figures);
@@ -160,6 +192,77 @@ pub(crate) fn cells(c: &ConfigRow) -> [String; 5] {
         c.efficiency
             .map_or(String::new(), |x| format!("{:.0}%", x * 100.0)),
     ]
+}
+
+/// The sweep's objectives other than wall time (which the time columns show), with their index
+/// in the plan: the columns the tables add.
+pub(crate) fn extra_objectives(report: &SweepReport) -> Vec<(usize, Objective)> {
+    report
+        .design
+        .objectives()
+        .into_iter()
+        .enumerate()
+        .filter(|(_, o)| !o.is_time())
+        .collect()
+}
+
+/// The Pareto front as one line (`Pareto front of eps and cpu (better on one costs on another):
+/// …`), when the sweep has two or more objectives.
+pub(crate) fn pareto_line(report: &SweepReport) -> Option<String> {
+    let objectives = report.design.objectives();
+    if objectives.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = objectives.iter().map(Objective::name).collect();
+    let front: Vec<String> = report
+        .configs
+        .iter()
+        .filter(|c| c.pareto)
+        .map(|c| c.config.to_string())
+        .collect();
+    Some(format!(
+        "Pareto front of {} (no other configuration is better on all of them): {}",
+        names.join(" and "),
+        if front.is_empty() {
+            "none measured".to_owned()
+        } else {
+            front.join("; ")
+        }
+    ))
+}
+
+/// A column heading for an objective: its name, its unit, and which way is better
+/// (`eps events/s ↑`).
+pub(crate) fn objective_heading(o: &Objective) -> String {
+    let arrow = if o.higher_is_better { "↑" } else { "↓" };
+    match (&o.quantity, &o.unit) {
+        (Quantity::Rss, _) => format!("rss MiB {arrow}"),
+        (_, Some(u)) => format!("{} {u} {arrow}", o.name()),
+        (_, None) => format!("{} {arrow}", o.name()),
+    }
+}
+
+/// A row's cell for objective `i` of the plan: its median, without the unit the heading has.
+pub(crate) fn objective_cell(
+    report: &SweepReport,
+    c: &ConfigRow,
+    i: usize,
+    o: &Objective,
+) -> String {
+    let Some(v) = c.objective_median(&report.design.objectives(), i) else {
+        return "–".into();
+    };
+    match o.quantity {
+        Quantity::Rss => format!("{:.1}", v / f64::from(1u32 << 20)),
+        Quantity::Cpu | Quantity::Time => secs(v),
+        Quantity::Metric(_) => {
+            let shown = o.show(v);
+            o.unit
+                .as_ref()
+                .and_then(|u| shown.strip_suffix(u.as_str()))
+                .map_or(shown.clone(), |n| n.trim_end().to_owned())
+        }
+    }
 }
 
 /// Formats a number of seconds with 3 significant decimals where they matter.

@@ -5,7 +5,9 @@
 //! thread count. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
 //! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map
 //! with each thread's migrations. From the adaptive-throttle runs ([`RunView::throttle_traces`]):
-//! the limit and the measured throughput over each run's time, one line per run.
+//! the limit and the measured throughput over each run's time, one line per run. When the sweep
+//! optimises something besides wall time (`--objective`): that objective against threads, and
+//! with two or more objectives the first two against each other, the Pareto front joined.
 //!
 //! Every plot is 800 px wide, axis labels carry units.
 
@@ -13,7 +15,7 @@ use std::collections::BTreeMap;
 
 use coretune_core::SweepReport;
 use coretune_core::fleet::FleetReport;
-use coretune_core::sweep::{ConfigRow, RunView};
+use coretune_core::sweep::{ConfigRow, Objective, Quantity, RunView};
 use coretune_core::workload::ThrottleSample;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -220,6 +222,169 @@ pub(crate) fn time_plot(report: &SweepReport) -> anyhow::Result<String> {
         ideal: None,
         x_max: thread_counts(report).last().copied().unwrap_or(1),
     })
+}
+
+/// The first objective's median against threads when it is not wall time (whiskers = 95%
+/// interval); `None` for a time sweep, whose time plot is this.
+pub(crate) fn objective_plot(report: &SweepReport) -> anyhow::Result<Option<String>> {
+    let objective = report.design.objectives().swap_remove(0);
+    if objective.is_time() {
+        return Ok(None);
+    }
+    let scale = if objective.quantity == Quantity::Rss {
+        f64::from(1u32 << 20)
+    } else {
+        1.0
+    };
+    let series = series(report, |c| {
+        let (median, ci) = c.objective()?;
+        Some((
+            c.config.threads,
+            median / scale,
+            ci.map(|(lo, hi)| (lo / scale, hi / scale)),
+        ))
+    });
+    let title = format!("{}: median, 95% interval", objective.heading());
+    let unit = match (&objective.quantity, &objective.unit) {
+        (Quantity::Rss, _) => "MiB".to_owned(),
+        (_, Some(u)) => u.clone(),
+        (_, None) => "value".to_owned(),
+    };
+    let y_desc = format!("{} ({unit})", objective.name());
+    line_plot(&LinePlot {
+        title: &title,
+        y_desc: &y_desc,
+        series,
+        ideal: None,
+        x_max: thread_counts(report).last().copied().unwrap_or(1),
+    })
+    .map(Some)
+}
+
+/// The first two objectives against each other, one point per configuration, the Pareto front
+/// joined and labelled; `None` with fewer than two objectives.
+pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>> {
+    let objectives = report.design.objectives();
+    if objectives.len() < 2 {
+        return Ok(None);
+    }
+    let (ox, oy) = (&objectives[0], &objectives[1]);
+    let scale = |o: &Objective| {
+        if o.quantity == Quantity::Rss {
+            f64::from(1u32 << 20)
+        } else {
+            1.0
+        }
+    };
+    let axis = |o: &Objective| {
+        let unit = match (&o.quantity, &o.unit) {
+            (Quantity::Rss, _) => "MiB".to_owned(),
+            (_, Some(u)) => u.clone(),
+            (_, None) => "value".to_owned(),
+        };
+        let way = if o.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        };
+        format!("{} ({unit}, {way} is better)", o.name())
+    };
+    let points: Vec<(f64, f64, bool, String)> = report
+        .configs
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.objective_median(&objectives, 0)? / scale(ox),
+                c.objective_median(&objectives, 1)? / scale(oy),
+                c.pareto,
+                format!("{}{}", c.config.threads, short_family(c)),
+            ))
+        })
+        .collect();
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (x_max, y_max) = points
+            .iter()
+            .fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("Pareto front: {} against {}", ox.name(), oy.name()),
+                (FONT, 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..top(x_max), 0f64..top(y_max))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(axis(ox))
+            .y_desc(axis(oy))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()
+            .map_err(err)?;
+        let grey = RGBColor(150, 150, 150);
+        let front_colour = colour(0);
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| !p.2)
+                    .map(|p| Circle::new((p.0, p.1), 4, grey.filled())),
+            )
+            .map_err(err)?
+            .label("beaten on both")
+            .legend(move |(x, y)| Circle::new((x + 10, y), 4, grey.filled()));
+        let mut front: Vec<&(f64, f64, bool, String)> = points.iter().filter(|p| p.2).collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(
+                front.iter().map(|p| (p.0, p.1)),
+                front_colour.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label("Pareto front")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], front_colour.stroke_width(2))
+            });
+        chart
+            .draw_series(front.iter().map(|p| {
+                EmptyElement::at((p.0, p.1))
+                    + Circle::new((0, 0), 5, front_colour.filled())
+                    + Text::new(p.3.clone(), (7, -14), (FONT, 13).into_font())
+            }))
+            .map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Some(out))
+}
+
+/// A point's label after its thread count: its placement, then its CPUs and throttle when not
+/// the defaults (`4 compact`, `2 os all ~pu:0`).
+fn short_family(c: &ConfigRow) -> String {
+    let mut s = format!(" {}", c.config.place.as_str());
+    if !c.config.cpus.is_all() {
+        s.push(' ');
+        s.push_str(c.config.cpus.as_str());
+    }
+    if c.config.throttle.is_set() {
+        s.push_str(&format!(" throttle {}", c.config.throttle));
+    }
+    s
 }
 
 /// Speedup over 1 thread against threads, with the ideal (linear) line.

@@ -7,6 +7,7 @@ use std::io::IsTerminal as _;
 use anstyle::{AnsiColor, Style};
 
 use coretune_core::SweepReport;
+use coretune_core::sweep::ConfigRow;
 
 /// Whether the table on stdout is coloured: a terminal, and no `NO_COLOR` (no-color.org: set
 /// to anything but the empty string turns colour off).
@@ -36,6 +37,8 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     let dim = Style::new().dimmed();
     let chosen = report.recommended_row().map(|c| &c.config);
     let fastest = report.recommendation.as_ref().map(|r| &r.fastest);
+    let first = report.design.objectives().swap_remove(0);
+    let (by_time, objective) = (first.is_time(), first.name().to_owned());
     let cpus_width = report
         .configs
         .iter()
@@ -44,14 +47,37 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         .unwrap_or(4)
         .max(4);
     let mut s = String::new();
+    // Objectives besides time get a column each, after the time's.
+    let extra = super::extra_objectives(report);
+    let headings: Vec<String> = extra
+        .iter()
+        .map(|(_, o)| super::objective_heading(o))
+        .collect();
+    let extra_cells = |c: &ConfigRow| -> String {
+        extra
+            .iter()
+            .zip(&headings)
+            .map(|((i, o), h)| {
+                format!(
+                    "  {:>w$}",
+                    super::objective_cell(report, c, *i, o),
+                    w = h.chars().count().max(8)
+                )
+            })
+            .collect()
+    };
     let header = format!(
-        "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
+        "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
         "threads",
         "place",
         "cpus",
         "throttle",
         "median s",
         "95% interval",
+        headings
+            .iter()
+            .map(|h| format!("  {h:>8}"))
+            .collect::<String>(),
         "speedup",
         "eff.",
         "invol.cs",
@@ -60,13 +86,16 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     let _ = writeln!(s, "{}", paint(bold, &header));
     for c in &report.configs {
         let mark = match (Some(&c.config) == chosen, Some(&c.config) == fastest) {
-            (true, true) => "  ← recommended, fastest",
-            (true, false) => "  ← recommended",
-            (false, true) => "  (fastest)",
-            _ => "",
+            (true, true) if by_time => "  ← recommended, fastest".to_owned(),
+            (true, true) => format!("  ← recommended, best {objective}"),
+            (true, false) => "  ← recommended".to_owned(),
+            (false, true) if by_time => "  (fastest)".to_owned(),
+            (false, true) => format!("  (best {objective})"),
+            _ => String::new(),
         };
         let flags = format!(
-            "{}{}{}",
+            "{}{}{}{}",
+            if c.pareto { " pareto" } else { "" },
             if c.bimodal { " bimodal" } else { "" },
             if c.busy_runs > 0 { " busy" } else { "" },
             if c.off_place_runs > 0 {
@@ -77,13 +106,14 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
-            "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}  {:>7} {:>6}  {:>9}  {:>5}",
+            "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
             c.config.threads,
             c.config.place,
             c.config.cpus,
             throttle,
             median,
             ci,
+            extra_cells(c),
             speedup,
             efficiency,
             c.involuntary_ctx_switches
@@ -105,6 +135,9 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     }
     if let Some(note) = super::throttled_note(report) {
         let _ = writeln!(s, "{}", paint(red, &note));
+    }
+    if let Some(front) = super::pareto_line(report) {
+        let _ = writeln!(s, "{front}");
     }
     match &report.recommendation {
         Some(r) => {

@@ -37,6 +37,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         checksum: Some(0xfeed),
         throttle_trace: Vec::new(),
         pinning: None,
+        metrics: std::collections::BTreeMap::new(),
     };
     RunLine {
         seq,
@@ -100,6 +101,7 @@ fn fixed_report() -> SweepReport {
         warmup: 0,
         min_time: Duration::ZERO,
         tolerance: 0.03,
+        objectives: Vec::new(),
     };
     let target = Target::Workload {
         spec: WorkloadSpec {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{RunLine, Status, summarize};
+use super::{Objective, RunLine, Status, summarize};
 use crate::grid::{Config, Cpus, ThrottleSpec};
 use crate::placement::Policy;
 use crate::workload::{RunRecord, Throughput};
@@ -67,7 +67,7 @@ impl BenchReport {
     /// The report of `lines`, the log of a one-configuration sweep of `config` on `workload`.
     pub fn build(workload: &str, description: String, config: &Config, lines: &[RunLine]) -> Self {
         let measured: Vec<&RunLine> = lines.iter().filter(|l| !l.warmup).collect();
-        let summary = summarize(lines).into_iter().next();
+        let summary = summarize(lines, &[Objective::time()]).into_iter().next();
         let wall = summary.as_ref().and_then(|s| s.wall.as_ref());
         let runs: Vec<RunRecord> = measured.iter().filter_map(|l| l.record.clone()).collect();
         let throttle_trace = runs

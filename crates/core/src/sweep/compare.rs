@@ -2,8 +2,10 @@
 //! mean over all of them.
 //!
 //! Configurations are matched on (threads, place, cpus, throttle); those in only one sweep are
-//! listed, not compared. For each match the ratio is `B median / A median` (below 1 = B is
-//! faster), with an interval from the two bootstrap intervals: `[B low / A high, B high / A
+//! listed, not compared. They are compared on A's first objective (wall time unless the sweep
+//! chose another), as a cost: for a higher-is-better metric the cost is its reciprocal, so the
+//! ratio is `A's value / B's value`. For each match the ratio is `B median / A median` of the
+//! costs (below 1 = B is faster, or better), with an interval from the two bootstrap intervals: `[B low / A high, B high / A
 //! low]`, the widest ratio the two intervals allow. A case is `faster` or `slower` only when the
 //! ratio is beyond the threshold *and* its interval excludes 1; otherwise it is unchanged. The
 //! geometric mean of the ratios is the one-number summary (Fleming & Wallace 1986: the only mean
@@ -11,6 +13,7 @@
 
 use serde::Serialize;
 
+use super::objective::Objective;
 use super::report::ConfigRow;
 
 /// How one configuration changed from A to B.
@@ -30,11 +33,11 @@ pub enum Verdict {
 pub struct Case {
     /// The configuration, as the table writes it.
     pub config: String,
-    /// A's median wall time.
+    /// A's median of the objective (wall seconds for a time sweep).
     pub a_median_s: f64,
-    /// B's median wall time.
+    /// B's median of the objective.
     pub b_median_s: f64,
-    /// B / A: below 1, B is faster.
+    /// B / A of the costs: below 1, B is faster (better).
     pub ratio: f64,
     /// The widest ratio the two bootstrap intervals allow, `[B low / A high, B high / A low]`.
     pub ratio_ci: Option<(f64, f64)>,
@@ -57,9 +60,15 @@ pub struct Comparison {
     pub not_comparable: Vec<String>,
 }
 
-/// Compares sweep B's rows with sweep A's; `threshold` is the relative change under which a case
-/// is unchanged (0.03 for 3%).
-pub fn compare(a: &[ConfigRow], b: &[ConfigRow], threshold: f64) -> Comparison {
+/// Compares sweep B's rows with sweep A's on `objective`, the first objective both were
+/// summarised on; `threshold` is the relative change under which a case is unchanged (0.03 for
+/// 3%).
+pub fn compare(
+    a: &[ConfigRow],
+    b: &[ConfigRow],
+    threshold: f64,
+    objective: &Objective,
+) -> Comparison {
     let mut cases = Vec::new();
     let mut not_comparable = Vec::new();
     let mut only_in_a = Vec::new();
@@ -68,12 +77,17 @@ pub fn compare(a: &[ConfigRow], b: &[ConfigRow], threshold: f64) -> Comparison {
             only_in_a.push(ra.config.to_string());
             continue;
         };
-        let (Some(ma), Some(mb)) = (ra.median_s, rb.median_s) else {
+        let (Some((ma, ca)), Some((mb, cb))) = (ra.objective(), rb.objective()) else {
             not_comparable.push(ra.config.to_string());
             continue;
         };
-        let ratio = mb / ma;
-        let ratio_ci = match (ra.ci_s, rb.ci_s) {
+        let cost = |v: f64| objective.cost(v);
+        let interval = |(lo, hi): (f64, f64)| {
+            let (lo, hi) = (cost(lo), cost(hi));
+            (lo.min(hi), lo.max(hi))
+        };
+        let ratio = cost(mb) / cost(ma);
+        let ratio_ci = match (ca.map(interval), cb.map(interval)) {
             (Some((alo, ahi)), Some((blo, bhi))) if alo > 0.0 => Some((blo / ahi, bhi / alo)),
             _ => None,
         };
@@ -147,6 +161,11 @@ mod test {
             off_place_runs: 0,
             throttled_s: None,
             times_s: vec![],
+            cpu_s: None,
+            peak_rss_bytes: None,
+            objectives: Vec::new(),
+            metrics: std::collections::BTreeMap::new(),
+            pareto: false,
         }
     }
 
@@ -164,7 +183,7 @@ mod test {
             row(4, 1.10, (1.00, 1.20)), // 10% slower but within noise
             row(16, 1.0, (0.99, 1.01)), // only in B
         ];
-        let c = compare(&a, &b, 0.03);
+        let c = compare(&a, &b, 0.03, &Objective::time());
         let verdicts: Vec<Verdict> = c.cases.iter().map(|c| c.verdict).collect();
         assert_eq!(
             verdicts,
@@ -182,6 +201,7 @@ mod test {
             &[row(1, 1.0, (0.999, 1.001))],
             &[row(1, 1.02, (1.019, 1.021))],
             0.03,
+            &Objective::time(),
         );
         assert_eq!(c.cases[0].verdict, Verdict::Unchanged);
     }

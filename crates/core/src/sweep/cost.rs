@@ -140,6 +140,7 @@ mod test {
             warmup: 1,
             min_time: Duration::ZERO,
             tolerance: 0.03,
+            objectives: Vec::new(),
         }
     }
 

@@ -34,6 +34,7 @@
 //! | which configurations next | `search.rs` ([`Strategy`]) |
 //! | the stages and rounds, the log | this module ([`Sweep`], [`RunLog`]) |
 //! | the results folder | `folder.rs` ([`SweepFolder`]) |
+//! | a program's own figures, the objectives, the Pareto front | `objective.rs` ([`MetricSpec`], [`Objective`]) |
 //! | statistics per configuration | this module ([`summarize`]) |
 //! | the recommendation | `recommend.rs` ([`recommend`]) |
 //! | its apply lines | `apply.rs` ([`apply_lines`]) |
@@ -49,6 +50,7 @@ mod bench;
 mod compare;
 mod cost;
 mod folder;
+mod objective;
 mod recommend;
 mod report;
 mod run;
@@ -69,9 +71,14 @@ pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
 pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir};
+pub use objective::{
+    BUILTIN_OBJECTIVES, MetricError, MetricRead, MetricSource, MetricSpec, Objective, Quantity,
+    pareto_front,
+};
 pub use recommend::{Recommendation, recommend};
 pub use report::{
-    ConfigRow, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView, ThrottleTrace, UslRow,
+    ConfigRow, ObjectiveStat, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView,
+    ThrottleTrace, UslRow,
 };
 pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
@@ -419,6 +426,10 @@ pub struct Design {
     pub min_time: Duration,
     /// Relative difference under which configurations tie (0.03 = 3%).
     pub tolerance: f64,
+    /// What the search, statistics and recommendation optimise, the first foremost
+    /// (`--objective`; absent = wall time alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<Objective>,
 }
 
 /// The tie tolerance when none is given, in percent: configurations whose medians are within
@@ -443,6 +454,16 @@ impl Design {
             warmup,
             min_time: Duration::ZERO,
             tolerance: DEFAULT_TOLERANCE_PCT / 100.0,
+            objectives: Vec::new(),
+        }
+    }
+
+    /// The objectives, wall time when none was named.
+    pub fn objectives(&self) -> Vec<Objective> {
+        if self.objectives.is_empty() {
+            vec![Objective::time()]
+        } else {
+            self.objectives.clone()
         }
     }
 }
@@ -598,25 +619,16 @@ pub(crate) fn is_complete(plan: &Design, lines: &[RunLine]) -> bool {
 }
 
 /// Per-configuration estimates for the search, from the successful measured runs.
-pub(crate) fn estimates(lines: &[RunLine]) -> BTreeMap<Config, Estimate> {
-    let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
-    for line in lines.iter().filter(|l| !l.warmup) {
-        if let Some(w) = line.wall_s() {
-            times.entry(line.config.clone()).or_default().push(w);
+pub(crate) fn estimates(lines: &[RunLine], objective: &Objective) -> BTreeMap<Config, Estimate> {
+    let mut values: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+    for line in lines.iter().filter(|l| !l.warmup && l.status == Status::Ok) {
+        if let Some(v) = line.record.as_ref().and_then(|r| objective.value(r)) {
+            values.entry(line.config.clone()).or_default().push(v);
         }
     }
-    times
+    values
         .into_iter()
-        .filter_map(|(c, v)| {
-            let s = Summary::of(&v)?;
-            Some((
-                c,
-                Estimate {
-                    median: s.median,
-                    ci: s.ci,
-                },
-            ))
-        })
+        .filter_map(|(c, v)| Some((c, objective.estimate(&Summary::of(&v)?))))
         .collect()
 }
 
@@ -655,12 +667,13 @@ pub(crate) fn execute(
 ) -> Result<(), SweepError> {
     let mut done = 0;
     let max_runs = plan.runs.max(1) * 10;
+    let objective = plan.objectives().swap_remove(0);
     for stage in 0.. {
         if stop() {
             return Err(SweepError::Interrupted);
         }
         let tried: BTreeSet<Config> = log.lines().iter().map(|l| l.config.clone()).collect();
-        let measured = estimates(log.lines());
+        let measured = estimates(log.lines(), &objective);
         let mut configs: Vec<Config> =
             search::next_configs(&plan.grid, plan.strategy, &measured, &tried, plan.tolerance);
         // Configurations of earlier stages that still lack runs (an interrupted sweep).
@@ -797,6 +810,11 @@ pub struct ConfigSummary {
     pub failed: usize,
     /// Statistics of the successful runs' wall times (seconds).
     pub wall: Option<Summary>,
+    /// Statistics of each objective the summaries were made for, in their order (`None` where
+    /// no successful run has it).
+    pub objectives: Vec<Option<Summary>>,
+    /// Statistics of every metric read from the program's output, by name.
+    pub metrics: BTreeMap<String, Summary>,
     /// Median workload throughput.
     pub throughput: Option<Throughput>,
     /// Speedup over the 1-thread configuration of the same family (or, failing that, over
@@ -815,8 +833,9 @@ pub struct ConfigSummary {
 }
 
 /// Summarises the measured (non-warm-up) runs of the log per configuration, in configuration
-/// order.
-pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
+/// order, with statistics of each of `objectives` (their first gives the speedup when it is a
+/// metric of the program: its own figure against its 1-thread figure).
+pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSummary> {
     let mut by_config: BTreeMap<Config, Vec<&RunLine>> = BTreeMap::new();
     for line in lines.iter().filter(|l| !l.warmup) {
         by_config.entry(line.config.clone()).or_default().push(line);
@@ -839,11 +858,28 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
                 .iter()
                 .map(|r| r.measurement.wall.as_secs_f64())
                 .collect();
+            let mut metrics: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for r in &ok {
+                for (name, &v) in &r.metrics {
+                    metrics.entry(name.clone()).or_default().push(v);
+                }
+            }
             #[allow(clippy::cast_precision_loss)]
             ConfigSummary {
                 runs: ok.len(),
                 failed: runs.len() - ok.len(),
                 wall: Summary::of(&walls),
+                objectives: objectives
+                    .iter()
+                    .map(|o| {
+                        let v: Vec<f64> = ok.iter().filter_map(|r| o.value(r)).collect();
+                        Summary::of(&v)
+                    })
+                    .collect(),
+                metrics: metrics
+                    .into_iter()
+                    .filter_map(|(n, v)| Some((n, Summary::of(&v)?)))
+                    .collect(),
                 throughput: ok.first().and_then(|first| {
                     Some(Throughput {
                         value: med(ok.iter().map(|r| r.throughput.value).collect())?,
@@ -864,24 +900,35 @@ pub fn summarize(lines: &[RunLine]) -> Vec<ConfigSummary> {
             }
         })
         .collect();
-    // Speedup and efficiency against the family's 1-thread median.
+    // Speedup and efficiency against the family's 1-thread median: of the wall time, or of
+    // the program's own figure when that is the objective (as a cost: a rate's speedup is the
+    // ratio of the rates).
+    let by_metric = objectives
+        .first()
+        .filter(|o| matches!(o.quantity, objective::Quantity::Metric(_)));
+    let cost = |s: &ConfigSummary| -> Option<f64> {
+        match by_metric {
+            Some(o) => Some(o.cost(s.objectives.first()?.as_ref()?.median)),
+            None => Some(s.wall.as_ref()?.median),
+        }
+    };
     let one_thread: BTreeMap<Family, f64> = out
         .iter()
         .filter(|s| s.config.threads == 1)
-        .filter_map(|s| Some((s.config.family(), s.wall.as_ref()?.median)))
+        .filter_map(|s| Some((s.config.family(), cost(s)?)))
         .collect();
     let os_baseline = one_thread
         .iter()
         .find(|(f, _)| !f.place.is_pinned() && f.cpus.is_all() && !f.throttle.is_set())
         .map(|(_, &t)| t);
     for s in &mut out {
-        let Some(wall) = &s.wall else { continue };
+        let Some(own) = cost(s) else { continue };
         let base = one_thread.get(&s.config.family()).copied().or(os_baseline);
         if let Some(base) = base {
-            s.speedup = Some(crate::measure::stats::speedup(base, wall.median));
+            s.speedup = Some(crate::measure::stats::speedup(base, own));
             s.efficiency = Some(crate::measure::stats::efficiency(
                 base,
-                wall.median,
+                own,
                 s.config.threads,
             ));
         }

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::objective::{Objective, Quantity, pareto_front};
 use super::search::{Estimate, ties};
 use super::{Config, ConfigSummary};
 
@@ -36,23 +37,49 @@ pub struct Recommendation {
     pub warnings: Vec<String>,
 }
 
-fn estimate(s: &ConfigSummary) -> Option<Estimate> {
-    s.wall.as_ref().map(|w| Estimate {
-        median: w.median,
-        ci: w.ci,
-    })
+/// The first objective's cost estimate of a configuration (lower is better).
+fn estimate(s: &ConfigSummary, objective: &Objective) -> Option<Estimate> {
+    Some(objective.estimate(s.objectives.first()?.as_ref()?))
+}
+
+/// The configurations on the Pareto front of `objectives` (none when there are fewer than
+/// two): those no other configuration beats on every one, by median.
+pub(crate) fn pareto(summaries: &[ConfigSummary], objectives: &[Objective]) -> Vec<Config> {
+    if objectives.len() < 2 {
+        return Vec::new();
+    }
+    let points: Vec<Vec<Option<f64>>> = summaries
+        .iter()
+        .map(|s| {
+            objectives
+                .iter()
+                .zip(&s.objectives)
+                .map(|(o, v)| v.as_ref().map(|v| o.cost(v.median)))
+                .collect()
+        })
+        .collect();
+    pareto_front(&points)
+        .into_iter()
+        .map(|i| summaries[i].config.clone())
+        .collect()
 }
 
 fn pct(a: f64, b: f64) -> f64 {
     (b / a - 1.0) * 100.0
 }
 
-/// Chooses a configuration from the summaries. `None` when no configuration has a successful
-/// run.
-pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommendation> {
+/// Chooses a configuration from the summaries, on the first of the `objectives` they were
+/// made for (the others are stated). `None` when no configuration has a successful run.
+pub fn recommend(
+    summaries: &[ConfigSummary],
+    tolerance: f64,
+    objectives: &[Objective],
+) -> Option<Recommendation> {
+    let time = Objective::time();
+    let objective = objectives.first().unwrap_or(&time);
     let measured: Vec<(&ConfigSummary, Estimate)> = summaries
         .iter()
-        .filter_map(|s| estimate(s).map(|e| (s, e)))
+        .filter_map(|s| estimate(s, objective).map(|e| (s, e)))
         .collect();
     let &(fastest, best) = measured
         .iter()
@@ -62,7 +89,14 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
         .filter(|(_, e)| ties(e, &best, tolerance))
         .map(|(s, _)| *s)
         .min_by_key(|s| s.config.simplicity_key())?;
-    let chosen_est = estimate(chosen)?;
+    let chosen_est = estimate(chosen, objective)?;
+    let value = |s: &ConfigSummary| {
+        s.objectives
+            .first()
+            .and_then(Option::as_ref)
+            .map(|v| v.median)
+    };
+    let shown = value(chosen).map_or_else(String::new, |v| objective.show(v));
     // "Better than every simpler configuration beyond noise" needs simpler configurations that
     // were measured (a sweep stopped after its first configuration has none) and intervals
     // (one run has none: its interval is the run itself).
@@ -81,15 +115,26 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
             .all(|(_, e)| !ties(e, &chosen_est, tolerance));
 
     let mut reason = Vec::new();
-    let speed = chosen
-        .speedup
-        .map(|s| format!(", {s:.2}× the 1-thread time"))
-        .unwrap_or_default();
+    // The speedup is of the time, or of the program's own figure when that is the objective.
+    let speed = match &objective.quantity {
+        Quantity::Time => chosen
+            .speedup
+            .map(|s| format!(", {s:.2}× the 1-thread time")),
+        Quantity::Metric(name) => chosen
+            .speedup
+            .map(|s| format!(", {s:.2}× the 1-thread {name}")),
+        Quantity::Cpu | Quantity::Rss => None,
+    }
+    .unwrap_or_default();
+    let (best_word, better_word) = if objective.is_time() {
+        ("fastest".to_owned(), "faster")
+    } else {
+        (format!("best on {}", objective.name()), "better")
+    };
     if chosen.config == fastest.config {
         reason.push(format!(
-            "{} is fastest ({:.3} s median{speed}){}.",
+            "{} is {best_word} ({shown} median{speed}){}.",
             chosen.config,
-            chosen_est.median,
             if beyond_noise {
                 ", better than every simpler configuration beyond noise"
             } else {
@@ -103,12 +148,48 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
             "within noise (the 95% intervals of the medians overlap)".to_owned()
         };
         reason.push(format!(
-            "{} is fastest, but only {:.1}% faster than {} ({:.3} s median{speed}), {why}: the \
-             simpler one is recommended.",
+            "{} is {best_word}, but only {:.1}% {better_word} than {} ({shown} median{speed}), \
+             {why}: the simpler one is recommended.",
             fastest.config,
             pct(best.median, chosen_est.median),
             chosen.config,
-            chosen_est.median,
+        ));
+    }
+    // The other objectives, stated, and whether the choice is on their Pareto front.
+    if objectives.len() >= 2 {
+        let others: Vec<String> = objectives
+            .iter()
+            .zip(&chosen.objectives)
+            .skip(1)
+            .map(|(o, v)| {
+                v.as_ref().map_or_else(
+                    || format!("{} unknown", o.name()),
+                    |v| format!("{} {}", o.name(), o.show(v.median)),
+                )
+            })
+            .collect();
+        let front = pareto(summaries, objectives);
+        let names: Vec<&str> = objectives.iter().map(Objective::name).collect();
+        reason.push(format!(
+            "Its {}: {} (median); {}.",
+            if others.len() == 1 {
+                "other objective"
+            } else {
+                "other objectives"
+            },
+            others.join(", "),
+            if front.contains(&chosen.config) {
+                format!(
+                    "it is on the Pareto front of {} with {}",
+                    names.join(" and "),
+                    crate::sys::counted(front.len() - 1, "other configuration")
+                )
+            } else {
+                format!(
+                    "configurations beat it on all of {}: see the Pareto front",
+                    names.join(" and ")
+                )
+            }
         ));
     }
 
@@ -183,7 +264,7 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
     let family = chosen.config.family();
     let curve: Vec<&ConfigSummary> = summaries
         .iter()
-        .filter(|s| s.config.family() == family && s.wall.is_some())
+        .filter(|s| s.config.family() == family && estimate(s, objective).is_some())
         .collect();
     if let (Some(at), Some(top)) = (
         chosen.involuntary_ctx_switches,
@@ -206,11 +287,20 @@ pub fn recommend(summaries: &[ConfigSummary], tolerance: f64) -> Option<Recommen
 
     let mut warnings = Vec::new();
     for s in summaries {
-        if s.wall.as_ref().is_some_and(|w| w.bimodal) {
+        if s.objectives
+            .first()
+            .and_then(Option::as_ref)
+            .is_some_and(|w| w.bimodal)
+        {
             warnings.push(format!(
-                "{}: run times fall in two clusters (bimodal): typical of threads sometimes \
+                "{}: {} fall in two clusters (bimodal): typical of threads sometimes \
                  sharing a core, or of a noisy machine; more runs would tell.",
-                s.config
+                s.config,
+                if objective.is_time() {
+                    "run times".to_owned()
+                } else {
+                    format!("its {} values", objective.name())
+                }
             ));
         }
         if s.failed > 0 {

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::recommend::{Recommendation, recommend};
+use super::objective::{Objective, Quantity};
+use super::recommend::{Recommendation, pareto, recommend};
 use super::target::Target;
 use super::{ConfigSummary, Design, RunLine, Status, summarize};
 use crate::grid::{Config, Family};
@@ -79,6 +80,51 @@ pub struct ConfigRow {
     pub throttled_s: Option<f64>,
     /// Wall times of the successful runs, seconds, in the order they ran.
     pub times_s: Vec<f64>,
+    /// Median CPU time (user + system) of the successful runs, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+    /// Median peak resident memory of the successful runs, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<f64>,
+    /// Each objective of the sweep, in the plan's order: its statistics over the successful
+    /// runs (absent for a wall-time-only sweep, whose figures are the `_s` fields).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<Option<ObjectiveStat>>,
+    /// Every metric read from the program's output, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, ObjectiveStat>,
+    /// On the Pareto front of the sweep's objectives (two or more): no other configuration
+    /// is better on all of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pareto: bool,
+}
+
+/// Statistics of one objective or metric of a configuration, in its own unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObjectiveStat {
+    /// Median.
+    pub median: f64,
+    /// Bootstrap 95% interval of the median (absent for one run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<(f64, f64)>,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Runs with a value.
+    pub n: usize,
+}
+
+impl ObjectiveStat {
+    fn of(s: &crate::measure::Summary) -> Self {
+        Self {
+            median: s.median,
+            ci: (s.n >= 2).then_some(s.ci),
+            min: s.min,
+            max: s.max,
+            n: s.n,
+        }
+    }
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -87,7 +133,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl ConfigRow {
-    fn of(s: &ConfigSummary, lines: &[RunLine]) -> Self {
+    fn of(s: &ConfigSummary, lines: &[RunLine], objectives: &[Objective]) -> Self {
         let w = s.wall.as_ref();
         let ok: Vec<&RunLine> = lines
             .iter()
@@ -147,7 +193,60 @@ impl ConfigRow {
                     .flatten()
             },
             times_s,
+            cpu_s: {
+                let v: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|l| {
+                        let m = &l.record.as_ref()?.measurement;
+                        Some(m.user?.as_secs_f64() + m.sys?.as_secs_f64())
+                    })
+                    .collect();
+                crate::measure::stats::median(&v)
+            },
+            peak_rss_bytes: {
+                #[allow(clippy::cast_precision_loss)]
+                let v: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|l| Some(l.record.as_ref()?.measurement.peak_rss_bytes? as f64))
+                    .collect();
+                crate::measure::stats::median(&v)
+            },
+            objectives: if objectives.len() == 1 && objectives[0].is_time() {
+                Vec::new()
+            } else {
+                s.objectives
+                    .iter()
+                    .map(|o| o.as_ref().map(ObjectiveStat::of))
+                    .collect()
+            },
+            metrics: s
+                .metrics
+                .iter()
+                .map(|(n, v)| (n.clone(), ObjectiveStat::of(v)))
+                .collect(),
+            pareto: false,
         }
+    }
+
+    /// The first objective's median and interval (the wall time's for a time sweep).
+    pub fn objective(&self) -> Option<(f64, Option<(f64, f64)>)> {
+        match self.objectives.first() {
+            Some(o) => o.as_ref().map(|o| (o.median, o.ci)),
+            None => Some((self.median_s?, self.ci_s)),
+        }
+    }
+
+    /// The median of objective `i` of `objectives` (the time's for a time-only sweep).
+    pub fn objective_median(&self, objectives: &[Objective], i: usize) -> Option<f64> {
+        if self.objectives.is_empty() {
+            return match objectives.get(i)?.quantity {
+                Quantity::Time => self.median_s,
+                Quantity::Cpu => self.cpu_s,
+                Quantity::Rss => self.peak_rss_bytes,
+                Quantity::Metric(_) => None,
+            };
+        }
+        Some(self.objectives.get(i)?.as_ref()?.median)
     }
 }
 
@@ -213,12 +312,21 @@ impl SweepReport {
         lines: &[RunLine],
         apply: &dyn Fn(&Config) -> Vec<String>,
     ) -> Self {
-        let summaries = summarize(lines);
-        let mut recommendation = recommend(&summaries, design.tolerance);
+        let objectives = design.objectives();
+        let summaries = summarize(lines, &objectives);
+        let mut recommendation = recommend(&summaries, design.tolerance, &objectives);
+        let pareto = pareto(&summaries, &objectives);
         if let Some(r) = recommendation.as_mut() {
             r.apply = apply(&r.config);
         }
-        let configs: Vec<ConfigRow> = summaries.iter().map(|s| ConfigRow::of(s, lines)).collect();
+        let configs: Vec<ConfigRow> = summaries
+            .iter()
+            .map(|s| {
+                let mut row = ConfigRow::of(s, lines, &objectives);
+                row.pareto = pareto.contains(&s.config);
+                row
+            })
+            .collect();
         let mut curves: BTreeMap<Family, Vec<(usize, f64)>> = BTreeMap::new();
         for s in &summaries {
             let points = curves.entry(s.config.family()).or_default();

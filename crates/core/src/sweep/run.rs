@@ -24,11 +24,13 @@
 //! With [`RunSettings::monitor`] a background sampler records per-CPU utilisation and every
 //! thread's CPU during the run.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::objective::{MetricSource, read_metrics};
 use super::target::{RunSettings, Target};
 use super::{Outcome, SweepError};
 use crate::cpuset::Warning;
@@ -473,22 +475,47 @@ impl<'t> Runner<'t> {
             cmd.args(&words[1..]);
             cmd
         };
-        // stderr goes to an unnamed file, read only if the run fails: nothing of coretune
-        // reads beside the program while it runs (a pipe would need a reader).
+        // stderr goes to an unnamed file, read only after the program has ended (the end of it
+        // for a failed run, all of it for a metric read there); stdout too when a metric is
+        // read there: nothing of coretune reads beside the program while it runs (a pipe would
+        // need a reader).
+        let metrics = &self.settings.metrics;
         let stderr_file = if self.show_output {
             None
         } else {
             tempfile::tempfile().ok()
         };
+        let stdout_file = if !self.show_output
+            && metrics.iter().any(|m| m.from == MetricSource::Stdout)
+        {
+            match tempfile::tempfile() {
+                Ok(f) => Some(f),
+                Err(e) => return Outcome::Failed(format!("cannot keep the program's stdout: {e}")),
+            }
+        } else {
+            None
+        };
+        // A metric file left by an earlier run must not pass for this run's figure.
+        for m in metrics {
+            if let MetricSource::File(name) = &m.from {
+                let path = substitute(name, c, &cpus);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Outcome::Failed(format!("--metric-from {path}: {e}")),
+                }
+            }
+        }
         cmd.stdin(Stdio::null());
         if self.show_output {
             cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
         } else {
-            let stderr = stderr_file
-                .as_ref()
-                .and_then(|f| f.try_clone().ok())
-                .map_or_else(Stdio::null, Stdio::from);
-            cmd.stdout(Stdio::null()).stderr(stderr);
+            let to = |f: Option<&std::fs::File>| {
+                f.and_then(|f| f.try_clone().ok())
+                    .map_or_else(Stdio::null, Stdio::from)
+            };
+            cmd.stdout(to(stdout_file.as_ref()))
+                .stderr(to(stderr_file.as_ref()));
         }
         match per_thread {
             Some(per_thread) => {
@@ -537,15 +564,40 @@ impl<'t> Runner<'t> {
                     words[0],
                     program::exit_code(status)
                 ),
-                stderr_tail: stderr_file.and_then(|f| stderr_tail(f, STDERR_TAIL_BYTES)),
+                stderr_tail: stderr_file.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
             };
         }
+        let metrics = if metrics.is_empty() {
+            BTreeMap::new()
+        } else {
+            let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
+            let stderr = all(stderr_file);
+            let read = read_metrics(
+                metrics,
+                &all(stdout_file).unwrap_or_default(),
+                stderr.as_deref().unwrap_or_default(),
+                &|name| {
+                    let path = substitute(name, c, &cpus);
+                    std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
+                },
+            );
+            match read {
+                Ok(m) => m,
+                Err(error) => {
+                    return Outcome::ProgramFailed {
+                        error,
+                        stderr_tail: stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES)),
+                    };
+                }
+            }
+        };
         let work = Work {
             amount: 1.0,
             unit: Unit::RunsPerSec,
             kernel_time: None,
         };
         Outcome::Done(RunRecord {
+            metrics,
             throughput: work.throughput(measurement.wall),
             verified: true,
             verify_error: None,
@@ -562,7 +614,7 @@ pub(crate) const STDERR_TAIL_BYTES: u64 = 4096;
 
 /// The last `max` bytes of what a program wrote to `file` (from its first whole line when cut,
 /// lossy UTF-8); `None` when it wrote nothing.
-fn stderr_tail(mut file: std::fs::File, max: u64) -> Option<String> {
+fn file_tail(mut file: std::fs::File, max: u64) -> Option<String> {
     use std::io::{Read as _, Seek as _, SeekFrom};
     let len = file.seek(SeekFrom::End(0)).ok()?;
     if len == 0 {
@@ -580,6 +632,22 @@ fn stderr_tail(mut file: std::fs::File, max: u64) -> Option<String> {
     }
     let text = String::from_utf8_lossy(&bytes).into_owned();
     (!text.trim().is_empty()).then_some(text)
+}
+
+/// The last `max` bytes of `text`, from a whole line when cut.
+fn tail_of(text: &str, max: u64) -> String {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    cut.split_once('\n')
+        .map_or(cut, |(_, rest)| rest)
+        .to_owned()
 }
 
 /// How often a pinned run of a program is sampled when `--monitor` does not say: often enough

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::objective::MetricSpec;
 use super::{Design, SweepError};
 use crate::placement::Binding;
 use crate::program::pin::SkipMask;
@@ -64,6 +65,10 @@ pub struct RunSettings {
     /// The skip mask for the pinning library (`--skip`; absent: the OpenMP runtime's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip: Option<SkipMask>,
+    /// The figures read from a program's output after each run (`--metric`; absent in folders
+    /// without).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricSpec>,
 }
 
 /// `sweep.json`: everything needed to continue or re-report a sweep.

@@ -31,6 +31,7 @@ pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {
         checksum: None,
         throttle_trace: Vec::new(),
         pinning: None,
+        metrics: std::collections::BTreeMap::new(),
     }
 }
 
@@ -42,6 +43,7 @@ pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {
         warmup: 1,
         min_time: Duration::ZERO,
         tolerance: 0.03,
+        objectives: Vec::new(),
     }
 }
 
@@ -140,8 +142,18 @@ fn search_agrees_with_exhaustive_in_fewer_runs() {
     for (name, cost) in scenarios() {
         let full = simulate(&plan(g.clone(), Strategy::Exhaustive), &cost);
         let fast = simulate(&plan(g.clone(), Strategy::Search), &cost);
-        let a = recommend(&summarize(&full), 0.03).unwrap();
-        let b = recommend(&summarize(&fast), 0.03).unwrap();
+        let a = recommend(
+            &summarize(&full, &[Objective::time()]),
+            0.03,
+            &[Objective::time()],
+        )
+        .unwrap();
+        let b = recommend(
+            &summarize(&fast, &[Objective::time()]),
+            0.03,
+            &[Objective::time()],
+        )
+        .unwrap();
         assert_eq!(a.config, b.config, "{name}: exhaustive vs search");
         assert!(
             fast.len() * 2 < full.len(),
@@ -166,7 +178,7 @@ fn interleaved_rounds_with_warmup_and_no_repeats() {
         configs.dedup();
         assert_eq!(configs.len(), 4, "every configuration once per round");
     }
-    let summaries = summarize(&lines);
+    let summaries = summarize(&lines, &[Objective::time()]);
     assert!(summaries.iter().all(|s| s.runs == 3 && s.failed == 0));
     let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
     assert!((two.speedup.unwrap() - 2.0).abs() < 0.05);
@@ -218,7 +230,7 @@ fn interrupted_sweep_resumes_without_losing_or_repeating_runs() {
     assert_eq!(made.get(), 24);
     let lines = RunLog::open(&path).unwrap().lines().to_vec();
     assert_eq!(lines.len(), 24);
-    for s in summarize(&lines) {
+    for s in summarize(&lines, &[Objective::time()]) {
         assert_eq!((s.runs, s.failed), (3, 0), "{}", s.config);
     }
 }
@@ -243,11 +255,11 @@ fn failures_are_logged_and_never_timed() {
         &|| false,
     )
     .unwrap();
-    let summaries = summarize(log.lines());
+    let summaries = summarize(log.lines(), &[Objective::time()]);
     let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
     assert_eq!((two.runs, two.failed), (0, 3));
     assert!(two.wall.is_none());
-    let rec = recommend(&summaries, 0.03).unwrap();
+    let rec = recommend(&summaries, 0.03, &[Objective::time()]).unwrap();
     assert_eq!(rec.config.threads, 1);
     assert!(
         rec.warnings.iter().any(|w| w.contains("3 run(s) failed")),
@@ -272,7 +284,12 @@ fn ties_go_to_fewer_threads_and_no_pinning() {
             1.0
         }
     });
-    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    let rec = recommend(
+        &summarize(&lines, &[Objective::time()]),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
     assert_eq!((rec.config.threads, rec.config.place.as_str()), (2, "os"));
     assert!(!rec.beyond_noise);
     assert!(
@@ -295,7 +312,12 @@ fn a_clear_winner_is_recommended_beyond_noise() {
                 1.0
             }
     });
-    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    let rec = recommend(
+        &summarize(&lines, &[Objective::time()]),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
     assert_eq!(
         (rec.config.threads, rec.config.place.as_str()),
         (4, "spread")
@@ -319,7 +341,12 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     };
     let mut one_run = plan(g.clone(), Strategy::Exhaustive);
     one_run.runs = 1;
-    let rec = recommend(&summarize(&simulate(&one_run, &cost)), 0.03).unwrap();
+    let rec = recommend(
+        &summarize(&simulate(&one_run, &cost), &[Objective::time()]),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
     assert_eq!(rec.config.threads, 4);
     assert!(!rec.beyond_noise);
     assert!(!rec.reason.contains("beyond noise"), "{}", rec.reason);
@@ -332,7 +359,12 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     );
     // Only the 4-thread spread configuration measured.
     let alone = plan(grid(vec![4], &["spread"], &["all"]), Strategy::Exhaustive);
-    let rec = recommend(&summarize(&simulate(&alone, &cost)), 0.03).unwrap();
+    let rec = recommend(
+        &summarize(&simulate(&alone, &cost), &[Objective::time()]),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
     assert!(!rec.beyond_noise);
     assert!(!rec.reason.contains("beyond noise"), "{}", rec.reason);
     assert!(
@@ -352,7 +384,12 @@ fn oversubscription_shows_in_the_reason() {
         2 => 1.0,
         _ => 1.2,
     });
-    let rec = recommend(&summarize(&lines), 0.03).unwrap();
+    let rec = recommend(
+        &summarize(&lines, &[Objective::time()]),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
     assert_eq!(rec.config.threads, 2);
     // The mock's involuntary switches are 10 per thread: 20 → 80.
     assert!(

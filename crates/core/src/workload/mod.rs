@@ -358,6 +358,10 @@ pub struct RunRecord {
     /// outside its place (absent for built-in workloads, unpinned runs and older folders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinning: Option<Box<crate::program::pin::PinRecord>>,
+    /// The program's own figures read from its output (`tune --metric`), by name (empty for
+    /// built-in workloads and sweeps without metrics).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
 /// One sample of an adaptive throttle: the limit in force and the throughput measured under it.
@@ -408,6 +412,7 @@ pub fn run_measured(
             .map(|t| t.trace().into_iter().map(ThrottleSample::from).collect())
             .unwrap_or_default(),
         pinning: None,
+        metrics: std::collections::BTreeMap::new(),
     })
 }
 

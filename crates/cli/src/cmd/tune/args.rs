@@ -19,7 +19,10 @@ use coretune_core::Topology;
 use coretune_core::fleet::SlurmFleet;
 use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads};
 use coretune_core::program::pin::SkipMask;
-use coretune_core::sweep::{DEFAULT_TOLERANCE_PCT, Design, RunSettings, Strategy, Target};
+use coretune_core::sweep::{
+    DEFAULT_TOLERANCE_PCT, Design, MetricError, MetricSource, MetricSpec, Objective, RunSettings,
+    Strategy, Target,
+};
 use coretune_core::workload;
 use coretune_core::{Binding, Policy};
 
@@ -81,6 +84,7 @@ pub(crate) struct TuneArgs {
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
+        "metric", "higher_is_better", "unit", "objective",
     ])]
     resume: Option<PathBuf>,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
@@ -117,6 +121,26 @@ pub(crate) struct TuneArgs {
     /// its stderr in runs.jsonl.
     #[arg(long)]
     show_output: bool,
+    /// A figure the program prints, read after each run: NAME=REGEX (its first group, or the
+    /// whole match) or NAME=json:.path (jq's path syntax); repeat for several. A run whose
+    /// output lacks one fails.
+    #[arg(long, value_name = "NAME=RULE")]
+    metric: Vec<String>,
+    /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
+    /// substituted; removed before each run so that an old one never counts).
+    #[arg(long, value_name = "FROM", default_value = "stdout")]
+    metric_from: String,
+    /// A metric for which higher is better (events/s, requests/s); lower is better otherwise.
+    #[arg(long, value_name = "NAME")]
+    higher_is_better: Vec<String>,
+    /// A metric's unit, for display: NAME=UNIT (rps=req/s).
+    #[arg(long, value_name = "NAME=UNIT")]
+    unit: Vec<String>,
+    /// What the search and the recommendation optimise: time, cpu (CPU seconds), rss (peak
+    /// memory) or a metric; two or more (comma-separated) add their Pareto front, the
+    /// recommendation taken on the first. Default: the first --metric, else time.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    objective: Vec<String>,
     #[command(flatten)]
     slurm: SlurmArgs,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.
@@ -196,6 +220,8 @@ pub(super) struct SweepOptions {
     min_time: f64,
     /// A fraction (the argument is a percentage).
     tolerance: f64,
+    /// `--objective`, resolved against `--metric`.
+    objectives: Vec<Objective>,
 }
 
 /// The grid axes the arguments name, as given.
@@ -269,7 +295,7 @@ impl TryFrom<&TuneArgs> for TuneOptions {
                 Some(dir) => Folder::Resume(dir.clone()),
                 None => {
                     check_settings(args)?;
-                    let settings = settings(args);
+                    let settings = settings(args)?;
                     Folder::New {
                         sweep: Box::new(SweepOptions::from_args(args)?),
                         settings,
@@ -311,6 +337,7 @@ impl SweepOptions {
             warmup: args.warmup,
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
+            objectives: objectives(args)?,
         })
     }
 
@@ -330,6 +357,7 @@ impl SweepOptions {
             // `check_settings` took only what a `Duration` holds.
             min_time: Duration::try_from_secs_f64(self.min_time).unwrap_or_default(),
             tolerance: self.tolerance,
+            objectives: self.objectives.clone(),
         }
     }
 }
@@ -356,8 +384,8 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
 }
 
 /// How each run of a new sweep is made (after `check_settings`).
-fn settings(args: &TuneArgs) -> RunSettings {
-    RunSettings {
+fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
+    Ok(RunSettings {
         binding: args.bind,
         timeout: args
             .timeout
@@ -365,7 +393,82 @@ fn settings(args: &TuneArgs) -> RunSettings {
         prepare: args.prepare.clone(),
         monitor: args.monitor.map(Duration::from_millis),
         skip: args.skip,
+        metrics: metrics(args)?,
+    })
+}
+
+/// `--objective` resolved against `--metric`. Without `--objective` the first metric is the
+/// objective (it was given to be optimised: `tune --metric eps=… -- sysbench …` recommends on
+/// events per second), and wall time without metrics (an empty list: old folders say the same).
+fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
+    let metrics = metrics(args)?;
+    Ok(match (args.objective.is_empty(), metrics.first()) {
+        (false, _) => Objective::resolve(&args.objective, &metrics)?,
+        (true, Some(first)) => Objective::resolve(std::slice::from_ref(&first.name), &metrics)?,
+        (true, None) => Vec::new(),
+    })
+}
+
+/// `--metric`, with `--metric-from`, `--higher-is-better` and `--unit` applied.
+fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
+    let from: MetricSource = args.metric_from.parse()?;
+    let mut specs: Vec<MetricSpec> = Vec::new();
+    for text in &args.metric {
+        let mut spec = MetricSpec::parse(text)?;
+        if specs.iter().any(|s| s.name == spec.name) {
+            return Err(MetricError::Twice(spec.name).into());
+        }
+        spec.from = from.clone();
+        specs.push(spec);
     }
+    let known = if specs.is_empty() {
+        "none".to_owned()
+    } else {
+        specs
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for name in &args.higher_is_better {
+        let Some(spec) = specs.iter().position(|s| &s.name == name) else {
+            return Err(MetricError::UnknownMetric {
+                option: "--higher-is-better",
+                name: name.clone(),
+                known: known.clone(),
+            }
+            .into());
+        };
+        specs[spec].higher_is_better = true;
+    }
+    for pair in &args.unit {
+        let (name, unit) = pair
+            .split_once('=')
+            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+            .with_context(|| format!("--unit '{pair}': expected NAME=UNIT (rps=req/s)"))?;
+        let Some(spec) = specs.iter().position(|s| s.name == name) else {
+            return Err(MetricError::UnknownMetric {
+                option: "--unit",
+                name: name.to_owned(),
+                known: known.clone(),
+            }
+            .into());
+        };
+        specs[spec].unit = Some(unit.to_owned());
+    }
+    if !specs.is_empty() && args.command.is_empty() {
+        bail!(
+            "--metric reads a program's output (-- CMD); a built-in workload is judged by time, \
+             cpu or rss (--objective)"
+        );
+    }
+    if !specs.is_empty() && args.show_output {
+        bail!(
+            "--show-output passes the program's output through, so no --metric can be read from \
+             it: give one or the other"
+        );
+    }
+    Ok(specs)
 }
 
 /// What the sweep measures: the built-in workload named (raymesh by default), or the program.
@@ -467,6 +570,23 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     opt("tolerance", Some(args.tolerance.to_string()));
     opt("prepare", args.prepare.clone());
     opt("monitor", args.monitor.map(|m| m.to_string()));
+    for metric in &args.metric {
+        opt("metric", Some(metric.clone()));
+    }
+    opt(
+        "metric-from",
+        Some(args.metric_from.clone()).filter(|f| f != "stdout"),
+    );
+    for name in &args.higher_is_better {
+        opt("higher-is-better", Some(name.clone()));
+    }
+    for unit in &args.unit {
+        opt("unit", Some(unit.clone()));
+    }
+    opt(
+        "objective",
+        Some(args.objective.join(",")).filter(|o| !o.is_empty()),
+    );
     opt("size", w.size.map(|s| s.to_string()));
     opt("rays", w.rays.map(|x| x.to_string()));
     opt("mib", w.mib.map(|x| x.to_string()));
@@ -585,6 +705,18 @@ mod test {
             ],
             &[
                 "--shell",
+                "--metric",
+                "eps=events per second: ([0-9.]+)",
+                "--metric",
+                "p99=json:.lat.p99",
+                "--metric-from",
+                "out-{threads}.json",
+                "--higher-is-better",
+                "eps",
+                "--unit",
+                "eps=events/s",
+                "--objective",
+                "eps,p99,cpu",
                 "--prepare",
                 "echo hi",
                 "--threads",

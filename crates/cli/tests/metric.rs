@@ -1,0 +1,463 @@
+//! `coretune tune` judging a program by its own figure (`--metric`, `--objective`): read from
+//! stdout, stderr, JSON or a file; higher or lower is better; two objectives and their Pareto
+//! front; the reports, `report` and `compare` on such folders; and Debian's sysbench, a real
+//! benchmark that prints its own events per second.
+
+#![cfg(unix)] // sh scripts as the programs measured
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// `coretune tune` of a shell script over threads 1, 2 and 4 (OS placement, every
+/// configuration, no warm-up), with `extra` options; the output and the folder.
+fn sweep(tmp: &Path, name: &str, script: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let dir = tmp.join(name);
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1,2,4",
+            "--place",
+            "os",
+            "--exhaustive",
+        ])
+        .args(["--runs", "3", "--warmup", "0", "--quiet", "--shell"])
+        .args(extra)
+        .arg("--out")
+        .arg(&dir)
+        .args(["--", script])
+        .output()
+        .unwrap();
+    (out, dir)
+}
+
+/// A program whose events/s scale to 2 threads and fall at 4 (its wall time does not change:
+/// only its own figure tells the configurations apart).
+const EPS: &str = "case {threads} in 1) e=1000;; 2) e=1990;; *) e=1500;; esac; \
+                   echo \"events per second: $e.25\"";
+
+fn reason(dir: &Path) -> String {
+    util::summary(dir)["recommendation"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_program_is_tuned_on_its_own_metric() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dir) = sweep(
+        tmp.path(),
+        "eps",
+        EPS,
+        &[
+            "--metric",
+            r"eps=events per second:\s+([0-9.]+)",
+            "--higher-is-better",
+            "eps",
+            "--unit",
+            "eps=events/s",
+            "--objective",
+            "eps",
+        ],
+    );
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    assert_eq!(s["recommendation"]["threads"], 2, "{s:#}");
+    let why = reason(&dir);
+    assert!(
+        why.contains(
+            "2 threads, place os is best on eps (1990 events/s median, 1.99× the 1-thread eps)"
+        ),
+        "{why}"
+    );
+    // Every run keeps its figure; every row its statistics; the speedup is of the figure.
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 9);
+    for r in &runs {
+        let want = match r["threads"].as_u64().unwrap() {
+            1 => 1000.25,
+            2 => 1990.25,
+            _ => 1500.25,
+        };
+        assert_eq!(r["record"]["metrics"]["eps"].as_f64(), Some(want), "{r}");
+    }
+    let four = &s["configs"][2];
+    assert_eq!(four["metrics"]["eps"]["median"].as_f64(), Some(1500.25));
+    assert_eq!(four["objectives"][0]["median"].as_f64(), Some(1500.25));
+    assert!((four["speedup"].as_f64().unwrap() - 1500.25 / 1000.25).abs() < 1e-9);
+    // The table shows the figure, the CSV and the plots carry it.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("eps events/s ↑"), "{stdout}");
+    assert!(stdout.contains("← recommended, best eps"), "{stdout}");
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",eps_median,eps_ci_low,eps_ci_high"),
+        "{csv}"
+    );
+    let plot = std::fs::read_to_string(dir.join("objective.svg")).unwrap();
+    assert!(plot.contains("eps (events/s)"), "{plot}");
+    assert!(
+        std::fs::read_to_string(dir.join("report.html"))
+            .unwrap()
+            .contains("id=\"plot-objective\"")
+    );
+    assert!(!dir.join("pareto.svg").exists());
+
+    // `report` re-renders the folder; `compare` compares on the figure, a higher rate better.
+    std::fs::remove_file(dir.join("summary.json")).unwrap();
+    util::assert_ok(&util::coretune().arg("report").arg(&dir).output().unwrap());
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 2);
+    let (_, slower) = sweep(
+        tmp.path(),
+        "eps-b",
+        &EPS.replace("e=1990", "e=1790"),
+        &[
+            "--metric",
+            r"eps=events per second:\s+([0-9.]+)",
+            "--higher-is-better",
+            "eps",
+            "--objective",
+            "eps",
+        ],
+    );
+    let out = util::coretune()
+        .arg("compare")
+        .args([&dir, &slower])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("compared on eps (events/s, higher is better)"),
+        "{text}"
+    );
+    let two = text.lines().find(|l| l.starts_with("2 threads")).unwrap();
+    // 1790.25 / 1990.25: 10.0% lower, so worse.
+    assert!(two.contains("▲ 10.0% worse"), "{two}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("1 thread") && l.ends_with("unchanged")),
+        "{text}"
+    );
+    // A time sweep and an eps sweep are not compared.
+    let (_, timed) = sweep(tmp.path(), "time", EPS, &[]);
+    let out = util::coretune()
+        .arg("compare")
+        .args([&dir, &timed])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("A is judged on eps and B on time"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn metrics_come_from_json_stderr_or_a_file_and_a_missing_one_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    // jq's path into JSON, lower is better by default: the 2-thread latency wins.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "json",
+        "case {threads} in 2) l=3;; *) l=9;; esac; echo starting; \
+         echo '{\"latency\": {\"p99\": '$l'.5, \"runs\": [1, 2]}}'",
+        &["--metric", "p99=json:.latency.p99", "--objective", "p99"],
+    );
+    util::assert_ok(&out);
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 2);
+    assert!(
+        reason(&dir).contains("is best on p99 (3.50 median"),
+        "{}",
+        reason(&dir)
+    );
+
+    // From stderr.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "stderr",
+        "echo \"took $((10 / {threads})) ms\" >&2",
+        &[
+            "--metric",
+            r"ms=took (\d+) ms",
+            "--metric-from",
+            "stderr",
+            "--objective",
+            "ms",
+        ],
+    );
+    util::assert_ok(&out);
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 4);
+
+    // From a file the program writes, its name with a placeholder; one left from before is
+    // removed first, so that a run that writes none fails rather than reads it.
+    let file = tmp.path().join("result-{threads}.txt");
+    let file = file.to_str().unwrap();
+    std::fs::write(file.replace("{threads}", "4"), "rate 99999\n").unwrap();
+    let (out, dir) = sweep(
+        tmp.path(),
+        "file",
+        &format!("[ {{threads}} = 4 ] || echo \"rate $((100 * {{threads}}))\" > {file}"),
+        &[
+            "--metric",
+            r"rate=rate (\d+)",
+            "--metric-from",
+            file,
+            "--higher-is-better",
+            "rate",
+        ],
+    );
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    assert_eq!(s["recommendation"]["threads"], 2, "{s:#}");
+    assert_eq!(s["configs"][2]["failed"], 3);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let four = runs.iter().find(|r| r["threads"] == 4).unwrap();
+    assert_eq!(four["status"], "failed");
+    assert!(
+        four["error"]
+            .as_str()
+            .unwrap()
+            .contains("result-4.txt: No such file"),
+        "{four}"
+    );
+
+    // A run whose output lacks the metric fails, saying which and where, with its stderr.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "missing",
+        "echo all done; echo 'warning: no timer' >&2",
+        &["--metric", r"eps=events per second:\s+([0-9.]+)"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("metric eps not found in stdout: no match for /events per second:")
+            && stderr.contains("warning: no timer"),
+        "{stderr}"
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs[0]["stderr_tail"], "warning: no timer\n");
+}
+
+#[test]
+fn two_objectives_give_a_pareto_front_and_the_first_decides() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 1 thread: 1000/s at 5 ms; 2: 2000/s at 3 ms; 4: 2500/s at 4 ms. 1 thread is beaten on
+    // both by 2; 2 and 4 trade one for the other.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "two",
+        "case {threads} in 1) r=1000 l=5;; 2) r=2000 l=3;; *) r=2500 l=4;; esac; \
+         echo \"rps $r lat $l\"",
+        &[
+            "--metric",
+            r"rps=rps (\d+)",
+            "--metric",
+            r"lat=lat (\d+)",
+            "--higher-is-better",
+            "rps",
+            "--unit",
+            "lat=ms",
+            "--objective",
+            "rps,lat",
+        ],
+    );
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    let front: Vec<u64> = s["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["pareto"] == true)
+        .map(|c| c["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(front, vec![2, 4]);
+    assert_eq!(s["recommendation"]["threads"], 4);
+    let why = reason(&dir);
+    assert!(
+        why.contains("Its other objective: lat 4.00 ms (median); it is on the Pareto front of rps and lat with 1 other configuration."),
+        "{why}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("Pareto front of rps and lat (no other configuration is better on all of them): 2 threads, place os; 4 threads, place os"),
+        "{stdout}"
+    );
+    let plot = std::fs::read_to_string(dir.join("pareto.svg")).unwrap();
+    assert!(plot.contains("Pareto front: rps against lat"), "{plot}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| rps ↑ | lat ms ↓ |"), "{md}");
+
+    // cpu and rss are objectives of every run, built-in workloads included.
+    let out = util::coretune()
+        .args([
+            "tune",
+            "sum",
+            "--count",
+            "20000",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--objective",
+            "cpu,rss,time",
+        ])
+        .arg("--out")
+        .arg(tmp.path().join("cpu"))
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&tmp.path().join("cpu"));
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    for c in s["configs"].as_array().unwrap() {
+        assert!(c["objectives"][0]["median"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["objectives"][1]["median"].as_f64().unwrap() > 1e6, "{c}");
+        assert_eq!(c["objectives"][2]["median"], c["median_s"], "{c}");
+    }
+    let why = reason(&tmp.path().join("cpu"));
+    assert!(
+        why.contains(" is best on cpu") && why.contains("Its other objectives: rss "),
+        "{why}"
+    );
+}
+
+#[test]
+fn bad_metric_arguments_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("x");
+    let out_dir = out_dir.to_str().unwrap();
+    for (args, message) in [
+        (
+            vec!["--metric", "eps"],
+            "--metric 'eps': expected NAME=REGEX or NAME=json:.path",
+        ),
+        (vec!["--metric", "cpu=x"], "--metric name 'cpu'"),
+        (
+            vec!["--metric", "e=(["],
+            "--metric e: the regular expression does not compile",
+        ),
+        (
+            vec!["--metric", "e=json:.a..b"],
+            "--metric e: '.a..b' is not a jq path",
+        ),
+        (
+            vec!["--metric", "e=x", "--metric", "e=y"],
+            "--metric 'e' is given twice",
+        ),
+        (
+            vec!["--metric", "e=x", "--higher-is-better", "f"],
+            "--higher-is-better f: no --metric of that name (metrics: e)",
+        ),
+        (
+            vec!["--metric", "e=x", "--unit", "e"],
+            "--unit 'e': expected NAME=UNIT",
+        ),
+        (
+            vec!["--objective", "eps"],
+            "--objective eps: not time, cpu, rss or a --metric name",
+        ),
+        (
+            vec!["--objective", "time,wall"],
+            "--objective names time twice",
+        ),
+        (
+            vec!["--metric", "e=x", "--show-output"],
+            "--show-output passes the program's output through",
+        ),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--out", out_dir])
+            .args(&args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let out = util::coretune()
+        .args(["tune", "--out", out_dir, "--metric", "e=x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--metric reads a program's output"));
+}
+
+/// Debian's sysbench prints its own events per second; the sweep recommends on it (the first
+/// metric is the objective when --objective names none), as the README's example.
+#[test]
+fn sysbench_is_tuned_on_its_events_per_second() {
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v sysbench"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: sysbench is not installed (make test installs it)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sysbench");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+        ])
+        .args(["--quiet", "--metric", r"eps=events per second:\s+([0-9.]+)"])
+        .args([
+            "--higher-is-better",
+            "eps",
+            "--unit",
+            "eps=events/s",
+            "--objective",
+            "eps",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .args([
+            "--",
+            "sysbench",
+            "cpu",
+            "--threads={threads}",
+            "--time=1",
+            "run",
+        ])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    assert!(
+        s["recommendation"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(" is best on eps (")
+    );
+    for c in s["configs"].as_array().unwrap() {
+        let eps = c["metrics"]["eps"]["median"].as_f64().unwrap();
+        // A second of prime sieving: hundreds to tens of thousands of events per thread.
+        assert!(eps > 100.0 && eps < 1e6, "{c}");
+    }
+}

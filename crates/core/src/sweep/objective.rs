@@ -1,0 +1,634 @@
+//! What a sweep optimises: wall time by default, or the program's own figure read from its
+//! output (`--metric`), its CPU time or its peak memory — one objective, or several with their
+//! Pareto front.
+//!
+//! - A [`MetricSpec`] says how to read one number from a run's stdout, stderr or a file it
+//!   writes: the first capture group of a regular expression (the whole match when it has
+//!   none), or a jq-style path into the JSON the program prints (`json:.results.rps`). Every
+//!   run of a program records every metric in `runs.jsonl`; a run whose output lacks one fails
+//!   with the reason.
+//! - An [`Objective`] names what the statistics, the search, the recommendation and the reports
+//!   work on, and which way is better: `time` (wall seconds), `cpu` (user + system seconds),
+//!   `rss` (peak resident bytes), or a metric by name.
+//!
+//! Internally every objective is turned into a *cost*, lower is better, so that one tie rule
+//! serves them all: the value itself, or its reciprocal when higher is better (events/s →
+//! seconds per event). Medians and the bootstrap intervals of medians are order statistics, so
+//! they map through the reciprocal exactly (the interval's ends swap); ratios between costs are
+//! the ratios between rates, so a 3% tolerance means 3% either way.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::search::Estimate;
+use crate::measure::Summary;
+use crate::workload::RunRecord;
+
+/// Where a metric is read from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricSource {
+    /// The program's standard output.
+    #[default]
+    Stdout,
+    /// Its standard error.
+    Stderr,
+    /// A file it writes (`{threads}` and the other placeholders substituted), read after it ends.
+    File(String),
+}
+
+impl FromStr for MetricSource {
+    type Err = MetricError;
+    fn from_str(s: &str) -> Result<Self, MetricError> {
+        Ok(match s {
+            "stdout" => Self::Stdout,
+            "stderr" => Self::Stderr,
+            "" => return Err(MetricError::Source),
+            path => Self::File(path.to_owned()),
+        })
+    }
+}
+
+impl fmt::Display for MetricSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdout => f.write_str("stdout"),
+            Self::Stderr => f.write_str("stderr"),
+            Self::File(p) => f.write_str(p),
+        }
+    }
+}
+
+/// How a metric's number is found in the text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricRead {
+    /// A regular expression: its first capture group (the whole match without one), at its
+    /// first match.
+    Regex(String),
+    /// A jq path (`.a.b[0].c`) into the JSON document the text is (or, failing that, the last
+    /// line of it that is a JSON document).
+    Json(String),
+}
+
+/// One metric of a program's output: `--metric NAME=REGEX` or `--metric NAME=json:.path`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetricSpec {
+    /// Its name (`eps`, `rps`, `p99`).
+    pub name: String,
+    /// How it is found.
+    pub read: MetricRead,
+    /// Where (`--metric-from`).
+    #[serde(default)]
+    pub from: MetricSource,
+    /// Whether a higher value is better (`--higher-is-better NAME`; lower by default).
+    #[serde(default)]
+    pub higher_is_better: bool,
+    /// The unit shown beside its values (`--unit NAME=UNIT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+/// A metric or objective given wrong; every message is one line naming it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetricError {
+    /// `--metric` without `NAME=`.
+    #[error("--metric '{0}': expected NAME=REGEX or NAME=json:.path")]
+    Form(String),
+    /// A name that is not a word, or one of the built-in objectives.
+    #[error(
+        "--metric name '{0}': use letters, digits, '_' or '-', and not time, wall, cpu or rss (built in)"
+    )]
+    Name(String),
+    /// The same name twice.
+    #[error("--metric '{0}' is given twice")]
+    Twice(String),
+    /// A regular expression that does not compile.
+    #[error("--metric {name}: the regular expression does not compile: {error}")]
+    Regex {
+        /// The metric.
+        name: String,
+        /// The regex crate's message, on one line.
+        error: String,
+    },
+    /// A JSON path that is not `.a.b[0]`.
+    #[error("--metric {name}: '{path}' is not a jq path such as .results.rps or .runs[0].time")]
+    JsonPath {
+        /// The metric.
+        name: String,
+        /// The path given.
+        path: String,
+    },
+    /// An empty `--metric-from`.
+    #[error("--metric-from: expected stdout, stderr or a file name")]
+    Source,
+    /// `--higher-is-better` or `--unit` naming no metric.
+    #[error("{option} {name}: no --metric of that name (metrics: {known})")]
+    UnknownMetric {
+        /// The option.
+        option: &'static str,
+        /// The name given.
+        name: String,
+        /// The metrics there are.
+        known: String,
+    },
+    /// `--objective` naming nothing known.
+    #[error("--objective {name}: not time, cpu, rss or a --metric name{known}")]
+    UnknownObjective {
+        /// The name given.
+        name: String,
+        /// The metrics there are, when any.
+        known: String,
+    },
+    /// `--objective` naming one thing twice.
+    #[error("--objective names {0} twice")]
+    ObjectiveTwice(String),
+}
+
+/// The built-in objectives' names (`wall` is read as `time`).
+pub const BUILTIN_OBJECTIVES: [&str; 4] = ["time", "wall", "cpu", "rss"];
+
+impl MetricSpec {
+    /// Reads `NAME=REGEX` or `NAME=json:.path`, from stdout and lower-is-better until told.
+    ///
+    /// # Errors
+    ///
+    /// [`MetricError::Form`], [`MetricError::Name`], [`MetricError::Regex`],
+    /// [`MetricError::JsonPath`].
+    pub fn parse(text: &str) -> Result<Self, MetricError> {
+        let (name, rule) = text
+            .split_once('=')
+            .filter(|(n, r)| !n.is_empty() && !r.is_empty())
+            .ok_or_else(|| MetricError::Form(text.to_owned()))?;
+        let word = name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !word || BUILTIN_OBJECTIVES.contains(&name) {
+            return Err(MetricError::Name(name.to_owned()));
+        }
+        let read = match rule.strip_prefix("json:") {
+            Some(path) => {
+                json_path(path).ok_or_else(|| MetricError::JsonPath {
+                    name: name.to_owned(),
+                    path: path.to_owned(),
+                })?;
+                MetricRead::Json(path.to_owned())
+            }
+            None => {
+                regex::Regex::new(rule).map_err(|e| MetricError::Regex {
+                    name: name.to_owned(),
+                    error: e
+                        .to_string()
+                        .replace('\n', " ")
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                })?;
+                MetricRead::Regex(rule.to_owned())
+            }
+        };
+        Ok(Self {
+            name: name.to_owned(),
+            read,
+            from: MetricSource::Stdout,
+            higher_is_better: false,
+            unit: None,
+        })
+    }
+
+    /// The metric's value in `text`, or why there is none (one line, naming the metric and
+    /// where it looked).
+    ///
+    /// # Errors
+    ///
+    /// No match, or a match that is not a number.
+    pub fn read_from(&self, text: &str) -> Result<f64, String> {
+        let missing =
+            |what: &str| format!("metric {} not found in {}: {what}", self.name, self.from);
+        let number = |s: &str| {
+            let t = s.trim().replace(',', "");
+            t.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| missing(&format!("'{}' is not a number", s.trim())))
+        };
+        match &self.read {
+            MetricRead::Regex(re) => {
+                let re = regex::Regex::new(re).map_err(|e| e.to_string())?;
+                let caps = re
+                    .captures(text)
+                    .ok_or_else(|| missing(&format!("no match for /{re}/")))?;
+                let m = caps
+                    .get(1)
+                    .or_else(|| caps.get(0))
+                    .expect("a match has group 0");
+                number(m.as_str())
+            }
+            MetricRead::Json(path) => {
+                let pointer = json_path(path).unwrap_or_default();
+                let doc: serde_json::Value = serde_json::from_str(text)
+                    .ok()
+                    .or_else(|| {
+                        text.lines()
+                            .rev()
+                            .find_map(|l| serde_json::from_str(l.trim()).ok())
+                    })
+                    .ok_or_else(|| missing("the output is not JSON"))?;
+                let value = doc
+                    .pointer(&pointer)
+                    .ok_or_else(|| missing(&format!("no {path} in the JSON")))?;
+                match value {
+                    serde_json::Value::Number(n) => n
+                        .as_f64()
+                        .ok_or_else(|| missing(&format!("{path} is out of range"))),
+                    serde_json::Value::String(s) => number(s),
+                    other => Err(missing(&format!("{path} is {other}, not a number"))),
+                }
+            }
+        }
+    }
+}
+
+/// A jq path (`.`, `.a`, `.a.b`, `.a[0].b`, `."odd key"`) as a JSON pointer; `None` when it is
+/// not one.
+fn json_path(path: &str) -> Option<String> {
+    let mut rest = path.strip_prefix('.')?;
+    let mut pointer = String::new();
+    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let (index, tail) = after.split_once(']')?;
+            index.parse::<usize>().ok()?;
+            pointer.push('/');
+            pointer.push_str(index);
+            rest = tail;
+        } else if let Some(after) = rest.strip_prefix('"') {
+            let (key, tail) = after.split_once('"')?;
+            pointer.push('/');
+            pointer.push_str(&escape(key));
+            rest = tail;
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            let key = &rest[..end];
+            if key.is_empty()
+                || !key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return None;
+            }
+            pointer.push('/');
+            pointer.push_str(&escape(key));
+            rest = &rest[end..];
+        }
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+        if rest.starts_with('.') {
+            return None;
+        }
+    }
+    Some(pointer)
+}
+
+/// Reads every metric of a finished run from its outputs (`file` reads a `--metric-from` file
+/// by its name, placeholders already substituted); the first missing one is the error.
+///
+/// # Errors
+///
+/// One line naming the first metric not found and why.
+pub(crate) fn read_metrics(
+    specs: &[MetricSpec],
+    stdout: &str,
+    stderr: &str,
+    file: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut files: BTreeMap<&str, String> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for spec in specs {
+        let value = match &spec.from {
+            MetricSource::Stdout => spec.read_from(stdout)?,
+            MetricSource::Stderr => spec.read_from(stderr)?,
+            MetricSource::File(name) => {
+                if !files.contains_key(name.as_str()) {
+                    files.insert(name, file(name)?);
+                }
+                spec.read_from(&files[name.as_str()])?
+            }
+        };
+        out.insert(spec.name.clone(), value);
+    }
+    Ok(out)
+}
+
+/// What an objective measures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "name")]
+pub enum Quantity {
+    /// Wall time of the run, seconds.
+    Time,
+    /// User + system CPU time, seconds.
+    Cpu,
+    /// Peak resident memory, bytes.
+    Rss,
+    /// A metric of the program's output, by name.
+    Metric(String),
+}
+
+/// One objective of a sweep: what, which way is better, and its unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Objective {
+    /// What it measures.
+    pub quantity: Quantity,
+    /// Whether higher values are better.
+    pub higher_is_better: bool,
+    /// The unit its values are shown in (`s`, `B`, or a metric's `--unit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Objective {
+    /// Wall time, the default objective.
+    pub fn time() -> Self {
+        Self {
+            quantity: Quantity::Time,
+            higher_is_better: false,
+            unit: Some("s".into()),
+        }
+    }
+
+    /// Whether this is wall time (reports then say "time" and seconds as before).
+    pub fn is_time(&self) -> bool {
+        self.quantity == Quantity::Time
+    }
+
+    /// Its name: `time`, `cpu`, `rss` or the metric's.
+    pub fn name(&self) -> &str {
+        match &self.quantity {
+            Quantity::Time => "time",
+            Quantity::Cpu => "cpu",
+            Quantity::Rss => "rss",
+            Quantity::Metric(n) => n,
+        }
+    }
+
+    /// Resolves `--objective` names against the metrics; no names = time alone.
+    ///
+    /// # Errors
+    ///
+    /// [`MetricError::UnknownObjective`], [`MetricError::ObjectiveTwice`].
+    pub fn resolve(names: &[String], metrics: &[MetricSpec]) -> Result<Vec<Self>, MetricError> {
+        let mut out: Vec<Self> = Vec::new();
+        for name in names {
+            let o = match name.as_str() {
+                "time" | "wall" => Self::time(),
+                "cpu" => Self {
+                    quantity: Quantity::Cpu,
+                    higher_is_better: false,
+                    unit: Some("s".into()),
+                },
+                "rss" => Self {
+                    quantity: Quantity::Rss,
+                    higher_is_better: false,
+                    unit: Some("B".into()),
+                },
+                other => {
+                    let m = metrics.iter().find(|m| m.name == other).ok_or_else(|| {
+                        MetricError::UnknownObjective {
+                            name: other.to_owned(),
+                            known: if metrics.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    " (metrics: {})",
+                                    metrics
+                                        .iter()
+                                        .map(|m| m.name.as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                )
+                            },
+                        }
+                    })?;
+                    Self {
+                        quantity: Quantity::Metric(m.name.clone()),
+                        higher_is_better: m.higher_is_better,
+                        unit: m.unit.clone(),
+                    }
+                }
+            };
+            if out.iter().any(|p| p.quantity == o.quantity) {
+                return Err(MetricError::ObjectiveTwice(o.name().to_owned()));
+            }
+            out.push(o);
+        }
+        if out.is_empty() {
+            out.push(Self::time());
+        }
+        Ok(out)
+    }
+
+    /// This objective's value for one run's record (`None` when the run lacks it).
+    #[allow(clippy::cast_precision_loss)]
+    pub fn value(&self, r: &RunRecord) -> Option<f64> {
+        let m = &r.measurement;
+        match &self.quantity {
+            Quantity::Time => Some(m.wall.as_secs_f64()),
+            Quantity::Cpu => Some(m.user?.as_secs_f64() + m.sys?.as_secs_f64()),
+            Quantity::Rss => m.peak_rss_bytes.map(|b| b as f64),
+            Quantity::Metric(n) => r.metrics.get(n).copied(),
+        }
+    }
+
+    /// A value as a cost, lower is better.
+    pub fn cost(&self, value: f64) -> f64 {
+        if self.higher_is_better {
+            if value > 0.0 {
+                1.0 / value
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            value
+        }
+    }
+
+    /// A summary of values as the cost estimate the tie rule and the search compare.
+    pub fn estimate(&self, s: &Summary) -> Estimate {
+        let (lo, hi) = (self.cost(s.ci.0), self.cost(s.ci.1));
+        Estimate {
+            median: self.cost(s.median),
+            ci: (lo.min(hi), lo.max(hi)),
+        }
+    }
+
+    /// How much better `a` is than `b`, in percent of `b`'s value (positive = better).
+    pub fn gain_pct(&self, a: f64, b: f64) -> f64 {
+        (self.cost(b) / self.cost(a) - 1.0) * 100.0
+    }
+
+    /// A value with its unit, to the precision a report shows (`1.234 s`, `12.3 MiB`,
+    /// `18345 events/s`).
+    pub fn show(&self, v: f64) -> String {
+        match self.quantity {
+            Quantity::Time | Quantity::Cpu => format!("{v:.3} s"),
+            Quantity::Rss => format!("{:.1} MiB", v / f64::from(1u32 << 20)),
+            Quantity::Metric(_) => {
+                let digits = if v.abs() >= 100.0 {
+                    0
+                } else if v.abs() >= 1.0 {
+                    2
+                } else {
+                    4
+                };
+                match &self.unit {
+                    Some(u) => format!("{v:.digits$} {u}"),
+                    None => format!("{v:.digits$}"),
+                }
+            }
+        }
+    }
+
+    /// The objective as a column heading: `eps (events/s, higher is better)`.
+    pub fn heading(&self) -> String {
+        let way = if self.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        };
+        match &self.unit {
+            Some(u) if !self.is_time() => format!("{} ({u}, {way} is better)", self.name()),
+            _ => format!("{} ({way} is better)", self.name()),
+        }
+    }
+}
+
+/// The indexes of the points no other point beats on every objective (each point a cost per
+/// objective, lower is better; a point with a missing cost is never on the front). Equal
+/// points are all kept.
+pub fn pareto_front(points: &[Vec<Option<f64>>]) -> Vec<usize> {
+    let full: Vec<(usize, Vec<f64>)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, p.iter().copied().collect::<Option<Vec<f64>>>()?)))
+        .collect();
+    let dominates = |a: &[f64], b: &[f64]| {
+        a.iter().zip(b).all(|(x, y)| x <= y) && a.iter().zip(b).any(|(x, y)| x < y)
+    };
+    full.iter()
+        .filter(|(_, p)| !full.iter().any(|(_, q)| dominates(q, p)))
+        .map(|(i, _)| *i)
+        .collect()
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn spec(text: &str) -> MetricSpec {
+        MetricSpec::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_regex_reads_its_first_group_or_its_whole_match() {
+        let out = "General statistics:\n    events per second:  1834.71\n";
+        let eps = spec(r"eps=events per second:\s+([0-9.]+)");
+        assert_eq!(eps.read_from(out), Ok(1834.71));
+        assert_eq!(spec(r"n=[0-9]+\.[0-9]+").read_from(out), Ok(1834.71));
+        // wrk writes thousands with commas nowhere, but others do.
+        assert_eq!(
+            spec(r"rps=rps ([0-9,.]+)").read_from("rps 12,345.5"),
+            Ok(12345.5)
+        );
+        let e = eps.read_from("nothing here").unwrap_err();
+        assert!(
+            e.contains("metric eps not found in stdout: no match"),
+            "{e}"
+        );
+        let e = spec(r"x=x=(\w+)").read_from("x=abc").unwrap_err();
+        assert!(e.contains("'abc' is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_json_path_reads_as_jq_does() {
+        let doc = r#"{"results": {"rps": 812.5, "lat": [1, 2.5]}, "odd key": "7"}"#;
+        assert_eq!(spec("rps=json:.results.rps").read_from(doc), Ok(812.5));
+        assert_eq!(spec("l=json:.results.lat[1]").read_from(doc), Ok(2.5));
+        assert_eq!(spec(r#"k=json:."odd key""#).read_from(doc), Ok(7.0));
+        // The last JSON line of mixed output.
+        let mixed = format!("warming up\n{doc}\n");
+        assert_eq!(spec("rps=json:.results.rps").read_from(&mixed), Ok(812.5));
+        let e = spec("rps=json:.results.nope").read_from(doc).unwrap_err();
+        assert!(e.contains("no .results.nope in the JSON"), "{e}");
+        let e = spec("rps=json:.results").read_from(doc).unwrap_err();
+        assert!(e.contains("not a number"), "{e}");
+        for bad in [
+            "x=json:results",
+            "x=json:.a..b",
+            "x=json:.a[x]",
+            "x=json:.a b",
+        ] {
+            assert!(
+                matches!(MetricSpec::parse(bad), Err(MetricError::JsonPath { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_metric_forms_are_one_line_errors() {
+        for (bad, want) in [
+            ("eps", "expected NAME=REGEX"),
+            ("=x", "expected NAME=REGEX"),
+            ("time=x", "not time, wall, cpu or rss"),
+            ("a b=x", "use letters"),
+            ("eps=([0-9]", "does not compile"),
+        ] {
+            let e = MetricSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(want) && !e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn objectives_resolve_with_their_direction() {
+        let mut eps = spec("eps=x([0-9]+)");
+        eps.higher_is_better = true;
+        eps.unit = Some("events/s".into());
+        let metrics = vec![eps];
+        let got = Objective::resolve(&["eps".into(), "cpu".into()], &metrics).unwrap();
+        assert!(got[0].higher_is_better && !got[1].higher_is_better);
+        assert_eq!(got[0].heading(), "eps (events/s, higher is better)");
+        assert_eq!(
+            Objective::resolve(&[], &metrics).unwrap(),
+            vec![Objective::time()]
+        );
+        let e = Objective::resolve(&["p99".into()], &metrics).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--objective p99: not time, cpu, rss or a --metric name (metrics: eps)"
+        );
+        assert!(Objective::resolve(&["time".into(), "wall".into()], &metrics).is_err());
+        // Higher is better: the cost is the reciprocal and the interval's ends swap.
+        let s = Summary::of(&[100.0, 200.0, 400.0]).unwrap();
+        let est = got[0].estimate(&s);
+        assert!((est.median - 1.0 / 200.0).abs() < 1e-12);
+        assert!(est.ci.0 <= est.median && est.median <= est.ci.1);
+        assert!((got[0].gain_pct(220.0, 200.0) - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_pareto_front_keeps_what_nothing_beats_on_every_objective() {
+        let p = |a: f64, b: f64| vec![Some(a), Some(b)];
+        let points = vec![
+            p(1.0, 9.0), // best on the first
+            p(2.0, 2.0), // a trade-off
+            p(3.0, 3.0), // beaten by the one above
+            p(9.0, 1.0), // best on the second
+            vec![Some(0.5), None],
+            p(2.0, 2.0), // equal to a front point: kept
+        ];
+        assert_eq!(pareto_front(&points), vec![0, 1, 3, 5]);
+    }
+}
