@@ -461,3 +461,30 @@ fn sysbench_is_tuned_on_its_events_per_second() {
         assert!(eps > 100.0 && eps < 1e6, "{c}");
     }
 }
+
+/// Peak memory is each run's own: a small run after a big one does not inherit its peak (as
+/// `getrusage(RUSAGE_CHILDREN)`'s running maximum would have it), so `--objective rss` can
+/// choose the configuration that needs less memory.
+#[cfg(target_os = "linux")]
+#[test]
+fn each_run_has_its_own_peak_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    // dd holds one block in memory: 1 thread 192 MiB, 2 threads 1 MiB.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "rss",
+        "case {threads} in 1) b=192M;; *) b=1M;; esac; \
+         dd if=/dev/zero of=/dev/null bs=$b count=1 2>/dev/null",
+        &["--objective", "rss"],
+    );
+    util::assert_ok(&out);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    for r in &runs {
+        let rss = r["record"]["peak_rss_bytes"].as_f64().unwrap() / f64::from(1u32 << 20);
+        match r["threads"].as_u64().unwrap() {
+            1 => assert!(rss > 150.0, "{rss} MiB: {r}"),
+            _ => assert!(rss < 50.0, "{rss} MiB: {r}"),
+        }
+    }
+    assert_ne!(util::summary(&dir)["recommendation"]["threads"], 1);
+}

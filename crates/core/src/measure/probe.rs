@@ -358,9 +358,11 @@ impl Probe {
 }
 
 /// Measures a child process run by the caller: wall time, and the CPU time, context switches and
-/// peak RSS of waited-for children (`getrusage(RUSAGE_CHILDREN)` before and after, so the caller
-/// must wait for the child before [`ChildProbe::finish`] and run one child at a time), or, where
-/// the OS keeps them for the program's whole process tree (Windows: its job object), those.
+/// peak RSS of the program — its own, with the children it waited for, where the OS gives them
+/// for the one program (Linux: `wait4` when it is reaped; Windows: its job object, the whole
+/// tree) — or else of waited-for children (`getrusage(RUSAGE_CHILDREN)` before and after, so the
+/// caller must wait for the child before [`ChildProbe::finish`] and run one child at a time; its
+/// peak RSS is the largest child's so far, not this run's).
 /// Migrations of another process are not counted.
 #[derive(Debug)]
 pub struct ChildProbe {

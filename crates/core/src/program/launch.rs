@@ -252,7 +252,7 @@ impl Launched {
     ///
     /// The OS error of the wait.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        self.child.try_wait()
+        self.tree.wait(&mut self.child, Some(Duration::ZERO))
     }
 
     /// Waits for it to end.
@@ -261,7 +261,9 @@ impl Launched {
     ///
     /// The OS error of the wait.
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.child.wait()
+        self.tree
+            .wait(&mut self.child, None)?
+            .ok_or_else(|| io::Error::other("the wait ended before the program"))
     }
 
     /// Waits for it to end, at most `timeout` (`None`: as long as it takes): its status, or

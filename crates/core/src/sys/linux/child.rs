@@ -3,9 +3,9 @@
 
 use std::io;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -39,6 +39,10 @@ pub(crate) fn prepare_child(
 pub(crate) struct ChildTree {
     pid: libc::pid_t,
     own_group: bool,
+    /// The program's exit status and its own resource use (with the children it waited for),
+    /// once reaped here with `wait4`: a run's CPU time and peak memory are its own, not the
+    /// largest of every child coretune ever had (`RUSAGE_CHILDREN`'s peak).
+    reaped: OnceLock<(ExitStatus, ResourceUsage)>,
 }
 
 impl ChildTree {
@@ -50,12 +54,22 @@ impl ChildTree {
         Ok(Self {
             pid,
             own_group: tree == Tree::Own,
+            reaped: OnceLock::new(),
         })
     }
 
     /// Ends the program with SIGKILL: its whole process group when it has one of its own (what
     /// it started and did not move elsewhere goes with it), else the program alone.
     pub(crate) fn kill(&self) -> io::Result<()> {
+        if self.reaped.get().is_some() {
+            // The program is gone and its pid may be reused: only what is left of its group.
+            if self.own_group {
+                // SAFETY: as below; a process group id is not reused while the group has a
+                // member, and ESRCH (no member left) is the usual answer.
+                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+            }
+            return Ok(());
+        }
         let target = if self.own_group { -self.pid } else { self.pid };
         // SAFETY: `kill` takes plain integers. The pid is that of a child not yet reaped (the
         // caller waits for it after this), so neither it nor its process group id (equal to it,
@@ -68,10 +82,54 @@ impl ChildTree {
         }
     }
 
-    /// Not read here: the caller reads `getrusage(RUSAGE_CHILDREN)` around the run, which
-    /// counts the program and the children it waited for.
+    /// The program's own resource use (and that of the children it waited for), once it has
+    /// been reaped by [`ChildTree::wait`].
     pub(crate) fn usage(&self) -> Option<ResourceUsage> {
-        None
+        self.reaped.get().map(|r| r.1)
+    }
+
+    /// Reaps the program if it has exited (`block`: waits until it has), keeping its status and
+    /// resource use; `None` when it still runs.
+    fn reap(&self, block: bool) -> io::Result<Option<ExitStatus>> {
+        if let Some((status, _)) = self.reaped.get() {
+            return Ok(Some(*status));
+        }
+        let mut status: libc::c_int = 0;
+        // SAFETY: all-zero is a valid `rusage` (plain integers and timevals).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if block { 0 } else { libc::WNOHANG };
+        loop {
+            // SAFETY: `wait4` writes an int and a `rusage` through the two pointers, which
+            // point to locals of the right types; the pid is this tree's child, not yet reaped.
+            let rc = unsafe { libc::wait4(self.pid, &raw mut status, flags, &raw mut usage) };
+            if rc == 0 {
+                return Ok(None);
+            }
+            if rc == self.pid {
+                break;
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+        let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+        let time = |t: libc::timeval| {
+            Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+                + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+        };
+        let reaped = (
+            ExitStatus::from_raw(status),
+            ResourceUsage {
+                user: time(usage.ru_utime),
+                system: time(usage.ru_stime),
+                voluntary_ctx_switches: Some(count(usage.ru_nvcsw)),
+                involuntary_ctx_switches: Some(count(usage.ru_nivcsw)),
+                // In KiB.
+                max_rss_bytes: count(usage.ru_maxrss) * 1024,
+            },
+        );
+        Ok(Some(self.reaped.get_or_init(|| reaped).0))
     }
 
     /// Waits for `child` (this tree's program) to end, blocked in the kernel the whole time: its
@@ -87,15 +145,23 @@ impl ChildTree {
         child: &mut Child,
         timeout: Option<Duration>,
     ) -> io::Result<Option<ExitStatus>> {
+        // The program is reaped here, not by `child`: `wait4` gives its own resource use.
+        let _ = child;
         let Some(timeout) = timeout else {
-            return child.wait().map(Some);
+            return self.reap(true);
         };
+        if let Some(status) = self.reap(false)? {
+            return Ok(Some(status));
+        }
         let deadline = Instant::now() + timeout;
         let Some(pidfd) = pidfd_open(self.pid) else {
-            return wait_on_thread(self.pid, child, timeout);
+            return match wait_on_thread(self.pid, timeout)? {
+                true => self.reap(true),
+                false => Ok(None),
+            };
         };
         loop {
-            if let Some(status) = child.try_wait()? {
+            if let Some(status) = self.reap(false)? {
                 return Ok(Some(status));
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -127,12 +193,9 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
 
 /// [`ChildTree::wait`] without a pidfd: a thread blocks in `waitid` until the child has exited
 /// (without reaping it, `WNOWAIT`) and says so; this thread waits for that message at most
-/// `timeout`. A thread that outlives a timeout ends when the caller kills the child.
-fn wait_on_thread(
-    pid: libc::pid_t,
-    child: &mut Child,
-    timeout: Duration,
-) -> io::Result<Option<ExitStatus>> {
+/// `timeout` and says whether it came (the caller then reaps). A thread that outlives a timeout
+/// ends when the caller kills the child.
+fn wait_on_thread(pid: libc::pid_t, timeout: Duration) -> io::Result<bool> {
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("coretune-wait".into())
@@ -147,9 +210,8 @@ fn wait_on_thread(
             let _ = tx.send(result);
         })?;
     match rx.recv_timeout(timeout) {
-        Ok(Ok(())) => child.wait().map(Some),
+        Ok(Ok(())) | Err(mpsc::RecvTimeoutError::Disconnected) => Ok(true),
         Ok(Err(e)) => Err(e.into()),
-        Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
-        Err(mpsc::RecvTimeoutError::Disconnected) => child.wait().map(Some),
+        Err(mpsc::RecvTimeoutError::Timeout) => Ok(false),
     }
 }
