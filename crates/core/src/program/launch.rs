@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::sys::{self, ResourceUsage, Tree};
+use crate::sys::{self, ResourceUsage, Tree, TreeMember};
 
 /// Why a program could not be started, waited for, or rebound.
 #[derive(Debug, thiserror::Error)]
@@ -286,6 +286,26 @@ impl Launched {
         }
     }
 
+    /// Asks it and what it started to end (SIGTERM to its process group when it has one of its
+    /// own, else to the program alone).
+    ///
+    /// # Errors
+    ///
+    /// The OS error; `Unsupported` where there is no such request (Windows: [`Self::kill`]).
+    pub(crate) fn terminate(&self) -> io::Result<()> {
+        self.tree.terminate()
+    }
+
+    /// The processes of its tree the OS still has (its process group, on Windows its job
+    /// object), exited ones not yet reaped marked as such.
+    ///
+    /// # Errors
+    ///
+    /// The OS error; `Unsupported` where trees are not tracked.
+    pub(crate) fn members(&self) -> io::Result<Vec<TreeMember>> {
+        self.tree.members()
+    }
+
     /// The CPU time and peak memory of the whole tree so far, where the OS keeps them for it
     /// (Windows: the job object's accounting); `None` elsewhere.
     pub(crate) fn usage(&self) -> Option<ResourceUsage> {
@@ -441,6 +461,37 @@ mod test {
             err.to_string(),
             "'/nonexistent/coretune-test-cmd': command not found"
         );
+    }
+
+    /// A program in coretune's group is its tree alone; one in a group of its own brings what
+    /// it starts.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_tree_lists_its_processes() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let mut alone = spawn(cmd, None).unwrap();
+        let members = alone.members().unwrap();
+        assert_eq!(members.len(), 1, "{members:?}");
+        assert_eq!(members[0].pid, alone.id());
+        alone.kill();
+        alone.wait().unwrap();
+        assert_eq!(alone.members().unwrap(), []);
+
+        let dir = tempfile::tempdir().unwrap();
+        let up = dir.path().join("up");
+        let cmd = shell_command(&format!("sleep 30 & touch '{}'; wait", up.display()));
+        let mut tree = spawn_own_tree(cmd, None).unwrap();
+        let start = std::time::Instant::now();
+        while !up.exists() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let members = tree.members().unwrap();
+        assert_eq!(members.len(), 2, "sh and sleep: {members:?}");
+        assert!(members.iter().all(|m| !m.exited));
+        tree.terminate().unwrap();
+        let status = tree.wait_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(status.and_then(sys::exit_signal), Some(15));
     }
 
     #[test]

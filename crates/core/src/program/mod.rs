@@ -1,8 +1,10 @@
 //! Other programs: starting them on a CPU set with the thread-count variables their runtimes
 //! read ([`spawn`], [`run`], [`thread_env`]), their process trees ([`Launched`]), rebinding a
 //! running one ([`rebind_process`]), placing their threads one by one ([`pin`]: the preloaded
-//! pinning library, its plan and the check of where threads ran) and watching where they run
-//! ([`watch`]: per-CPU utilisation, thread placement and migrations over time).
+//! pinning library, its plan and the check of where threads ran), watching where they run
+//! ([`watch`]: per-CPU utilisation, thread placement and migrations over time) and servers for
+//! one measured run ([`server`]: started, waited for until ready, stopped with their whole
+//! process group).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,6 +23,7 @@
 mod env;
 mod launch;
 pub mod pin;
+pub mod server;
 pub mod watch;
 
 pub use env::thread_env;

@@ -8,7 +8,7 @@
 //! | `mod.rs` | the interface: the OS-independent types below and the one list of functions every OS module provides |
 //! | `error.rs` | [`SysError`], which keeps the file, pid or call it failed on |
 //! | `linux/affinity.rs` | `sched_setaffinity`/`sched_getaffinity`, binding a child before `exec` |
-//! | `linux/child.rs` | a started program's process tree (its own process group when asked), killing it, the shell |
+//! | `linux/child.rs` | a started program's process tree (its own process group when asked), asking it to end (SIGTERM) and killing it, the processes left in it, the shell |
 //! | `linux/signals.rs` | forwarding SIGINT/SIGTERM to a child, the signal that ended one, a daemon's SIGHUP/SIGINT/SIGTERM through a `signalfd` |
 //! | `linux/counters.rs` | `getrusage`, the perf `cpu-migrations` counter, `sched_getcpu`, `gettid` |
 //! | `linux/proc.rs` | through procfs: processes and parents, what a rule matches on (`exe`, `cmdline`, `cgroup`, uids), threads (`stat`: name, CPU last run on, start time), `status` (uid, `Cpus_allowed_list`, `VmHWM`), `clear_refs`, own CPU time, `/proc/loadavg` |
@@ -324,6 +324,16 @@ pub(crate) struct CpuStat {
     pub(crate) per_cpu: BTreeMap<usize, CpuTicks>,
 }
 
+/// A process of a started program's tree, as [`ChildTree::members`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TreeMember {
+    /// The process id.
+    pub(crate) pid: u32,
+    /// It has exited and waits to be reaped by its parent (a zombie): it runs nothing and holds
+    /// nothing but its pid.
+    pub(crate) exited: bool,
+}
+
 /// A process and its parent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ProcessInfo {
@@ -569,6 +579,8 @@ mod test {
                     Tree,
                 ) -> io::Result<$os::ChildTree> = $os::ChildTree::adopt;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::kill;
+                let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::terminate;
+                let _: fn(&$os::ChildTree) -> io::Result<Vec<TreeMember>> = $os::ChildTree::members;
                 let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::usage;
                 let _: fn(
                     &$os::ChildTree,

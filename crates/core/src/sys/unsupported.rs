@@ -15,8 +15,8 @@ use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
     CgroupLimits, CgroupMount, CpuStat, CpusetHierarchy, EventsFd, FileMeta, ProcEvent,
-    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, UsageOf,
-    Woken,
+    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, TreeMember,
+    UsageOf, Woken,
 };
 
 /// No `/proc`, cgroups or process events here: `rules` and `reserve` are Linux-only.
@@ -102,6 +102,20 @@ impl ChildTree {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "ending a process tree is only implemented for Linux and Windows",
+        ))
+    }
+
+    pub(crate) fn terminate(&self) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "asking a process tree to end is only implemented for Linux",
+        ))
+    }
+
+    pub(crate) fn members(&self) -> io::Result<Vec<TreeMember>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "listing a process tree is only implemented for Linux and Windows",
         ))
     }
 

@@ -1,5 +1,6 @@
 //! A started program: its CPU set applied before `exec`, and its process tree (a process group
-//! of its own when asked, so that a timeout ends the program and everything it started).
+//! of its own when asked, so that a timeout ends the program and everything it started, and a
+//! server is asked to end, then killed, as a whole).
 
 use std::io;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
@@ -15,7 +16,7 @@ use nix::unistd::Pid;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use super::affinity::bind_before_exec;
-use crate::sys::{ResourceUsage, Tree};
+use crate::sys::{ResourceUsage, Tree, TreeMember};
 
 /// Prepares `cmd` before it is spawned: bound to `cpus` (when given) between `fork` and `exec`,
 /// so the program and every thread it creates start on the set, and in a process group of its
@@ -61,25 +62,61 @@ impl ChildTree {
     /// Ends the program with SIGKILL: its whole process group when it has one of its own (what
     /// it started and did not move elsewhere goes with it), else the program alone.
     pub(crate) fn kill(&self) -> io::Result<()> {
+        self.signal(libc::SIGKILL)
+    }
+
+    /// Sends `signal` to the process group when the program has one of its own, else to the
+    /// program. Once the program is reaped its pid may be reused: only what is left of its group
+    /// gets the signal (ESRCH, no member left, is the usual answer and not an error).
+    fn signal(&self, signal: libc::c_int) -> io::Result<()> {
         if self.reaped.get().is_some() {
-            // The program is gone and its pid may be reused: only what is left of its group.
             if self.own_group {
-                // SAFETY: as below; a process group id is not reused while the group has a
-                // member, and ESRCH (no member left) is the usual answer.
-                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+                // SAFETY: as below.
+                unsafe { libc::kill(-self.pid, signal) };
             }
             return Ok(());
         }
         let target = if self.own_group { -self.pid } else { self.pid };
         // SAFETY: `kill` takes plain integers. The pid is that of a child not yet reaped (the
-        // caller waits for it after this), so neither it nor its process group id (equal to it,
-        // set before `exec`) can name an unrelated process.
-        let rc = unsafe { libc::kill(target, libc::SIGKILL) };
+        // caller waits for it after this), so it cannot name an unrelated process. Its process
+        // group id (equal to it, set before `exec`) stays allocated to the group while any
+        // process of the group lives: callers that signal the group after reaping the program
+        // (a server's stop) do so only when `members` found processes left in it.
+        let rc = unsafe { libc::kill(target, signal) };
         if rc == 0 {
             Ok(())
         } else {
             Err(io::Error::last_os_error())
         }
+    }
+
+    /// Asks the program to end with SIGTERM: its whole process group when it has one of its own
+    /// (every process of it gets the signal, as a shell's `kill -TERM -PGID` sends it), else the
+    /// program alone.
+    pub(crate) fn terminate(&self) -> io::Result<()> {
+        self.signal(libc::SIGTERM)
+    }
+
+    /// The processes of the tree that the kernel still has: those of its process group (what
+    /// the program started and did not move to a group of its own, its reparented orphans
+    /// included), or the program alone without a group of its own. A process that has exited
+    /// but is not reaped yet is listed as such ([`TreeMember::exited`]).
+    pub(crate) fn members(&self) -> io::Result<Vec<TreeMember>> {
+        let proc_dir = std::path::Path::new(super::PROC_DIR);
+        if self.own_group {
+            return super::proc::group_members(proc_dir, self.pid)
+                .map_err(|e| io::Error::other(e.to_string()));
+        }
+        // In coretune's group: the program alone, if the kernel still has it.
+        let pid = u32::try_from(self.pid).map_err(|_| io::Error::other("pid out of range"))?;
+        Ok(super::proc::process_state(proc_dir, self.pid)
+            .ok()
+            .map(|state| TreeMember {
+                pid,
+                exited: state == 'Z' || state == 'X',
+            })
+            .into_iter()
+            .collect())
     }
 
     /// The program's own resource use (and that of the children it waited for), once it has

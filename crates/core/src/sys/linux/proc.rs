@@ -13,7 +13,7 @@ use procfs::{LoadAverage, ProcError, ProcResult};
 
 use super::files::{proc_error, read_procfs};
 use super::sched;
-use crate::sys::{ProcessFacts, ProcessInfo, SysError, ThreadInfo};
+use crate::sys::{ProcessFacts, ProcessInfo, SysError, ThreadInfo, TreeMember};
 
 /// `/proc` of the live machine.
 pub(crate) const PROC_DIR: &str = "/proc";
@@ -65,6 +65,24 @@ pub(crate) fn processes(proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
             Some(ProcessInfo {
                 pid: p.pid,
                 ppid: p.stat().ok()?.ppid,
+            })
+        })
+        .collect())
+}
+
+/// The processes under `proc_dir` whose process group is `pgid`, in directory order, each with
+/// whether it has exited and waits to be reaped (a zombie). Processes that end while the list is
+/// read are left out.
+pub(crate) fn group_members(proc_dir: &Path, pgid: i32) -> Result<Vec<TreeMember>, SysError> {
+    let all =
+        procfs::process::all_processes_with_root(proc_dir).map_err(|e| proc_error(e, proc_dir))?;
+    Ok(all
+        .filter_map(Result::ok)
+        .filter_map(|p| {
+            let stat = p.stat().ok()?;
+            (stat.pgrp == pgid).then_some(TreeMember {
+                pid: u32::try_from(p.pid).ok()?,
+                exited: stat.state == 'Z' || stat.state == 'X',
             })
         })
         .collect())

@@ -1,5 +1,5 @@
 //! A started program: created suspended, put in a job object (its whole process tree, ended
-//! together and accounted together), placed on its CPU set before its first instruction
+//! together, accounted together and listed together), placed on its CPU set before its first instruction
 //! ([`crate::sys::groups::place_new_process`]), then resumed. Also the shell (`cmd /C`), how a command
 //! name is found (`PATHEXT`), Ctrl-C while a program runs, and exit statuses.
 
@@ -17,9 +17,10 @@ use windows_sys::Win32::Foundation::{WAIT_OBJECT_0, WAIT_TIMEOUT};
 use windows_sys::Win32::System::Console::SetConsoleCtrlHandler;
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-    JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
-    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_BASIC_PROCESS_ID_LIST,
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectBasicAccountingInformation,
+    JobObjectBasicProcessIdList, JobObjectExtendedLimitInformation, QueryInformationJobObject,
+    SetInformationJobObject, TerminateJobObject,
 };
 use windows_sys::Win32::System::ProcessStatus::{GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
 use windows_sys::Win32::System::Threading::{
@@ -30,7 +31,7 @@ use windows_sys::Win32::System::Threading::{
 use super::affinity::place_suspended;
 use super::handle::{Handle, check, filetime, hundred_ns, open_thread};
 use super::processes::thread_list;
-use crate::sys::{ResourceUsage, Tree};
+use crate::sys::{ResourceUsage, Tree, TreeMember};
 
 /// Every program starts suspended, so that it is in its job object and on its CPU set before it
 /// runs an instruction (and before it can start a process of its own outside the job).
@@ -94,6 +95,63 @@ impl ChildTree {
         // SAFETY: `self.job` is a valid job handle with JOB_OBJECT_TERMINATE (a creator's handle
         // has all access).
         check(unsafe { TerminateJobObject(self.job.raw(), 1) })
+    }
+
+    /// Windows has no SIGTERM to ask a tree to end with: the caller ends it with [`Self::kill`].
+    pub(crate) fn terminate(&self) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "Windows has no SIGTERM: the job is ended instead",
+        ))
+    }
+
+    /// The processes of the job still running (a process leaves the job's list when it ends).
+    pub(crate) fn members(&self) -> io::Result<Vec<TreeMember>> {
+        // The list's header (two u32: one usize on 64-bit Windows, two on 32-bit) and room for
+        // the ids after it; grown when the job holds more processes than the room.
+        let skip = std::mem::offset_of!(JOBOBJECT_BASIC_PROCESS_ID_LIST, ProcessIdList)
+            / std::mem::size_of::<usize>();
+        let mut room = 64usize;
+        loop {
+            let mut buffer = vec![0usize; skip + room];
+            let header = buffer
+                .as_mut_ptr()
+                .cast::<JOBOBJECT_BASIC_PROCESS_ID_LIST>();
+            let bytes = u32::try_from(std::mem::size_of_val(buffer.as_slice()))
+                .map_err(|_| io::Error::other("job process list too large"))?;
+            // SAFETY: `self.job` is a valid job handle with JOB_OBJECT_QUERY; `buffer` is
+            // writable, `bytes` long and aligned for the structure (its fields are u32, u32,
+            // then usize ids: the header is `skip` usizes); the returned length is not asked
+            // for.
+            let ok = check(unsafe {
+                QueryInformationJobObject(
+                    self.job.raw(),
+                    JobObjectBasicProcessIdList,
+                    header.cast(),
+                    bytes,
+                    std::ptr::null_mut(),
+                )
+            });
+            // SAFETY: the header was initialised (zeroed) above and written by the call.
+            let (assigned, listed) = unsafe {
+                (
+                    (*header).NumberOfAssignedProcesses as usize,
+                    (*header).NumberOfProcessIdsInList as usize,
+                )
+            };
+            match ok {
+                Ok(()) => {
+                    return Ok(buffer[skip..skip + listed.min(room)]
+                        .iter()
+                        .filter_map(|&id| u32::try_from(id).ok())
+                        .map(|pid| TreeMember { pid, exited: false })
+                        .collect());
+                }
+                // ERROR_MORE_DATA: room for all of them (and a few started meanwhile), again.
+                Err(_) if assigned > room => room = assigned + 16,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The CPU time of the whole tree (the job's accounting, ended processes included) and the

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `handle.rs` | owned handles, opening threads and processes, UTF-16 and `FILETIME` |
 //! | `affinity.rs` | group affinity of a thread (`SetThreadGroupAffinity`), of a process (`SetProcessAffinityMask`), CPU sets (`SetProcessDefaultCpuSets`): the real calls behind `sys/groups.rs` |
-//! | `child.rs` | starting a program suspended in a job object, placing and resuming it, killing and accounting its tree; `cmd /C`; `PATHEXT`; Ctrl-C |
+//! | `child.rs` | starting a program suspended in a job object, placing and resuming it, killing, listing and accounting its tree; `cmd /C`; `PATHEXT`; Ctrl-C |
 //! | `counters.rs` | this process's and thread's CPU times, peak working set, current processor, a thread's context switches (thread profiling) |
 //! | `processes.rs` | processes and threads (ToolHelp snapshots), thread creation times, a process's state and executable |
 //! | `cpu_stat.rs` | per-processor idle, kernel and user time |
