@@ -480,6 +480,15 @@ fn each_run_has_its_own_peak_memory() {
     util::assert_ok(&out);
     let runs = util::read_jsonl(&dir.join("runs.jsonl"));
     for r in &runs {
+        // The program's own counts, from its wait4 record.
+        for count in [
+            "user_s",
+            "sys_s",
+            "voluntary_ctx_switches",
+            "involuntary_ctx_switches",
+        ] {
+            assert!(r["record"][count].is_number(), "{count}: {r}");
+        }
         let rss = r["record"]["peak_rss_bytes"].as_f64().unwrap() / f64::from(1u32 << 20);
         match r["threads"].as_u64().unwrap() {
             1 => assert!(rss > 150.0, "{rss} MiB: {r}"),

@@ -1,7 +1,7 @@
 //! The README's commands run as written: every `coretune …` line of its code blocks (and the
 //! `$ coretune …` lines of its transcripts), in a scratch folder that holds the files they name
-//! (`./app`, `./render`, `topo.xml`, `epyc.xml`, the README's own `rules.toml`, a finished
-//! sweep for `--resume`), with the `coretune` under test first on `PATH` and the scratch folder
+//! (`./app`, `./render`, `topo.xml`, `epyc.xml`, the README's own `rules.toml` and
+//! `nginx.conf`, a finished sweep for `--resume`), with the `coretune` under test first on `PATH` and the scratch folder
 //! as `HOME`. Each must end as the README says: 0, or the status of the error it shows.
 //!
 //! Left out, each for a reason stated in [`skipped`]: what needs a Slurm cluster
@@ -31,6 +31,14 @@ fn skipped(line: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Whether `program` is on `PATH`.
+fn installed(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Lines that must end with a status other than 0, as the README shows them.
@@ -136,6 +144,13 @@ fn scratch() -> tempfile::TempDir {
         .and_then(|rest| rest.split("```").next())
         .unwrap();
     std::fs::write(d.join("rules.toml"), rules).unwrap();
+    // The server example's configuration, as the README shows it.
+    let nginx = readme
+        .split("```nginx\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    std::fs::write(d.join("nginx.conf"), nginx).unwrap();
     // A finished sweep where `--resume` looks for it.
     util::copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-0.1.0/external"),
@@ -173,6 +188,20 @@ fn every_readme_command_runs_as_written() {
         }
         if line.contains("os=eth0") && !Path::new("/sys/class/net/eth0").exists() {
             eprintln!("not run (this machine has no eth0): {line}");
+            continue;
+        }
+        // The examples of real programs and servers need them installed (make test does).
+        if let Some(tool) = [
+            "sysbench",
+            "nginx",
+            "wrk",
+            "redis-server",
+            "redis-benchmark",
+        ]
+        .into_iter()
+        .find(|t| line.contains(&format!("{t} ")) && !installed(t))
+        {
+            eprintln!("not run ({tool} is not installed): {line}");
             continue;
         }
         if line.contains("man -l") && Command::new("man").arg("--version").output().is_err() {

@@ -361,6 +361,9 @@ pub enum ConfigError {
         /// Why, naming the expression.
         error: CpuSetError,
     },
+    /// A server's `--client-cpus` does not resolve here.
+    #[error("--client-cpus {0}")]
+    ClientCpus(CpuSetError),
     /// The placement cannot be planned.
     #[error("{0}")]
     Placement(PlacementError),

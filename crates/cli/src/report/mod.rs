@@ -194,16 +194,31 @@ pub(crate) fn cells(c: &ConfigRow) -> [String; 5] {
     ]
 }
 
-/// The sweep's objectives other than wall time (which the time columns show), with their index
-/// in the plan: the columns the tables add.
-pub(crate) fn extra_objectives(report: &SweepReport) -> Vec<(usize, Objective)> {
-    report
-        .design
-        .objectives()
-        .into_iter()
+/// The columns the tables add after the time's: the sweep's objectives other than wall time
+/// (with their index in the plan), then every other metric read from the program's output
+/// (`None`: not an objective), so that a server's report shows its requests/s and its p99
+/// whichever one it was tuned on.
+pub(crate) fn extra_objectives(report: &SweepReport) -> Vec<(Option<usize>, Objective)> {
+    let objectives = report.design.objectives();
+    let mut columns: Vec<(Option<usize>, Objective)> = objectives
+        .iter()
+        .cloned()
         .enumerate()
         .filter(|(_, o)| !o.is_time())
-        .collect()
+        .map(|(i, o)| (Some(i), o))
+        .collect();
+    let named = |name: &str| objectives.iter().any(|o| o.name() == name);
+    for m in report.metrics.iter().filter(|m| !named(&m.name)) {
+        columns.push((
+            None,
+            Objective {
+                quantity: Quantity::Metric(m.name.clone()),
+                higher_is_better: m.higher_is_better,
+                unit: m.unit.clone(),
+            },
+        ));
+    }
+    columns
 }
 
 /// The Pareto front as one line (`Pareto front of eps and cpu (better on one costs on another):
@@ -242,14 +257,19 @@ pub(crate) fn objective_heading(o: &Objective) -> String {
     }
 }
 
-/// A row's cell for objective `i` of the plan: its median, without the unit the heading has.
+/// A row's cell for objective `i` of the plan (`None`: the metric `o` names): its median,
+/// without the unit the heading has.
 pub(crate) fn objective_cell(
     report: &SweepReport,
     c: &ConfigRow,
-    i: usize,
+    i: Option<usize>,
     o: &Objective,
 ) -> String {
-    let Some(v) = c.objective_median(&report.design.objectives(), i) else {
+    let value = match i {
+        Some(i) => c.objective_median(&report.design.objectives(), i),
+        None => c.metrics.get(o.name()).map(|m| m.median),
+    };
+    let Some(v) = value else {
         return "–".into();
     };
     match o.quantity {

@@ -389,11 +389,32 @@ impl ChildProbe {
         self.finish_with(None)
     }
 
+    /// A measurement of `wall` with another program's resource use: a server's, while its
+    /// client's run is what was timed.
+    pub(crate) fn with_usage(wall: Duration, usage: Option<ResourceUsage>) -> Measurement {
+        let probe = Self {
+            start: Instant::now(),
+            usage: None,
+        };
+        Measurement {
+            wall,
+            ..probe.finish_with(usage)
+        }
+    }
+
     /// [`ChildProbe::finish`] with the tree's own accounting when the OS keeps one.
     pub(crate) fn finish_with(self, tree: Option<ResourceUsage>) -> Measurement {
         let wall = self.start.elapsed();
         let ((user, sys), vcs, ivcs, maxrss) = match tree {
-            Some(tree) => usage_delta(Some(&ResourceUsage::default()), Some(&tree)),
+            // The program's own figures, from zero (a count the OS does not keep stays absent).
+            Some(tree) => usage_delta(
+                Some(&ResourceUsage {
+                    voluntary_ctx_switches: Some(0),
+                    involuntary_ctx_switches: Some(0),
+                    ..ResourceUsage::default()
+                }),
+                Some(&tree),
+            ),
             None => {
                 let end = sys::resource_usage(UsageOf::Children).ok();
                 usage_delta(self.usage.as_ref(), end.as_ref())

@@ -306,6 +306,12 @@ impl Launched {
         self.tree.members()
     }
 
+    /// Reaps the exited processes of its tree that were handed to coretune (see
+    /// `sys::adopt_orphans`), and returns their resource use added up.
+    pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
+        self.tree.reap_orphans()
+    }
+
     /// The CPU time and peak memory of the whole tree so far, where the OS keeps them for it
     /// (Windows: the job object's accounting); `None` elsewhere.
     pub(crate) fn usage(&self) -> Option<ResourceUsage> {

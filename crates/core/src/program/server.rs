@@ -238,6 +238,29 @@ pub enum ServerError {
     },
 }
 
+impl ServerError {
+    /// The end of the server's stderr, when the error kept it.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            Self::Died { stderr_tail, .. }
+            | Self::NotReady { stderr_tail, .. }
+            | Self::Left { stderr_tail, .. } => stderr_tail.as_deref(),
+            Self::Start(_) | Self::Io { .. } => None,
+        }
+    }
+}
+
+/// Two resource records added up, either possibly absent.
+fn add_usage(
+    a: Option<crate::sys::ResourceUsage>,
+    b: Option<crate::sys::ResourceUsage>,
+) -> Option<crate::sys::ResourceUsage> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.plus(b)),
+        (one, None) | (None, one) => one,
+    }
+}
+
 /// `; its stderr ends: LAST LINE`, or nothing without stderr.
 fn stderr_says(tail: &Option<String>) -> String {
     tail.as_deref()
@@ -270,6 +293,9 @@ pub struct Stopped {
     pub killed: bool,
     /// The end of its stderr, when it wrote any.
     pub stderr_tail: Option<String>,
+    /// Its CPU time, context switches and peak memory over its whole life, with the children
+    /// it waited for (nginx's workers), where the OS gives them for the one program.
+    pub(crate) usage: Option<crate::sys::ResourceUsage>,
 }
 
 /// A running server: its process tree (a process group of its own; on Windows a job object),
@@ -282,6 +308,8 @@ pub struct Server {
     stderr: Option<File>,
     /// Its tree has been ended and the server reaped.
     ended: bool,
+    /// What the processes of its group that outlived it and were reaped here used.
+    orphans: std::cell::Cell<Option<crate::sys::ResourceUsage>>,
 }
 
 impl Server {
@@ -316,12 +344,16 @@ impl Server {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(child_stderr);
+        // A worker that outlives the server's master comes to coretune, to be reaped and
+        // counted, not to an init that may leave it a zombie (not fatal: it is then not counted).
+        let _ = crate::sys::adopt_orphans();
         let launched = spawn_own_tree(cmd, cpus)?;
         let mut server = Self {
             launched,
             program,
             stderr,
             ended: false,
+            orphans: std::cell::Cell::new(None),
         };
         server.wait_ready(ready, ready_timeout)?;
         Ok(server)
@@ -405,6 +437,7 @@ impl Server {
                 ended_before,
                 killed,
                 stderr_tail,
+                usage: add_usage(self.launched.usage(), self.orphans.get()),
             })
         } else {
             Err(ServerError::Left {
@@ -492,8 +525,22 @@ impl Server {
             .collect())
     }
 
-    /// The processes of the tree; none where the OS does not list them.
+    /// The processes of its tree now (the server and what it started: nginx's workers), for
+    /// telling its threads from others' in a run's samples; empty where the OS does not list
+    /// a tree's processes.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.members()
+            .map(|m| m.iter().map(|m| m.pid).collect())
+            .unwrap_or_default()
+    }
+
+    /// The processes of the tree; none where the OS does not list them. Those that exited and
+    /// were handed to coretune are reaped first (and their use counted).
     fn members(&self) -> Result<Vec<crate::sys::TreeMember>, ServerError> {
+        if let Some(reaped) = self.launched.reap_orphans() {
+            self.orphans
+                .set(add_usage(self.orphans.get(), Some(reaped)));
+        }
         match self.launched.members() {
             Ok(members) => Ok(members),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(Vec::new()),

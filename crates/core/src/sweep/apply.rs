@@ -151,8 +151,10 @@ fn runtime_lines(
     placement: &Placement,
     restricted: bool,
 ) -> Vec<String> {
+    // The program's name: the first word (a `--shell` or `--server` command is one string).
     let program = argv
         .first()
+        .and_then(|a| a.split_whitespace().next())
         .and_then(|a| std::path::Path::new(a).file_name())
         .and_then(|a| a.to_str())
         .unwrap_or("");

@@ -212,7 +212,7 @@ impl SweepResults<'_> {
             .flatten();
         let topology = topology.or(own.as_ref());
         let spec = self.spec;
-        SweepReport::build(
+        let mut report = SweepReport::build(
             spec.target.clone(),
             machine,
             spec.design.clone(),
@@ -227,7 +227,9 @@ impl SweepResults<'_> {
                     super::apply::apply_lines(t, &spec.target, c, spec.settings.binding)
                 })
             },
-        )
+        );
+        report.metrics.clone_from(&spec.settings.metrics);
+        report
     }
 
     /// What the per-run plots of `report` draw ([`RunView::choose`]), from the folder's

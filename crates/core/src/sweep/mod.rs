@@ -82,7 +82,7 @@ pub use report::{
 };
 pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
-pub use target::{RunSettings, SWEEP_SCHEMA, SweepSpec, Target};
+pub use target::{RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
 
 use crate::grid::{Config, ConfigError, Family, Grid};
 use crate::measure::{Noise, NoiseProbe, Summary};
@@ -586,6 +586,9 @@ pub enum SweepError {
     /// The program cannot be started.
     #[error(transparent)]
     Launch(#[from] crate::program::LaunchError),
+    /// A server's readiness test that is neither `tcp:HOST:PORT` nor a command.
+    #[error(transparent)]
+    Ready(#[from] crate::program::server::ParseReadyError),
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),

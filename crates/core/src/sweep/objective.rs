@@ -213,6 +213,7 @@ impl MetricSpec {
             let t = s.trim().replace(',', "");
             t.parse::<f64>()
                 .ok()
+                .or_else(|| self.duration(&t))
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| missing(&format!("'{}' is not a number", s.trim())))
         };
@@ -250,6 +251,29 @@ impl MetricSpec {
                 }
             }
         }
+    }
+}
+
+impl MetricSpec {
+    /// A duration with its unit (`850.00us`, `1.44ms`, `2.1s`: wrk writes each latency in the
+    /// unit that suits it) in this metric's time `--unit`; `None` when the metric has no time
+    /// unit or the text is not one.
+    fn duration(&self, text: &str) -> Option<f64> {
+        let scale = |unit: &str| -> Option<f64> {
+            Some(match unit {
+                "ns" => 1e-9,
+                "us" | "µs" => 1e-6,
+                "ms" => 1e-3,
+                "s" => 1.0,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                _ => return None,
+            })
+        };
+        let to = scale(self.unit.as_deref()?)?;
+        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (value, unit) = text.split_at(split);
+        Some(value.parse::<f64>().ok()? * scale(unit.trim())? / to)
     }
 }
 
@@ -549,6 +573,25 @@ mod test {
         );
         let e = spec(r"x=x=(\w+)").read_from("x=abc").unwrap_err();
         assert!(e.contains("'abc' is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_latency_with_its_unit_is_read_in_the_metrics_time_unit() {
+        let mut p99 = spec(r"p99=99%\s+(\S+)");
+        // Without a time unit the text must be a number.
+        assert!(p99.read_from("99%  850.00us").is_err());
+        p99.unit = Some("ms".into());
+        for (text, ms) in [
+            ("99%  850.00us", 0.85),
+            ("99%  1.44ms", 1.44),
+            ("99%  2.10s", 2100.0),
+        ] {
+            let got = p99.read_from(text).unwrap();
+            assert!((got - ms).abs() < 1e-9, "{text}: {got}");
+        }
+        assert_eq!(p99.read_from("99%  7"), Ok(7.0));
+        let e = p99.read_from("99%  3.0MB").unwrap_err();
+        assert!(e.contains("'3.0MB' is not a number"), "{e}");
     }
 
     #[test]

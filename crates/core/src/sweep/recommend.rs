@@ -178,7 +178,12 @@ pub fn recommend(
                 "other objectives"
             },
             others.join(", "),
-            if front.contains(&chosen.config) {
+            if front == [chosen.config.clone()] {
+                format!(
+                    "it is the Pareto front of {} alone: no other configuration is better on any",
+                    names.join(" and ")
+                )
+            } else if front.contains(&chosen.config) {
                 format!(
                     "it is on the Pareto front of {} with {}",
                     names.join(" and "),
@@ -212,28 +217,28 @@ pub fn recommend(
         best_of(&|c| same(c) && c.place.is_pinned()),
     ) {
         let gain = pct(pin_e.median, os_e.median);
-        let n = chosen.config.threads;
+        let n = crate::sys::counted(chosen.config.threads, "thread");
         if !noise_known {
             reason.push(format!(
-                "At {n} threads pinning ({}) {} {:.1}% (one run each: not told from noise).",
+                "At {n} pinning ({}) {} {:.1}% (one run each: not told from noise).",
                 pinned.config.place,
                 if gain >= 0.0 { "gains" } else { "costs" },
                 gain.abs()
             ));
         } else if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
             reason.push(format!(
-                "At {n} threads pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
+                "At {n} pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
                 pinned.config.place
             ));
         } else if gain >= 0.0 {
             reason.push(format!(
-                "At {n} threads pinning ({}) gains {gain:.1}%, within noise: leave placement to \
+                "At {n} pinning ({}) gains {gain:.1}%, within noise: leave placement to \
                  the OS.",
                 pinned.config.place
             ));
         } else {
             reason.push(format!(
-                "At {n} threads pinning ({}) costs {:.1}%: leave placement to the OS.",
+                "At {n} pinning ({}) costs {:.1}%: leave placement to the OS.",
                 pinned.config.place, -gain
             ));
         }

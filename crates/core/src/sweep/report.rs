@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::objective::{Objective, Quantity};
+use super::objective::{MetricSpec, Objective, Quantity};
 use super::recommend::{Recommendation, pareto, recommend};
 use super::target::Target;
 use super::{ConfigSummary, Design, RunLine, Status, summarize};
@@ -300,6 +300,10 @@ pub struct SweepReport {
     pub recommendation: Option<Recommendation>,
     /// Run counts.
     pub runs: RunCounts,
+    /// How each metric of the program's output was read (`--metric`), with its direction and
+    /// unit (empty without metrics).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricSpec>,
 }
 
 impl SweepReport {
@@ -362,6 +366,7 @@ impl SweepReport {
             usl,
             recommendation,
             runs,
+            metrics: Vec::new(),
         }
     }
 
@@ -386,8 +391,10 @@ impl SweepReport {
                 crate::sys::counted(lines.len(), "run"),
                 first.config,
                 first.error.as_deref().unwrap_or("failed"),
+                // Unless the error ends quoting it already (a server's does).
                 first
                     .last_stderr_line()
+                    .filter(|l| !first.error.as_deref().unwrap_or("").ends_with(l))
                     .map_or_else(String::new, |l| format!(": {l}"))
             ),
         })

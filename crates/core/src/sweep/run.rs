@@ -25,13 +25,15 @@
 //! thread's CPU during the run.
 
 use std::collections::BTreeMap;
+
+use hwlocality::cpu::cpuset::CpuSet;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::objective::{MetricSource, read_metrics};
-use super::target::{RunSettings, Target};
+use super::target::{RunSettings, ServerSettings, Target};
 use super::{Outcome, SweepError};
 use crate::cpuset::Warning;
 use crate::grid::{Config, ConfigError, Grid, MachineCounts};
@@ -39,6 +41,7 @@ use crate::measure::ChildProbe;
 use crate::placement::{Binding, Placement};
 use crate::program;
 use crate::program::pin::{self, PerThread, ProgramInfo};
+use crate::program::server::{Ready, Server, file_tail};
 use crate::program::watch::{Monitor, Sample};
 use crate::sys::format_list;
 use crate::sys::set_to_vec;
@@ -66,6 +69,8 @@ enum Prepared {
         program: Option<ProgramInfo>,
         /// The pinning library, or why it is not there.
         library: Result<PathBuf, String>,
+        /// A server's readiness test and client (`--server`), checked.
+        server: Option<Box<(ServerSettings, Ready)>>,
     },
 }
 
@@ -160,6 +165,11 @@ impl<'t> Runner<'t> {
                         prepare: settings.prepare.clone(),
                         program: inspected,
                         library: pin::find_library(),
+                        server: settings
+                            .server
+                            .clone()
+                            .map(|s| s.ready.parse().map(|ready| Box::new((s, ready))))
+                            .transpose()?,
                     },
                 )
             }
@@ -272,6 +282,18 @@ impl<'t> Runner<'t> {
                 })?;
             warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
         }
+        let client_cpus = match &self.prepared {
+            Prepared::Command {
+                server: Some(server),
+                ..
+            } => server.0.client_cpus.as_deref(),
+            _ => None,
+        };
+        if let Some(expr) = client_cpus {
+            let cpus: crate::grid::Cpus = expr.parse().map_err(ConfigError::ClientCpus)?;
+            cpus.resolve(self.topology)
+                .map_err(ConfigError::ClientCpus)?;
+        }
         Ok(warnings)
     }
 
@@ -371,8 +393,23 @@ impl<'t> Runner<'t> {
             (None, Some(_)) => Monitor::start_self_threads(CHECK_EVERY).ok(),
             (None, None) => None,
         };
+        // A server's client runs beside it: only the server's processes are the
+        // configuration's.
+        let mut server_pids = None;
         let mut outcome = match &self.prepared {
             Prepared::Builtin(w) => self.run_builtin(w, config, &placement),
+            Prepared::Command {
+                argv,
+                server: Some(server),
+                ..
+            } => self.run_server(
+                &argv[0],
+                server,
+                config,
+                &placement,
+                per_thread.as_ref(),
+                &mut server_pids,
+            ),
             Prepared::Command {
                 argv,
                 shell,
@@ -387,7 +424,13 @@ impl<'t> Runner<'t> {
                 per_thread.as_ref(),
             ),
         };
-        let samples = monitor.map(Monitor::finish).unwrap_or_default();
+        let mut samples = monitor.map(Monitor::finish).unwrap_or_default();
+        if let Some(pids) = server_pids {
+            for s in &mut samples {
+                s.threads
+                    .retain(|t| u32::try_from(t.pid).is_ok_and(|p| pids.contains(&p)));
+            }
+        }
         if let (Outcome::Done(record), Some(per_thread)) = (&mut outcome, &per_thread) {
             let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
             record.pinning = Some(Box::new(pin::check_samples(
@@ -448,6 +491,169 @@ impl<'t> Runner<'t> {
                 limit.as_secs_f64()
             )),
         }
+    }
+
+    /// One run of a server: started with the configuration (CPU set, placement, environment),
+    /// waited for until ready, loaded by its client once (on the client's own CPUs), stopped.
+    /// The run's time is the client's; its CPU time, context switches and peak memory are the
+    /// server's, over its life (read when it is reaped: nothing samples it meanwhile); the
+    /// metrics are read from the client's output. `server_pids` is set to the server's
+    /// processes when the client has ended (one listing, before the server is stopped): the
+    /// pinning check looks at their threads only, not at the client's.
+    fn run_server(
+        &self,
+        command: &str,
+        (server, ready): &(ServerSettings, Ready),
+        c: &Config,
+        placement: &Placement,
+        per_thread: Option<&PerThread>,
+        server_pids: &mut Option<Vec<u32>>,
+    ) -> Outcome {
+        let cpus = format_list(&set_to_vec(&placement.union()));
+        let mut cmd = program::shell_command(&substitute(command, c, &cpus));
+        placed_env(&mut cmd, c, placement, per_thread);
+        let restrict = c.is_restricted().then(|| placement.union());
+        let ready_timeout =
+            Duration::try_from_secs_f64(server.ready_timeout_s).unwrap_or(Duration::from_secs(10));
+        let running = match Server::start(cmd, restrict.as_ref(), ready, ready_timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome::ProgramFailed {
+                    stderr_tail: e.stderr_tail().map(str::to_owned),
+                    error: e.to_string(),
+                };
+            }
+        };
+        // The client: on its CPUs, its output kept for the metrics and a failure's reason.
+        let client_set = match self.client_cpus(server, placement) {
+            Ok((set, _)) => set,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let words = substitute(&server.client, c, &cpus);
+        let mut cmd = program::shell_command(&words);
+        let (stdout, stderr) = (tempfile::tempfile().ok(), tempfile::tempfile().ok());
+        let to = |f: Option<&std::fs::File>| {
+            f.and_then(|f| f.try_clone().ok())
+                .map_or_else(Stdio::null, Stdio::from)
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(to(stdout.as_ref()))
+            .stderr(to(stderr.as_ref()));
+        let probe = ChildProbe::start();
+        let mut child = match program::spawn_own_tree(cmd, Some(&client_set)) {
+            Ok(child) => child,
+            Err(e) => return Outcome::Failed(format!("--client: {e}")),
+        };
+        // Blocked until the client ends or the run's time is up.
+        let status = match child.wait_timeout(self.settings.timeout) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                child.kill();
+                let _ = child.wait();
+                let _ = running.stop(SERVER_GRACE);
+                return Outcome::Timeout;
+            }
+            Err(e) => return Outcome::Failed(format!("waiting for the client: {e}")),
+        };
+        let wall = probe.elapsed();
+        *server_pids = Some(running.pids());
+        let stopped = match running.stop(SERVER_GRACE) {
+            Ok(stopped) => stopped,
+            Err(e) => {
+                return Outcome::ProgramFailed {
+                    stderr_tail: e.stderr_tail().map(str::to_owned),
+                    error: e.to_string(),
+                };
+            }
+        };
+        if stopped.ended_before {
+            return Outcome::ProgramFailed {
+                error: format!("the server ended while its client ran ({})", stopped.status),
+                stderr_tail: stopped.stderr_tail,
+            };
+        }
+        let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
+        let stderr = all(stderr);
+        if crate::sys::stopped_by_request(status) {
+            return Outcome::Stopped(format!(
+                "the client was ended by signal {}",
+                program::exit_code(status) - 128
+            ));
+        }
+        if !status.success() {
+            return Outcome::ProgramFailed {
+                error: format!(
+                    "the client exited with status {}",
+                    program::exit_code(status)
+                ),
+                stderr_tail: stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES)),
+            };
+        }
+        let stdout = all(stdout).unwrap_or_default();
+        finished(
+            ChildProbe::with_usage(wall, stopped.usage),
+            self.read_metrics(c, &cpus, &stdout, stderr),
+        )
+    }
+
+    /// The CPUs a server's client runs on for `placement`, and whether they are shared with the
+    /// server: `--client-cpus`, else those the server's configuration leaves free, else all.
+    fn client_cpus(
+        &self,
+        server: &ServerSettings,
+        placement: &Placement,
+    ) -> Result<(CpuSet, bool), String> {
+        let all = self.topology.cpuset();
+        let set = match &server.client_cpus {
+            Some(expr) => {
+                let cpus: crate::grid::Cpus = expr
+                    .parse()
+                    .map_err(|e| format!("--client-cpus '{expr}': {e}"))?;
+                let (set, _) = cpus
+                    .resolve(self.topology)
+                    .map_err(|e| format!("--client-cpus '{expr}': {e}"))?;
+                set.unwrap_or(all)
+            }
+            None => {
+                let mut free = all.clone();
+                free -= &placement.union();
+                if free.is_empty() { all } else { free }
+            }
+        };
+        let mut shared = set.clone();
+        shared &= &placement.union();
+        Ok((set, !shared.is_empty()))
+    }
+
+    /// The warning to show before a server sweep whose client shares CPUs with the server in
+    /// some configuration of `grid` (every CPU used by the server, or `--client-cpus` among
+    /// them): the load generator then competes with what it measures.
+    pub fn client_warning(&self, grid: &Grid) -> Option<String> {
+        let Prepared::Command {
+            server: Some(server),
+            ..
+        } = &self.prepared
+        else {
+            return None;
+        };
+        let server = &server.0;
+        let shared: Vec<String> = grid
+            .configs()
+            .into_iter()
+            .filter_map(|c| {
+                let placement = c.placement(self.topology, self.settings.binding).ok()?;
+                let (_, shared) = self.client_cpus(server, &placement).ok()?;
+                shared.then(|| c.to_string())
+            })
+            .collect();
+        let first = shared.first()?;
+        Some(format!(
+            "the client shares CPUs with the server in {} ({first}{}): the load generator \
+             competes with what it measures; --cpus keeps some free for it, --client-cpus \
+             chooses its CPUs",
+            crate::sys::counted(shared.len(), "configuration"),
+            if shared.len() > 1 { ", …" } else { "" }
+        ))
     }
 
     fn run_command(
@@ -517,18 +723,7 @@ impl<'t> Runner<'t> {
             cmd.stdout(to(stdout_file.as_ref()))
                 .stderr(to(stderr_file.as_ref()));
         }
-        match per_thread {
-            Some(per_thread) => {
-                let preload = std::env::var("LD_PRELOAD").ok();
-                cmd.envs(per_thread.env(c.threads, placement, preload.as_deref()));
-                for name in per_thread.cleared_env() {
-                    cmd.env_remove(name);
-                }
-            }
-            None => {
-                cmd.envs(program::thread_env(c.threads, Some(placement)));
-            }
-        }
+        placed_env(&mut cmd, c, placement, per_thread);
         let restrict = c.is_restricted().then(|| placement.union());
         let probe = ChildProbe::start();
         let mut child = match program::spawn_own_tree(cmd, restrict.as_ref()) {
@@ -567,72 +762,93 @@ impl<'t> Runner<'t> {
                 stderr_tail: stderr_file.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
             };
         }
+        let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
         let metrics = if metrics.is_empty() {
-            BTreeMap::new()
+            Ok(BTreeMap::new())
         } else {
-            let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-            let stderr = all(stderr_file);
-            let read = read_metrics(
-                metrics,
-                &all(stdout_file).unwrap_or_default(),
-                stderr.as_deref().unwrap_or_default(),
-                &|name| {
-                    let path = substitute(name, c, &cpus);
-                    std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
-                },
-            );
-            match read {
-                Ok(m) => m,
-                Err(error) => {
-                    return Outcome::ProgramFailed {
-                        error,
-                        stderr_tail: stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES)),
-                    };
-                }
-            }
+            let stdout = all(stdout_file).unwrap_or_default();
+            self.read_metrics(c, &cpus, &stdout, all(stderr_file))
         };
-        let work = Work {
-            amount: 1.0,
-            unit: Unit::RunsPerSec,
-            kernel_time: None,
-        };
-        Outcome::Done(RunRecord {
-            metrics,
-            throughput: work.throughput(measurement.wall),
-            verified: true,
-            verify_error: None,
-            checksum: None,
-            measurement,
-            throttle_trace: Vec::new(),
-            pinning: None,
-        })
+        finished(measurement, metrics)
+    }
+
+    /// The metrics of a finished run from its outputs (`cpus`: its CPU list, for a
+    /// `--metric-from` file's placeholders), or why one is missing, with the end of its stderr.
+    fn read_metrics(
+        &self,
+        c: &Config,
+        cpus: &str,
+        stdout: &str,
+        stderr: Option<String>,
+    ) -> Result<BTreeMap<String, f64>, (String, Option<String>)> {
+        read_metrics(
+            &self.settings.metrics,
+            stdout,
+            stderr.as_deref().unwrap_or_default(),
+            &|name| {
+                let path = substitute(name, c, cpus);
+                std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
+            },
+        )
+        .map_err(|error| (error, stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES))))
     }
 }
+
+/// A program's completed run: its measurement and metrics (or, failing a metric, the failed
+/// run with why and the end of its stderr). Its result is not checked by coretune: it ran to a
+/// zero exit, and that is its verification.
+fn finished(
+    measurement: crate::measure::Measurement,
+    metrics: Result<BTreeMap<String, f64>, (String, Option<String>)>,
+) -> Outcome {
+    let metrics = match metrics {
+        Ok(m) => m,
+        Err((error, stderr_tail)) => return Outcome::ProgramFailed { error, stderr_tail },
+    };
+    let work = Work {
+        amount: 1.0,
+        unit: Unit::RunsPerSec,
+        kernel_time: None,
+    };
+    Outcome::Done(RunRecord {
+        metrics,
+        throughput: work.throughput(measurement.wall),
+        verified: true,
+        verify_error: None,
+        checksum: None,
+        measurement,
+        throttle_trace: Vec::new(),
+        pinning: None,
+    })
+}
+
+/// The environment a program of configuration `c` starts with: the pinning library's for a
+/// placement it places thread by thread, else the runtimes' thread-count variables.
+fn placed_env(
+    cmd: &mut Command,
+    c: &Config,
+    placement: &Placement,
+    per_thread: Option<&PerThread>,
+) {
+    match per_thread {
+        Some(per_thread) => {
+            let preload = std::env::var("LD_PRELOAD").ok();
+            cmd.envs(per_thread.env(c.threads, placement, preload.as_deref()));
+            for name in per_thread.cleared_env() {
+                cmd.env_remove(name);
+            }
+        }
+        None => {
+            cmd.envs(program::thread_env(c.threads, Some(placement)));
+        }
+    }
+}
+
+/// How long a server gets to end after SIGTERM before SIGKILL.
+const SERVER_GRACE: Duration = Duration::from_secs(5);
 
 /// How much of a failed run's stderr `runs.jsonl` keeps: its end, where the reason usually is.
 pub(crate) const STDERR_TAIL_BYTES: u64 = 4096;
-
-/// The last `max` bytes of what a program wrote to `file` (from its first whole line when cut,
-/// lossy UTF-8); `None` when it wrote nothing.
-fn file_tail(mut file: std::fs::File, max: u64) -> Option<String> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    let len = file.seek(SeekFrom::End(0)).ok()?;
-    if len == 0 {
-        return None;
-    }
-    let start = len.saturating_sub(max);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    if start > 0 {
-        // Cut mid-line (or mid-character): start at the next whole line.
-        if let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
-            bytes.drain(..=nl);
-        }
-    }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    (!text.trim().is_empty()).then_some(text)
-}
 
 /// The last `max` bytes of `text`, from a whole line when cut.
 fn tail_of(text: &str, max: u64) -> String {

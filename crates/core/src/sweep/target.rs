@@ -69,6 +69,28 @@ pub struct RunSettings {
     /// without).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<MetricSpec>,
+    /// The program is a server measured under a load generator (`--server`, `--ready`,
+    /// `--client`; absent for programs that run to their end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerSettings>,
+}
+
+/// How a server target is run: each run starts the target's command (the server) with the
+/// configuration, waits until it is ready, runs the client (the load generator) once, reads the
+/// metrics from the client's output and stops the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerSettings {
+    /// When the server is ready: `tcp:HOST:PORT` (it accepts a connection) or a shell command
+    /// that succeeds.
+    pub ready: String,
+    /// The longest the server may take to be ready, seconds.
+    pub ready_timeout_s: f64,
+    /// The client's shell command (placeholders substituted).
+    pub client: String,
+    /// The CPUs the client runs on, as a CPU-set expression (absent: those the server's
+    /// configuration does not use, or all when it uses every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpus: Option<String>,
 }
 
 /// `sweep.json`: everything needed to continue or re-report a sweep.

@@ -75,9 +75,9 @@ pub(crate) use utc::{since_epoch, utc_text};
 
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
-    ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file,
-    is_no_such_task, is_path, open_program, prepare_child, rebind_threads, set_task_affinity,
-    shell_command, stopped_by_request, task_affinity,
+    ChildTree, adopt_orphans, executable_candidates, exit_signal, forward_signals_to,
+    is_executable_file, is_no_such_task, is_path, open_program, prepare_child, rebind_threads,
+    set_task_affinity, shell_command, stopped_by_request, task_affinity,
 };
 
 // A started program's memory policy (`run --mem`).
@@ -395,6 +395,24 @@ pub(crate) struct ResourceUsage {
     pub(crate) max_rss_bytes: u64,
 }
 
+impl ResourceUsage {
+    /// Two processes' use added up: their CPU times and switches, and the larger peak memory
+    /// (a count one of them lacks is lacking in the sum).
+    pub(crate) fn plus(self, other: Self) -> Self {
+        let add = |a: Option<u64>, b: Option<u64>| Some(a? + b?);
+        Self {
+            user: self.user + other.user,
+            system: self.system + other.system,
+            voluntary_ctx_switches: add(self.voluntary_ctx_switches, other.voluntary_ctx_switches),
+            involuntary_ctx_switches: add(
+                self.involuntary_ctx_switches,
+                other.involuntary_ctx_switches,
+            ),
+            max_rss_bytes: self.max_rss_bytes.max(other.max_rss_bytes),
+        }
+    }
+}
+
 /// The CPUs a cgroup cpuset allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CgroupCpus {
@@ -479,6 +497,7 @@ mod test {
             rebind_threads: fn(i32, &[i32], &CpuSet) -> RebindResult,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
+            adopt_orphans: fn() -> io::Result<()>,
             stopped_by_request: fn(ExitStatus) -> bool,
             is_no_such_task: fn(&io::Error) -> bool,
             is_executable_file: fn(&Path) -> bool,
@@ -582,6 +601,7 @@ mod test {
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::terminate;
                 let _: fn(&$os::ChildTree) -> io::Result<Vec<TreeMember>> = $os::ChildTree::members;
                 let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::usage;
+                let _: fn(&$os::ChildTree) -> Option<ResourceUsage> = $os::ChildTree::reap_orphans;
                 let _: fn(
                     &$os::ChildTree,
                     &mut std::process::Child,

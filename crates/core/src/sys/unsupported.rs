@@ -123,6 +123,10 @@ impl ChildTree {
         None
     }
 
+    pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
+        None
+    }
+
     /// Waits for `child` to end, or at most `timeout`. Where the OS gives no way to wait with a
     /// timeout the standard library reaches, `try_wait` every 5 ms: a fallback that wakes
     /// coretune 200 times a second while the program runs (Linux and Windows block instead).
@@ -162,6 +166,11 @@ pub(crate) fn task_affinity(_tid: i32) -> io::Result<CpuSet> {
 
 pub(crate) fn is_no_such_task(_error: &io::Error) -> bool {
     false
+}
+
+/// Nothing to do where the orphans of a program's tree are not this process's to reap.
+pub(crate) fn adopt_orphans() -> io::Result<()> {
+    Ok(())
 }
 
 pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {

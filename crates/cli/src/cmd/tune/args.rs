@@ -19,9 +19,10 @@ use coretune_core::Topology;
 use coretune_core::fleet::SlurmFleet;
 use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads};
 use coretune_core::program::pin::SkipMask;
+use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
     DEFAULT_TOLERANCE_PCT, Design, MetricError, MetricSource, MetricSpec, Objective, RunSettings,
-    Strategy, Target,
+    ServerSettings, Strategy, Target,
 };
 use coretune_core::workload;
 use coretune_core::{Binding, Policy};
@@ -84,7 +85,8 @@ pub(crate) struct TuneArgs {
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
-        "metric", "higher_is_better", "unit", "objective",
+        "metric", "higher_is_better", "unit", "objective", "server", "ready", "client",
+        "client_cpus", "ready_timeout",
     ])]
     resume: Option<PathBuf>,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
@@ -141,6 +143,26 @@ pub(crate) struct TuneArgs {
     /// recommendation taken on the first. Default: the first --metric, else time.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     objective: Vec<String>,
+    /// Measure a server under a load generator instead of a program that ends: its command
+    /// (through sh -c, with the placeholders), started anew for each run with the configuration,
+    /// loaded by --client once --ready says so, then stopped (SIGTERM; SIGKILL after 5 s).
+    #[arg(long, value_name = "CMD")]
+    server: Option<String>,
+    /// When the server is ready: tcp:HOST:PORT (it accepts a connection) or a shell command
+    /// that succeeds.
+    #[arg(long, value_name = "READY")]
+    ready: Option<String>,
+    /// The load generator run against the server (through sh -c, with the placeholders); its
+    /// time is the run's, and --metric reads its output.
+    #[arg(long, value_name = "CMD")]
+    client: Option<String>,
+    /// The CPUs the client runs on (default: those the server's configuration leaves free; all
+    /// of them, with a warning, when it leaves none).
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    client_cpus: Option<String>,
+    /// The longest a server may take to be ready, in seconds.
+    #[arg(long, value_name = "SECS")]
+    ready_timeout: Option<f64>,
     #[command(flatten)]
     slurm: SlurmArgs,
     /// The program to measure, with {threads}, {cpus} and {place} placeholders.
@@ -394,7 +416,54 @@ fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
         monitor: args.monitor.map(Duration::from_millis),
         skip: args.skip,
         metrics: metrics(args)?,
+        server: server(args)?,
     })
+}
+
+/// How long a server may take to be ready when `--ready-timeout` does not say.
+const READY_TIMEOUT_S: f64 = 10.0;
+
+/// `--server`'s settings, checked: `--ready` and `--client` with it, none of them without it.
+fn server(args: &TuneArgs) -> anyhow::Result<Option<ServerSettings>> {
+    let Some(command) = &args.server else {
+        for (set, name) in [
+            (args.ready.is_some(), "--ready"),
+            (args.client.is_some(), "--client"),
+            (args.client_cpus.is_some(), "--client-cpus"),
+            (args.ready_timeout.is_some(), "--ready-timeout"),
+        ] {
+            if set {
+                bail!("{name} goes with --server CMD, the server it is about");
+            }
+        }
+        return Ok(None);
+    };
+    if command.trim().is_empty() {
+        bail!("--server: the server's command is empty");
+    }
+    let (Some(ready), Some(client)) = (&args.ready, &args.client) else {
+        bail!(
+            "--server needs --ready (tcp:HOST:PORT or a command that succeeds once it serves) \
+             and --client (the load generator's command)"
+        );
+    };
+    ready
+        .parse::<Ready>()
+        .map_err(|e| anyhow::anyhow!("--ready '{ready}': {e}"))?;
+    let ready_timeout_s = args.ready_timeout.unwrap_or(READY_TIMEOUT_S);
+    if Duration::try_from_secs_f64(ready_timeout_s).map_or(true, |d| d.is_zero()) {
+        bail!("--ready-timeout must be a positive number of seconds");
+    }
+    if let Some(expr) = &args.client_cpus {
+        expr.parse::<coretune_core::CpuSetExpr>()
+            .with_context(|| format!("--client-cpus '{expr}'"))?;
+    }
+    Ok(Some(ServerSettings {
+        ready: ready.clone(),
+        ready_timeout_s,
+        client: client.clone(),
+        client_cpus: args.client_cpus.clone(),
+    }))
 }
 
 /// `--objective` resolved against `--metric`. Without `--objective` the first metric is the
@@ -456,7 +525,7 @@ fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
         };
         specs[spec].unit = Some(unit.to_owned());
     }
-    if !specs.is_empty() && args.command.is_empty() {
+    if !specs.is_empty() && args.command.is_empty() && args.server.is_none() {
         bail!(
             "--metric reads a program's output (-- CMD); a built-in workload is judged by time, \
              cpu or rss (--objective)"
@@ -471,8 +540,22 @@ fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
     Ok(specs)
 }
 
-/// What the sweep measures: the built-in workload named (raymesh by default), or the program.
+/// What the sweep measures: the built-in workload named (raymesh by default), the program, or
+/// the server (`--server`, run through `sh -c`).
 fn target(args: &TuneArgs) -> anyhow::Result<Target> {
+    if let Some(server) = &args.server {
+        if !args.command.is_empty() || args.workload.is_some() {
+            bail!("--server CMD is what is measured: give no workload and no -- CMD with it");
+        }
+        if args.shell {
+            bail!("--server runs its command through sh -c already: drop --shell");
+        }
+        args.workload_args.check_unused()?;
+        return Ok(Target::Command {
+            argv: vec![server.clone()],
+            shell: true,
+        });
+    }
     if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
         if !workload::NAMES.contains(&name.as_str()) {
@@ -587,6 +670,11 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
         "objective",
         Some(args.objective.join(",")).filter(|o| !o.is_empty()),
     );
+    opt("server", args.server.clone());
+    opt("ready", args.ready.clone());
+    opt("client", args.client.clone());
+    opt("client-cpus", args.client_cpus.clone());
+    opt("ready-timeout", args.ready_timeout.map(|t| t.to_string()));
     opt("size", w.size.map(|s| s.to_string()));
     opt("rays", w.rays.map(|x| x.to_string()));
     opt("mib", w.mib.map(|x| x.to_string()));
@@ -643,7 +731,7 @@ mod test {
 
     #[test]
     fn sweep_args_repeat_the_sweep_on_a_node() {
-        let cases: [&[&str]; 3] = [
+        let cases: [&[&str]; 4] = [
             &[
                 "sum",
                 "--size",
@@ -702,6 +790,20 @@ mod test {
                 "4",
                 "--block-us",
                 "5",
+            ],
+            &[
+                "--server",
+                "nginx -g 'worker_processes {threads};'",
+                "--ready",
+                "tcp:127.0.0.1:8080",
+                "--client",
+                "wrk -d1s http://127.0.0.1:8080/",
+                "--client-cpus",
+                "pu:1",
+                "--ready-timeout",
+                "3.5",
+                "--metric",
+                "rps=Requests/sec: ([0-9.]+)",
             ],
             &[
                 "--shell",

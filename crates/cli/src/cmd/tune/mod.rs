@@ -235,6 +235,9 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     if let Some(note) = runner.pinning_note(grid) {
         eprintln!("coretune: {note}");
     }
+    if let Some(warning) = runner.client_warning(grid) {
+        eprintln!("coretune: warning: {warning}");
+    }
     Ok(())
 }
 

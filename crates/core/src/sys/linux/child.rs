@@ -125,6 +125,35 @@ impl ChildTree {
         self.reaped.get().map(|r| r.1)
     }
 
+    /// Reaps the processes of the program's group that have exited and were handed to this
+    /// process (after [`adopt_orphans`]: a server's workers that outlived its master), and
+    /// returns their resource use added up (`None` when none was reaped). Only the group's:
+    /// other children of this process are left to their own waits.
+    pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
+        if !self.own_group {
+            return None;
+        }
+        let mut total: Option<ResourceUsage> = None;
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: all-zero is a valid `rusage`.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: `wait4` writes through the two pointers, to locals of the right types;
+            // `-pid` names this tree's process group, whose id stays its own while it has
+            // members (no member left: ECHILD, the end of the loop).
+            let rc =
+                unsafe { libc::wait4(-self.pid, &raw mut status, libc::WNOHANG, &raw mut usage) };
+            if rc <= 0 {
+                if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return total;
+            }
+            let one = rusage(&usage);
+            total = Some(total.map_or(one, |t| t.plus(one)));
+        }
+    }
+
     /// Reaps the program if it has exited (`block`: waits until it has), keeping its status and
     /// resource use; `None` when it still runs.
     fn reap(&self, block: bool) -> io::Result<Option<ExitStatus>> {
@@ -150,22 +179,7 @@ impl ChildTree {
                 return Err(error);
             }
         }
-        let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
-        let time = |t: libc::timeval| {
-            Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-                + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
-        };
-        let reaped = (
-            ExitStatus::from_raw(status),
-            ResourceUsage {
-                user: time(usage.ru_utime),
-                system: time(usage.ru_stime),
-                voluntary_ctx_switches: Some(count(usage.ru_nvcsw)),
-                involuntary_ctx_switches: Some(count(usage.ru_nivcsw)),
-                // In KiB.
-                max_rss_bytes: count(usage.ru_maxrss) * 1024,
-            },
-        );
+        let reaped = (ExitStatus::from_raw(status), rusage(&usage));
         Ok(Some(self.reaped.get_or_init(|| reaped).0))
     }
 
@@ -215,6 +229,38 @@ impl ChildTree {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+}
+
+/// A `wait4` resource record as coretune keeps it.
+fn rusage(usage: &libc::rusage) -> ResourceUsage {
+    let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    ResourceUsage {
+        user: time(usage.ru_utime),
+        system: time(usage.ru_stime),
+        voluntary_ctx_switches: Some(count(usage.ru_nvcsw)),
+        involuntary_ctx_switches: Some(count(usage.ru_nivcsw)),
+        // In KiB.
+        max_rss_bytes: count(usage.ru_maxrss) * 1024,
+    }
+}
+
+/// Makes this process the reaper of its descendants' orphans (`PR_SET_CHILD_SUBREAPER`): a
+/// process whose parent ends before it (a server's worker that outlives its master) is handed
+/// to coretune rather than to PID 1, so that it can be reaped and counted
+/// ([`ChildTree::reap_orphans`]) instead of lingering as a zombie under an init that does not
+/// reap.
+pub(crate) fn adopt_orphans() -> io::Result<()> {
+    // SAFETY: `prctl(PR_SET_CHILD_SUBREAPER, 1)` takes integers only and affects this process.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -24,7 +24,7 @@ mod users;
 pub(crate) use super::unix_command::{executable_candidates, is_path, shell_command};
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use cgroup::{cgroup_limits, cgroup_throttling};
-pub(crate) use child::{ChildTree, prepare_child};
+pub(crate) use child::{ChildTree, adopt_orphans, prepare_child};
 
 /// `/proc` of every process, cgroups and the process-event connector: what `coretune rules` and
 /// `reserve` work through.

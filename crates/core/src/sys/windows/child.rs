@@ -97,6 +97,12 @@ impl ChildTree {
         check(unsafe { TerminateJobObject(self.job.raw(), 1) })
     }
 
+    /// Nothing to reap: a job's processes are not this process's children, and the job's
+    /// accounting ([`Self::usage`]) already counts every one of them.
+    pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
+        None
+    }
+
     /// Windows has no SIGTERM to ask a tree to end with: the caller ends it with [`Self::kill`].
     pub(crate) fn terminate(&self) -> io::Result<()> {
         Err(io::Error::new(
@@ -313,6 +319,11 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
         .map(|e| format!(".{}", e.to_string_lossy().to_ascii_lowercase()));
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && extension.is_some_and(|e| path_extensions().contains(&e))
+}
+
+/// Nothing to do: a job object keeps a tree's orphans in the tree.
+pub(crate) fn adopt_orphans() -> io::Result<()> {
+    Ok(())
 }
 
 /// While a program runs, Ctrl-C and Ctrl-Break reach it directly (it shares the console);

@@ -28,8 +28,8 @@ mod processes;
 
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use child::{
-    ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file, is_path,
-    prepare_child, shell_command, stopped_by_request,
+    ChildTree, adopt_orphans, executable_candidates, exit_signal, forward_signals_to,
+    is_executable_file, is_path, prepare_child, shell_command, stopped_by_request,
 };
 #[cfg(test)]
 pub(crate) use counters::thread_cpu_time;

@@ -1,0 +1,338 @@
+//! `coretune tune --server … --ready … --client …`: real servers under real load generators —
+//! nginx under wrk, redis-server under redis-benchmark — each run a server started with the
+//! configuration, ready, loaded, stopped; the figures read from the client; nothing left behind.
+
+#![cfg(target_os = "linux")] // process groups, /proc, the servers' Debian packages
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::net::TcpListener;
+use std::path::Path;
+
+/// Whether every program is on PATH; says which is not (the test is then skipped).
+fn have(programs: &[&str]) -> bool {
+    for p in programs {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!("skipped: {p} is not installed (make test installs it)");
+            return false;
+        }
+    }
+    true
+}
+
+/// A TCP port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The processes whose command line mentions `needle` (a test's own folder or port).
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // Zombies have no command line left: only live processes count.
+        if cmdline.contains(needle) && !cmdline.contains("coretune") {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// Nothing of the server is left: no process, and its port can be bound again.
+fn assert_all_gone(needle: &str, port: u16) {
+    assert_eq!(processes_with(needle), Vec::<String>::new(), "left running");
+    TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("port {port}: {e}"));
+}
+
+fn nginx_conf(dir: &Path, port: u16) {
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\npid nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n\
+             access_log off;\nclient_body_temp_path body;\nproxy_temp_path proxy;\n\
+             fastcgi_temp_path fastcgi;\nuwsgi_temp_path uwsgi;\nscgi_temp_path scgi;\n\
+             server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"hello\\n\"; }} }}\n}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn nginx_under_wrk_is_tuned_on_requests_per_second_and_p99() {
+    if !have(&["nginx", "wrk"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    nginx_conf(tmp.path(), port);
+    let dir = tmp.path().join("sweep");
+    let prefix = tmp.path().to_str().unwrap();
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os,compact",
+            "--exhaustive",
+        ])
+        .args(["--runs", "2", "--warmup", "0", "--quiet"])
+        .arg("--server")
+        .arg(format!(
+            "nginx -p {prefix} -c nginx.conf -g 'worker_processes {{threads}};'"
+        ))
+        .arg("--ready")
+        .arg(format!("tcp:127.0.0.1:{port}"))
+        .arg("--client")
+        .arg(format!(
+            "wrk -t1 -c8 -d1s --latency http://127.0.0.1:{port}/"
+        ))
+        .args([
+            "--metric",
+            r"rps=Requests/sec:\s+([0-9.]+)",
+            "--higher-is-better",
+            "rps",
+        ])
+        .args([
+            "--metric",
+            r"p99=\s99%\s+(\S+)",
+            "--unit",
+            "rps=req/s",
+            "--unit",
+            "p99=ms",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    assert!(
+        s["recommendation"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(" is best on rps ("),
+        "{s:#}"
+    );
+    // Every run: the client's figures, the server's own CPU time.
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 8);
+    for r in &runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let m = &r["record"]["metrics"];
+        assert!(m["rps"].as_f64().unwrap() > 100.0, "{r}");
+        // In ms whatever unit wrk chose (us, ms or s).
+        assert!(m["p99"].as_f64().unwrap() > 0.0 && m["p99"].as_f64().unwrap() < 1000.0);
+        assert!(
+            r["record"]["user_s"].as_f64().unwrap() + r["record"]["sys_s"].as_f64().unwrap() > 0.0
+        );
+        // The pinning check looks at the server's threads only, not at wrk's.
+        assert!(r["record"]["pinning"]["off_place"].is_null(), "{r}");
+    }
+    // The report shows both per configuration; the apply lines speak nginx.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| rps req/s ↑ | p99 ms ↓ |"), "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("id=\"plot-objective\""));
+    let apply = s["recommendation"]["apply"].to_string();
+    assert!(apply.contains("nginx.conf: worker_processes"), "{apply}");
+    assert_all_gone(prefix, port);
+}
+
+#[test]
+fn redis_under_redis_benchmark_gives_a_pareto_front_of_two_objectives() {
+    if !have(&["redis-server", "redis-cli", "redis-benchmark"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let dir = tmp.path().join("sweep");
+    let data = tmp.path().to_str().unwrap();
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+        ])
+        .arg("--quiet")
+        .arg("--server")
+        .arg(format!(
+            "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no \
+             --io-threads {{threads}} --dir {data}"
+        ))
+        .arg("--ready")
+        .arg(format!("redis-cli -p {port} ping | grep -q PONG"))
+        .arg("--client")
+        .arg(format!(
+            "redis-benchmark -p {port} -n 20000 -c 8 -t get --csv"
+        ))
+        .args([
+            "--metric",
+            r#"rps="GET","([0-9.]+)""#,
+            "--higher-is-better",
+            "rps",
+        ])
+        .args(["--metric", r#"p99="GET"(?:,"[0-9.]+"){5},"([0-9.]+)""#])
+        .args(["--unit", "p99=ms", "--objective", "rps,p99"])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    let configs = s["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    for c in configs {
+        assert!(
+            c["metrics"]["rps"]["median"].as_f64().unwrap() > 100.0,
+            "{c}"
+        );
+        assert!(c["metrics"]["p99"]["median"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    assert!(configs.iter().any(|c| c["pareto"] == true), "{s:#}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("Pareto front of rps and p99"), "{stdout}");
+    assert!(dir.join("pareto.svg").is_file());
+    assert_all_gone(&format!("--port {port}"), port);
+}
+
+#[test]
+fn a_server_that_dies_or_never_gets_ready_fails_its_runs_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let sweep = |name: &str, server: &str| {
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args([
+                "tune",
+                "--threads",
+                "1",
+                "--place",
+                "os",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+            ])
+            .args(["--quiet", "--ready-timeout", "0.5", "--server", server])
+            .arg("--ready")
+            .arg(format!("tcp:127.0.0.1:{port}"))
+            .args(["--client", "true", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        (out, dir)
+    };
+    let (out, dir) = sweep("dies", "echo 'bind: address in use' >&2; exit 4");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("ended before it was ready") && stderr.contains("bind: address in use"),
+        "{stderr}"
+    );
+    // The reason is quoted once, not twice.
+    assert_eq!(
+        stderr.matches("bind: address in use").count(),
+        1,
+        "{stderr}"
+    );
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs[0]["stderr_tail"], "bind: address in use\n");
+
+    let (out, _) = sweep("silent", "exec sleep 30");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("not ready after 0.5 s"), "{stderr}");
+    assert_all_gone("sleep 30", port);
+}
+
+#[test]
+fn bad_server_arguments_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("x");
+    let out_dir = out_dir.to_str().unwrap();
+    for (args, message) in [
+        (
+            vec!["--ready", "tcp:127.0.0.1:80", "--", "true"],
+            "--ready goes with --server CMD",
+        ),
+        (
+            vec!["--server", "true", "--ready", "tcp:127.0.0.1:80"],
+            "--server needs --ready",
+        ),
+        (
+            vec![
+                "--server", "true", "--ready", "tcp:host", "--client", "true",
+            ],
+            "--ready 'tcp:host': ",
+        ),
+        (
+            vec![
+                "--server", "true", "--ready", "true", "--client", "true", "--", "x",
+            ],
+            "--server CMD is what is measured",
+        ),
+        (
+            vec![
+                "--server",
+                "true",
+                "--ready",
+                "true",
+                "--client",
+                "true",
+                "--ready-timeout",
+                "0",
+            ],
+            "--ready-timeout must be a positive number of seconds",
+        ),
+        (
+            vec![
+                "--server",
+                "true",
+                "--ready",
+                "true",
+                "--client",
+                "true",
+                "--client-cpus",
+                "numa:9",
+            ],
+            "--client-cpus 'numa:9'",
+        ),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--out", out_dir])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
