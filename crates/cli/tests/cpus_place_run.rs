@@ -518,6 +518,82 @@ fn likwid_domain_expressions_are_cpu_sets() {
     assert!(err.contains("no likwid domain S2 on this machine"), "{err}");
 }
 
+/// `place --mem` plans the memory policy beside the CPUs: numactl's options for it, the run
+/// line that applies both, the nodes in JSON; one line for a bad node set; "no effect" on a
+/// machine with one node.
+#[test]
+fn place_plans_memory_with_the_cpus() {
+    let two = "numa:2 core:2 pu:1";
+    let text = stdout(&[
+        "place", "--input", two, "-t", "2", "--place", "compact", "--mem", "bind",
+    ]);
+    // compact fills node 0 first: `bind` without nodes is the node near its CPUs.
+    assert!(
+        text.contains("memory:     numactl --physcpubind=0-1 --membind=0 CMD"),
+        "{text}"
+    );
+    assert!(
+        text.contains("coretune run --threads 2 --place compact --mem bind -- CMD"),
+        "{text}"
+    );
+    let json = util::json(&[
+        "place",
+        "--input",
+        two,
+        "-t",
+        "4",
+        "--place",
+        "spread",
+        "--mem",
+        "interleave",
+        "--json",
+    ]);
+    assert_eq!(json["mem"]["nodes"], serde_json::json!([0, 1]));
+    assert_eq!(json["mem"]["numactl"], "--interleave=0-1");
+    assert_eq!(
+        json["numactl"],
+        "numactl --physcpubind=0-3 --interleave=0-1"
+    );
+    // Left to the OS: no CPU binding, the memory policy alone.
+    let text = stdout(&[
+        "place", "--input", two, "-t", "2", "--place", "os", "--mem", "local",
+    ]);
+    assert!(
+        text.contains("memory:     numactl --localalloc CMD"),
+        "{text}"
+    );
+
+    let out = coretune()
+        .args([
+            "place",
+            "--input",
+            two,
+            "-t",
+            "2",
+            "--mem",
+            "preferred:numa:0-1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = coretune()
+        .args([
+            "place",
+            "--input",
+            "core:2 pu:1",
+            "-t",
+            "2",
+            "--mem",
+            "interleave",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no effect"));
+}
+
 /// `--place` takes what likwid-pin's `-c` takes: an ordered list, thread k on its k-th CPU, in
 /// `place` (planned) and `run` (applied: the main thread is thread 0).
 #[test]

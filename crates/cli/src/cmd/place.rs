@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use coretune_core::cpuset::set_to_vec;
+use coretune_core::memory::MemPolicy;
 use coretune_core::topology::groups::windows_lines;
 use coretune_core::topology::groups::{GroupSource, ProcessorGroups};
 use coretune_core::{Binding, PlaceSpec, Placement, Policy, plan_spec};
@@ -40,11 +41,27 @@ pub(crate) struct PlaceArgs {
     /// own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
     bind: Binding,
+    /// The memory policy to go with it, as `run --mem` takes it: local, interleave[:NODES],
+    /// bind[:NODES] (the nodes near the placement's CPUs without NODES), preferred:NODE; shown
+    /// as numactl's options and in the run line.
+    #[arg(long, value_name = "POLICY")]
+    mem: Option<MemPolicy>,
     /// Print the placement as JSON.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     topology: TopologyArgs,
+}
+
+/// `--mem` resolved for the placement.
+#[derive(Serialize)]
+struct MemJson {
+    /// The policy as given (`interleave:numa:0-1`).
+    policy: String,
+    /// The nodes it names (OS indexes; empty for local).
+    nodes: Vec<usize>,
+    /// numactl's options for it (`--interleave=0,1`).
+    numactl: String,
 }
 
 #[derive(Serialize)]
@@ -71,6 +88,9 @@ struct PlaceJson<'a> {
     likwid_pin: Option<String>,
     numa_nodes: Vec<usize>,
     numactl: Option<String>,
+    /// With `--mem`: the memory policy resolved (then `numactl` applies it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mem: Option<MemJson>,
     /// How to start a program on the placement's CPUs on Windows (`start /affinity`,
     /// PowerShell, or `coretune run` across processor groups).
     windows: Vec<String>,
@@ -88,6 +108,32 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
         args.bind,
     )
     .context("place")?;
+    // `--mem`: planned near the placement's CPUs; numactl then says this policy.
+    let mem = match &args.mem {
+        Some(policy) => {
+            let plan = policy
+                .plan(&topo, &placement.union(), args.physical)
+                .context("place --mem")?;
+            if let Some(note) = &plan.note {
+                eprintln!("coretune: warning: {note}");
+            }
+            Some(MemJson {
+                policy: policy.to_string(),
+                nodes: plan.nodes.clone(),
+                numactl: plan.numactl(),
+            })
+        }
+        None => None,
+    };
+    let numactl = match &mem {
+        Some(m) if placement.is_pinned() => Some(format!(
+            "numactl --physcpubind={} {}",
+            placement.taskset_list(),
+            m.numactl
+        )),
+        Some(m) => Some(format!("numactl {}", m.numactl)),
+        None => placement.numactl(&topo),
+    };
     // Buffered: stdout is line-buffered, and a big plan's JSON is many lines.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let groups = ProcessorGroups::of(&topo);
@@ -119,21 +165,15 @@ pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
             taskset: placement.taskset_list(),
             likwid_pin: placement.likwid_pin(),
             numa_nodes: placement.memory_nodes(&topo),
-            numactl: placement.numactl(&topo),
+            numactl,
+            mem,
             windows,
         };
         serde_json::to_writer_pretty(&mut out, &json).context("writing JSON")?;
         writeln!(out)?;
     } else {
         let run = run_line(args);
-        let text = render_text(
-            &placement,
-            &args.policy,
-            &run,
-            placement.numactl(&topo),
-            &groups,
-            &windows,
-        );
+        let text = render_text(&placement, &args.policy, &run, numactl, &groups, &windows);
         out.write_all(text.as_bytes())?;
     }
     out.flush()?;
@@ -155,6 +195,9 @@ fn run_line(args: &PlaceArgs) -> String {
         if args.physical {
             line.push_str(" --physical");
         }
+    }
+    if let Some(mem) = &args.mem {
+        line.push_str(&format!(" --mem {mem}"));
     }
     line.push_str(" -- CMD");
     line
