@@ -498,3 +498,105 @@ fn each_run_has_its_own_peak_memory() {
     }
     assert_ne!(util::summary(&dir)["recommendation"]["threads"], 1);
 }
+
+/// `tune --mem` makes the memory policy a grid dimension: each run starts with its
+/// configuration's policy (the program sees it in its own numa_maps), built-in workloads' workers
+/// set it before touching their data, the table, summary and apply lines carry it, and on a
+/// machine with one node the sweep says the policies should tie.
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_policies_are_a_grid_dimension() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dir) = sweep(
+        tmp.path(),
+        "program",
+        "true",
+        &["--mem", "none,interleave,bind,local"],
+    );
+    util::assert_ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("one NUMA node"), "{stderr}");
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 3 * 4 * 3);
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+    let s = util::summary(&dir);
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    let mems: Vec<&str> = s["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["mem"].as_str().unwrap_or("none"))
+        .collect();
+    for m in ["none", "interleave", "bind", "local"] {
+        assert_eq!(mems.iter().filter(|x| **x == m).count(), 3, "{mems:?}");
+    }
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains(" mem ") && stdout.contains("interleave"),
+        "{stdout}"
+    );
+
+    // Each policy as the program saw it: interleave:0, bind:0, local.
+    for (mem, seen) in [
+        ("interleave", "interleave:0"),
+        ("bind", "bind:0"),
+        ("local", "local"),
+    ] {
+        let (out, _) = sweep(
+            tmp.path(),
+            &format!("only-{mem}"),
+            &format!("grep -q ' {seen}' /proc/self/numa_maps"),
+            &["--mem", mem],
+        );
+        util::assert_ok(&out);
+        let s = String::from_utf8(out.stdout).unwrap();
+        assert!(s.contains(&format!("--mem {mem} --")), "{s}");
+    }
+
+    // A built-in workload: membw's workers first-touch their blocks under the policy.
+    let out = util::coretune()
+        .args([
+            "tune",
+            "membw",
+            "--mib",
+            "4",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--mem",
+            "none,interleave",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(tmp.path().join("membw"))
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let runs = util::read_jsonl(&tmp.path().join("membw/runs.jsonl"));
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+
+    // Bad policies: one line, before anything runs.
+    for (mem, message) in [
+        ("bogus", "--mem: unknown memory policy 'bogus'"),
+        ("bind:numa:7", "--mem 'bind:numa:7'"),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--mem", mem, "--out"])
+            .arg(tmp.path().join("bad"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{mem}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(message), "{err}");
+    }
+}

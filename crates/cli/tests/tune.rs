@@ -78,7 +78,7 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
     assert_eq!(runs.len(), 12);
     assert!(runs.iter().all(|r| r["status"] == "ok"));
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
-    assert!(csv.starts_with("threads,place,cpus,throttle,median_s,ci_low_s,ci_high_s,"));
+    assert!(csv.starts_with("threads,place,cpus,throttle,mem,median_s,ci_low_s,ci_high_s,"));
     assert_eq!(csv.lines().count(), 5);
     let hf: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("hyperfine.json")).unwrap())

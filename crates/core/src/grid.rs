@@ -13,6 +13,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cpuset::{CpuSetError, CpuSetExpr, ResolveOptions, Warning};
+use crate::memory::{MemError, MemPolicy};
 use crate::placement::{Binding, Placement, PlacementError, Policy, plan};
 use crate::topology::CpuBudget;
 use crate::topology::Topology;
@@ -286,6 +287,9 @@ pub struct Config {
     pub cpus: Cpus,
     /// At most this many workers compute at once.
     pub throttle: ThrottleSpec,
+    /// The memory policy the run starts with (`tune --mem`; absent: the OS's first touch).
+    #[serde(default, skip_serializing_if = "Mem::is_default")]
+    pub mem: Mem,
 }
 
 impl Config {
@@ -296,17 +300,20 @@ impl Config {
             place: self.place,
             cpus: self.cpus.clone(),
             throttle: self.throttle,
+            mem: self.mem.clone(),
         }
     }
 
     /// How "simple" the configuration is, for breaking ties: fewer threads, then no pinning,
-    /// then no CPU exclusion, then no throttle (DESIGN.md: a tie goes to the simplest).
-    pub fn simplicity_key(&self) -> (usize, bool, bool, bool, Policy) {
+    /// then no CPU exclusion, then no throttle, then no memory policy (DESIGN.md: a tie goes to
+    /// the simplest).
+    pub fn simplicity_key(&self) -> (usize, bool, bool, bool, bool, Policy) {
         (
             self.threads,
             self.place.is_pinned(),
             !self.cpus.is_all(),
             self.throttle.is_set(),
+            !self.mem.is_default(),
             self.place,
         )
     }
@@ -364,6 +371,10 @@ pub enum ConfigError {
     /// A server's `--client-cpus` does not resolve here.
     #[error("--client-cpus {0}")]
     ClientCpus(CpuSetError),
+    /// A memory policy of the grid does not apply here (a node it names is not there or has
+    /// no memory).
+    #[error("{0}")]
+    Mem(MemError),
     /// The placement cannot be planned.
     #[error("{0}")]
     Placement(PlacementError),
@@ -378,6 +389,9 @@ pub struct Family {
     pub cpus: Cpus,
     /// Throttle.
     pub throttle: ThrottleSpec,
+    /// Memory policy.
+    #[serde(default, skip_serializing_if = "Mem::is_default")]
+    pub mem: Mem,
 }
 
 impl Family {
@@ -388,6 +402,7 @@ impl Family {
             place: self.place,
             cpus: self.cpus.clone(),
             throttle: self.throttle,
+            mem: self.mem.clone(),
         }
     }
 }
@@ -401,8 +416,113 @@ impl fmt::Display for Family {
         if self.throttle.is_set() {
             write!(f, ", throttle {}", self.throttle)?;
         }
+        if !self.mem.is_default() {
+            write!(f, ", mem {}", self.mem)?;
+        }
         Ok(())
     }
+}
+
+/// A memory policy of the grid (`tune --mem`): the OS's default — pages on the node of the CPU
+/// that first touches them, written `none` — or a policy as `run --mem` takes it, kept in its
+/// own words (`interleave`, `bind:numa:1`) and resolved per run near the configuration's CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mem {
+    /// No policy set: the OS's first touch.
+    #[default]
+    Default,
+    /// A policy, as [`MemPolicy`] writes it.
+    Policy(String),
+}
+
+impl Mem {
+    /// Whether no policy is set.
+    pub fn is_default(&self) -> bool {
+        *self == Mem::Default
+    }
+
+    /// The policy, when one is set.
+    pub fn policy(&self) -> Option<MemPolicy> {
+        match self {
+            Mem::Default => None,
+            Mem::Policy(text) => text.parse().ok(),
+        }
+    }
+}
+
+impl FromStr for Mem {
+    type Err = MemError;
+
+    fn from_str(s: &str) -> Result<Self, MemError> {
+        match s.trim() {
+            "none" | "default" => Ok(Mem::Default),
+            text => Ok(Mem::Policy(text.parse::<MemPolicy>()?.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Mem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mem::Default => f.write_str("none"),
+            Mem::Policy(text) => f.write_str(text),
+        }
+    }
+}
+
+impl Serialize for Mem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `tune --mem`'s list: policies separated by commas, where a comma inside a policy's node
+/// list stays there (`none,interleave:numa:0,2,bind` is three).
+///
+/// # Errors
+///
+/// The first policy that is not one.
+pub fn parse_mems(list: &str) -> Result<Vec<Mem>, MemError> {
+    let starts_policy = |word: &str| {
+        let name = word.split(':').next().unwrap_or("").trim();
+        matches!(
+            name,
+            "none"
+                | "default"
+                | "local"
+                | "localalloc"
+                | "interleave"
+                | "bind"
+                | "membind"
+                | "preferred"
+        )
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for word in list.split(',') {
+        match parts.last_mut() {
+            Some(last) if !starts_policy(word) => {
+                last.push(',');
+                last.push_str(word);
+            }
+            _ => parts.push(word.to_owned()),
+        }
+    }
+    let mut out: Vec<Mem> = Vec::new();
+    for part in parts {
+        let mem: Mem = part.parse()?;
+        if !out.contains(&mem) {
+            out.push(mem);
+        }
+    }
+    Ok(out)
 }
 
 /// The grid: every combination of its axes.
@@ -416,6 +536,18 @@ pub struct Grid {
     pub cpus: Vec<Cpus>,
     /// Throttles.
     pub throttles: Vec<ThrottleSpec>,
+    /// Memory policies (absent in sweeps without `--mem`: the OS's default alone).
+    #[serde(default = "default_mems", skip_serializing_if = "only_default_mem")]
+    pub mems: Vec<Mem>,
+}
+
+fn default_mems() -> Vec<Mem> {
+    vec![Mem::Default]
+}
+
+#[allow(clippy::ptr_arg)] // serde's skip_serializing_if passes the field by reference
+fn only_default_mem(mems: &Vec<Mem>) -> bool {
+    *mems == default_mems()
 }
 
 impl Grid {
@@ -433,6 +565,7 @@ impl Grid {
             places: vec![Policy::Os, Policy::Compact, Policy::Spread, Policy::Cores],
             cpus,
             throttles: vec![ThrottleSpec::None],
+            mems: default_mems(),
         }
     }
 
@@ -442,11 +575,14 @@ impl Grid {
         for &place in &self.places {
             for cpus in &self.cpus {
                 for &throttle in &self.throttles {
-                    out.push(Family {
-                        place,
-                        cpus: cpus.clone(),
-                        throttle,
-                    });
+                    for mem in &self.mems {
+                        out.push(Family {
+                            place,
+                            cpus: cpus.clone(),
+                            throttle,
+                            mem: mem.clone(),
+                        });
+                    }
                 }
             }
         }
@@ -589,6 +725,30 @@ pub fn default_threads(machine: MachineCounts) -> Vec<usize> {
 mod test {
     use super::*;
 
+    #[test]
+    fn memory_policy_lists_keep_commas_inside_node_lists() {
+        let mems = parse_mems("none,interleave:numa:0,2,bind,local,none").unwrap();
+        let text: Vec<String> = mems.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["none", "interleave:numa:0,2", "bind", "local"]);
+        assert!(parse_mems("none,bogus").is_err());
+        // Old configurations (no `mem`) read back as the OS's default, and write no `mem`.
+        let c: Config =
+            serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)
+                .unwrap();
+        assert!(c.mem.is_default());
+        assert!(!serde_json::to_string(&c).unwrap().contains("mem"));
+        let c = Config {
+            mem: "interleave".parse().unwrap(),
+            ..c
+        };
+        assert_eq!(c.to_string(), "2 threads, place os, mem interleave");
+        assert!(
+            serde_json::to_string(&c)
+                .unwrap()
+                .contains(r#""mem":"interleave""#)
+        );
+    }
+
     const LAPTOP: MachineCounts = MachineCounts { cores: 4, pus: 8 };
 
     #[test]
@@ -639,6 +799,7 @@ mod test {
             places: vec![Policy::Os, Policy::Spread],
             cpus: vec![Cpus::All],
             throttles: vec![ThrottleSpec::None],
+            mems: vec![crate::grid::Mem::Default],
         };
         assert_eq!(grid.configs().len(), 4);
         let mut configs = grid.configs();
@@ -701,6 +862,7 @@ mod test {
             place,
             cpus: cpus.parse().unwrap(),
             throttle: ThrottleSpec::None,
+            mem: crate::grid::Mem::Default,
         };
         let mut v = [
             c(Policy::Spread, "all"),

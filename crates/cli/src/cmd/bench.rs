@@ -80,6 +80,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         place: args.place,
         cpus,
         throttle: args.throttle.unwrap_or_default(),
+        mem: coretune_core::grid::Mem::Default,
     };
     // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
     let design = Design::one(&config, args.runs, args.warmup);

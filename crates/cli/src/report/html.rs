@@ -149,7 +149,7 @@ fn table(report: &SweepReport) -> String {
             "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
              <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             c.config.threads,
-            escape(c.config.place.as_str()),
+            escape(&super::place_cell(c)),
             escape(c.config.cpus.as_str()),
             if c.config.throttle.is_set() {
                 c.config.throttle.to_string()

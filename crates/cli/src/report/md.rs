@@ -55,7 +55,7 @@ impl Reporter for Markdown {
                 s,
                 "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |",
                 c.config.threads,
-                c.config.place,
+                super::place_cell(c),
                 c.config.cpus,
                 throttle,
                 median,

@@ -285,6 +285,16 @@ pub(crate) fn objective_cell(
     }
 }
 
+/// A row's placement with its memory policy when it sets one (`compact, mem interleave`): the
+/// place column of `summary.md` and the HTML table.
+pub(crate) fn place_cell(c: &ConfigRow) -> String {
+    if c.config.mem.is_default() {
+        c.config.place.to_string()
+    } else {
+        format!("{}, mem {}", c.config.place, c.config.mem)
+    }
+}
+
 /// Formats a number of seconds with 3 significant decimals where they matter.
 pub(crate) fn secs(x: f64) -> String {
     if x >= 100.0 {

@@ -69,7 +69,13 @@ pub(crate) fn text(
             ),
         ),
     ];
-    for (k, v) in rows {
+    let mems = (g.mems.iter().any(|m| !m.is_default())).then(|| {
+        (
+            "memory",
+            join(g.mems.iter().map(ToString::to_string).collect(), " | "),
+        )
+    });
+    for (k, v) in rows.into_iter().chain(mems) {
         let _ = writeln!(s, "  {k:<11}{v}");
     }
     match &estimate.first_stage {

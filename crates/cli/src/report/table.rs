@@ -46,6 +46,23 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         .max()
         .unwrap_or(4)
         .max(4);
+    // A memory column when the grid tried memory policies.
+    let mem_width = report
+        .design
+        .grid
+        .mems
+        .iter()
+        .any(|m| !m.is_default())
+        .then(|| {
+            report
+                .configs
+                .iter()
+                .map(|c| c.config.mem.to_string().chars().count())
+                .max()
+                .unwrap_or(3)
+                .max(3)
+        });
+    let mem_cell = |text: &str| mem_width.map_or(String::new(), |w| format!(" {text:<w$}"));
     let mut s = String::new();
     // Objectives besides time get a column each, after the time's.
     let extra = super::extra_objectives(report);
@@ -67,11 +84,12 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             .collect()
     };
     let header = format!(
-        "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+        "{:>7}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
         "threads",
         "place",
         "cpus",
         "throttle",
+        mem_cell("mem"),
         "median s",
         "95% interval",
         headings
@@ -106,11 +124,12 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
-            "{:>7}  {:<11} {:<cpus_width$} {:>8}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+            "{:>7}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
             c.config.threads,
             c.config.place,
             c.config.cpus,
             throttle,
+            mem_cell(&c.config.mem.to_string()),
             median,
             ci,
             extra_cells(c),

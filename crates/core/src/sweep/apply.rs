@@ -70,6 +70,17 @@ pub fn apply_lines(
     let restricted = config.is_restricted();
     let windows = crate::topology::groups::is_windows(topology);
     let mut lines = Vec::new();
+    // The memory policy: `coretune run --mem`, and numactl's form (the whole process's policy,
+    // which a built-in workload's workers inherit as well).
+    let mem = config
+        .mem
+        .policy()
+        .and_then(|p| p.plan(topology, &placement.union(), false).ok());
+    let mem_flag = if config.mem.is_default() {
+        String::new()
+    } else {
+        format!(" --mem {}", config.mem)
+    };
     let cmd = match target {
         Target::Workload { spec, .. } => {
             let extra = workload_flags(spec);
@@ -78,6 +89,9 @@ pub fn apply_lines(
                 spec.name, config.place
             );
             lines.push(cmd.clone());
+            if let Some(mem) = &mem {
+                lines.push(format!("numactl {} {cmd}", mem.numactl()));
+            }
             cmd
         }
         Target::Command { argv, shell } => {
@@ -88,11 +102,17 @@ pub fn apply_lines(
                 (false, _) => words.join(" "),
             };
             lines.push(format!(
-                "coretune run --threads {n} --place {}{cpus_flag} -- {cmd}",
+                "coretune run --threads {n} --place {}{cpus_flag}{mem_flag} -- {cmd}",
                 config.place
             ));
-            if restricted && !windows {
-                lines.push(format!("taskset -c {list} {cmd}"));
+            match &mem {
+                Some(mem) if restricted => lines.push(format!(
+                    "numactl --physcpubind={list} {} {cmd}",
+                    mem.numactl()
+                )),
+                Some(mem) => lines.push(format!("numactl {} {cmd}", mem.numactl())),
+                None if restricted && !windows => lines.push(format!("taskset -c {list} {cmd}")),
+                None => {}
             }
             cmd
         }
@@ -379,6 +399,7 @@ mod test {
             place,
             cpus: cpus.parse().unwrap_or(Cpus::All),
             throttle: ThrottleSpec::None,
+            mem: crate::grid::Mem::Default,
         }
     }
 

@@ -136,6 +136,7 @@ mod test {
                 place: crate::placement::Policy::Os,
                 cpus: crate::grid::Cpus::All,
                 throttle: crate::grid::ThrottleSpec::None,
+                mem: crate::grid::Mem::Default,
             },
             median_s: Some(median),
             ci_s: Some(ci),

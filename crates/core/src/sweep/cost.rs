@@ -134,6 +134,7 @@ mod test {
                 places: vec![Policy::Os, Policy::Cores],
                 cpus: vec![Cpus::All],
                 throttles: vec![ThrottleSpec::None],
+                mems: vec![crate::grid::Mem::Default],
             },
             strategy,
             runs: 3,

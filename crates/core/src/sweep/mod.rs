@@ -448,6 +448,7 @@ impl Design {
                 places: vec![config.place],
                 cpus: vec![config.cpus.clone()],
                 throttles: vec![config.throttle],
+                mems: vec![crate::grid::Mem::Default],
             },
             strategy: Strategy::Exhaustive,
             runs,

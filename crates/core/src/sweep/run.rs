@@ -38,6 +38,7 @@ use super::{Outcome, SweepError};
 use crate::cpuset::Warning;
 use crate::grid::{Config, ConfigError, Grid, MachineCounts};
 use crate::measure::ChildProbe;
+use crate::memory::MemPlan;
 use crate::placement::{Binding, Placement};
 use crate::program;
 use crate::program::pin::{self, PerThread, ProgramInfo};
@@ -256,6 +257,7 @@ impl<'t> Runner<'t> {
                     place,
                     cpus: crate::grid::Cpus::All,
                     throttle: crate::grid::ThrottleSpec::None,
+                    mem: crate::grid::Mem::Default,
                 };
                 let cpus =
                     crate::sys::format_list(&crate::sys::set_to_vec(&self.topology.cpuset()));
@@ -281,6 +283,13 @@ impl<'t> Runner<'t> {
                     error,
                 })?;
             warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
+        }
+        for mem in &grid.mems {
+            if let Some(policy) = mem.policy() {
+                policy
+                    .plan(self.topology, &self.topology.cpuset(), false)
+                    .map_err(ConfigError::Mem)?;
+            }
         }
         let client_cpus = match &self.prepared {
             Prepared::Command {
@@ -452,12 +461,25 @@ impl<'t> Runner<'t> {
         let cpus = placement.pool_cpus(self.topology);
         let steal_order = Some(placement.steal_orders());
         let threads = c.threads;
+        // A memory policy is each worker's own (set_mempolicy is per thread), set before it
+        // touches its data: a workload's pages are first touched by their workers.
+        let start_hook = match self.mem_plan(c, placement) {
+            Ok(None) => None,
+            Ok(Some(plan)) => {
+                let hook: crate::workload::StartHook = Arc::new(move |_| {
+                    // Checked when the plan was made; a refusal here leaves the OS's default.
+                    let _ = plan.apply_to_this_thread();
+                });
+                Some(hook)
+            }
+            Err(e) => return Outcome::Failed(e),
+        };
         let Some(limit) = self.settings.timeout else {
             let config = RunConfig {
                 threads,
                 cpus,
                 steal_order,
-                start_hook: None,
+                start_hook,
                 throttle: throttle.as_ref(),
             };
             return match run_measured(w.as_ref(), &config) {
@@ -474,7 +496,7 @@ impl<'t> Runner<'t> {
                     threads,
                     cpus,
                     steal_order,
-                    start_hook: None,
+                    start_hook,
                     throttle: throttle.as_ref(),
                 };
                 let _ = tx.send(run_measured(workload.as_ref(), &config));
@@ -512,6 +534,9 @@ impl<'t> Runner<'t> {
         let cpus = format_list(&set_to_vec(&placement.union()));
         let mut cmd = program::shell_command(&substitute(command, c, &cpus));
         placed_env(&mut cmd, c, placement, per_thread);
+        if let Err(e) = self.apply_mem(&mut cmd, c, placement) {
+            return Outcome::Failed(e);
+        }
         let restrict = c.is_restricted().then(|| placement.union());
         let ready_timeout =
             Duration::try_from_secs_f64(server.ready_timeout_s).unwrap_or(Duration::from_secs(10));
@@ -594,6 +619,45 @@ impl<'t> Runner<'t> {
             ChildProbe::with_usage(wall, stopped.usage),
             self.read_metrics(c, &cpus, &stdout, stderr),
         )
+    }
+
+    /// Configuration `c`'s memory policy resolved near its CPUs (`None` when it sets none), or
+    /// why it does not apply here.
+    fn mem_plan(&self, c: &Config, placement: &Placement) -> Result<Option<MemPlan>, String> {
+        let Some(policy) = c.mem.policy() else {
+            return Ok(None);
+        };
+        policy
+            .plan(self.topology, &placement.union(), false)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Makes the program of `cmd` start with configuration `c`'s memory policy.
+    fn apply_mem(
+        &self,
+        cmd: &mut Command,
+        c: &Config,
+        placement: &Placement,
+    ) -> Result<(), String> {
+        match self.mem_plan(c, placement)? {
+            Some(plan) => plan
+                .apply_before_exec(cmd)
+                .map_err(|e| format!("--mem {}: {e}", c.mem)),
+            None => Ok(()),
+        }
+    }
+
+    /// What to say before a sweep whose grid sets memory policies on a machine where they
+    /// change nothing (one NUMA node).
+    pub fn mem_note(&self, grid: &Grid) -> Option<String> {
+        let mem = grid.mems.iter().find(|m| !m.is_default())?;
+        (self.topology.numa_nodes().len() <= 1).then(|| {
+            format!(
+                "--mem {mem}: this machine has one NUMA node, so the memory policies of the grid \
+                 place pages where the OS would: they are measured, and should tie"
+            )
+        })
     }
 
     /// The CPUs a server's client runs on for `placement`, and whether they are shared with the
@@ -724,6 +788,9 @@ impl<'t> Runner<'t> {
                 .stderr(to(stderr_file.as_ref()));
         }
         placed_env(&mut cmd, c, placement, per_thread);
+        if let Err(e) = self.apply_mem(&mut cmd, c, placement) {
+            return Outcome::Failed(e);
+        }
         let restrict = c.is_restricted().then(|| placement.union());
         let probe = ChildProbe::start();
         let mut child = match program::spawn_own_tree(cmd, restrict.as_ref()) {
@@ -964,6 +1031,7 @@ mod test {
             place: Policy::Spread,
             cpus: Cpus::All,
             throttle: ThrottleSpec::None,
+            mem: crate::grid::Mem::Default,
         };
         assert_eq!(
             substitute("--threads={threads} --on {cpus} ({place})", &c, "0-3"),

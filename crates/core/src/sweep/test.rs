@@ -53,6 +53,7 @@ pub(crate) fn grid(threads: Vec<usize>, places: &[&str], cpus: &[&str]) -> Grid 
         places: places.iter().map(|s| s.parse().unwrap()).collect(),
         cpus: cpus.iter().map(|s| s.parse().unwrap()).collect(),
         throttles: vec![ThrottleSpec::None],
+        mems: vec![crate::grid::Mem::Default],
     }
 }
 

@@ -81,7 +81,7 @@ pub(crate) use os::{
 };
 
 // A started program's memory policy (`run --mem`).
-pub(crate) use os::set_mempolicy_before_exec;
+pub(crate) use os::{set_mempolicy_before_exec, set_thread_mempolicy};
 
 /// How a program's pages are placed (the kernel's `MPOL_*` modes `run --mem` sets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -504,6 +504,7 @@ mod test {
             open_program: fn(&Path) -> Result<ProgramFile, SysError>,
             set_task_affinity: fn(i32, &CpuSet) -> io::Result<()>,
             set_mempolicy_before_exec: fn(&mut Command, MemMode, &[usize]) -> io::Result<()>,
+            set_thread_mempolicy: fn(MemMode, &[usize]) -> io::Result<()>,
             task_affinity: fn(i32) -> io::Result<CpuSet>,
             current_cpu: fn() -> Result<usize, SysError>,
             current_tid: fn() -> Result<i32, SysError>,

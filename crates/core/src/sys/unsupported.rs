@@ -54,6 +54,14 @@ pub(crate) fn set_mempolicy_before_exec(
     ))
 }
 
+/// As [`set_mempolicy_before_exec`], for the calling thread.
+pub(crate) fn set_thread_mempolicy(_mode: crate::sys::MemMode, _nodes: &[usize]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a memory policy for a thread is only implemented for Linux (set_mempolicy)",
+    ))
+}
+
 /// The restrictions of the Linux names (nothing is read here).
 pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
     cpuset: "cgroup cpuset",

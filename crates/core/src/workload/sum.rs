@@ -118,6 +118,7 @@ impl Workload for Sum {
             places: vec![Policy::Os],
             cpus: vec![Cpus::All],
             throttles,
+            mems: vec![crate::grid::Mem::Default],
         }
     }
 

@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Topology;
 use coretune_core::fleet::SlurmFleet;
-use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_threads};
+use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_mems, parse_threads};
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
@@ -48,6 +48,11 @@ pub(crate) struct TuneArgs {
     /// Throttle values to try: none, numbers, cores, pus, adaptive (default: none).
     #[arg(long, value_name = "LIST")]
     throttle: Option<String>,
+    /// Memory policies to try, as run --mem takes them: none (the OS's first touch), local,
+    /// interleave or interleave:NODES, bind or bind:NODES (near the CPUs used without NODES),
+    /// preferred:NODE; comma-separated (default: none).
+    #[arg(long, value_name = "LIST")]
+    mem: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
@@ -81,7 +86,7 @@ pub(crate) struct TuneArgs {
     /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
     /// sweeps are incomplete.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "workload", "threads", "place", "cpus", "throttle", "out", "exhaustive", "command",
+        "workload", "threads", "place", "cpus", "throttle", "mem", "out", "exhaustive", "command",
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
@@ -253,6 +258,7 @@ struct Axes {
     place: Option<Vec<Policy>>,
     cpus: Vec<String>,
     throttle: Option<String>,
+    mem: Option<String>,
 }
 
 impl TryFrom<&TuneArgs> for TuneOptions {
@@ -349,6 +355,7 @@ impl SweepOptions {
                 place: args.place.clone(),
                 cpus: args.cpus.clone(),
                 throttle: args.throttle.clone(),
+                mem: args.mem.clone(),
             },
             strategy: if args.exhaustive {
                 Strategy::Exhaustive
@@ -616,6 +623,9 @@ impl Axes {
             grid.throttles =
                 ThrottleSpec::parse_list(spec).map_err(|e| anyhow::anyhow!("--throttle: {e}"))?;
         }
+        if let Some(list) = &self.mem {
+            grid.mems = parse_mems(list).map_err(|e| anyhow::anyhow!("--mem: {e}"))?;
+        }
         Ok(grid)
     }
 }
@@ -645,6 +655,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
         opt("cpus", Some(cpus.clone()));
     }
     opt("throttle", args.throttle.clone());
+    opt("mem", args.mem.clone());
     opt("bind", Some(args.bind.to_string()));
     opt("runs", Some(args.runs.to_string()));
     opt("warmup", Some(args.warmup.to_string()));
@@ -746,6 +757,8 @@ mod test {
                 "all",
                 "--throttle",
                 "none,2",
+                "--mem",
+                "none,interleave:numa:0,1,bind",
                 "--bind",
                 "core",
                 "--runs",

@@ -238,6 +238,9 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     if let Some(warning) = runner.client_warning(grid) {
         eprintln!("coretune: warning: {warning}");
     }
+    if let Some(note) = runner.mem_note(grid) {
+        eprintln!("coretune: warning: {note}");
+    }
     Ok(())
 }
 

@@ -61,6 +61,7 @@ fn os(threads: usize) -> Config {
         place: Policy::Os,
         cpus: Cpus::All,
         throttle: ThrottleSpec::None,
+        mem: crate::grid::Mem::Default,
     }
 }
 

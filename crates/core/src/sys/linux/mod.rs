@@ -58,7 +58,7 @@ pub(crate) use files::{
 };
 pub(crate) use host::{cpu_model, host_name, kernel_release};
 pub(crate) use interrupts::{interrupts, softirqs};
-pub(crate) use mempolicy::set_mempolicy_before_exec;
+pub(crate) use mempolicy::{set_mempolicy_before_exec, set_thread_mempolicy};
 pub(crate) use priority::{set_task_nice, task_nice};
 pub(crate) use proc::{
     PROC_DIR, allowed_cpus, load_average, loaded_libraries, own_cpu_ticks, own_threads, own_uid,

@@ -54,5 +54,6 @@ pub(crate) use super::unsupported::{
     cpuset_hierarchies, effective_uid, interrupts, link_meta, load_average, loaded_libraries,
     monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline, process_facts,
     process_uid, read_cgroup_file, read_no_follow, set_mempolicy_before_exec, set_task_nice,
-    softirqs, systemctl, systemd_booted, task_nice, ticks_per_second, user_id, write_cgroup_file,
+    set_thread_mempolicy, softirqs, systemctl, systemd_booted, task_nice, ticks_per_second,
+    user_id, write_cgroup_file,
 };
