@@ -528,6 +528,25 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
     assert_threads_follow_plan(&guest, "cgroup place", "cgroup run");
 }
 
+/// Every `numa_maps` line shows `policy`, and the pages are on `nodes` only
+/// (`N<node>=<pages>`), some of them at least.
+fn assert_pages_on(what: &str, lines: &[&str], policy: &str, nodes: &[usize]) {
+    let mut seen = BTreeSet::new();
+    for line in lines {
+        assert!(line.contains(&format!(" {policy} ")), "{what}: {line}");
+        for field in line.split_whitespace() {
+            if let Some((node, _)) = field.strip_prefix('N').and_then(|f| f.split_once('=')) {
+                seen.insert(node.parse::<usize>().unwrap());
+            }
+        }
+    }
+    let want: BTreeSet<usize> = nodes.iter().copied().collect();
+    assert!(
+        !seen.is_empty() && seen.is_subset(&want),
+        "{what}: pages on nodes {seen:?}, asked {want:?}: {lines:?}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     debug_assertions,
@@ -567,6 +586,22 @@ fn four_sockets_four_nodes_with_distances() {
     assert_threads_placed(&guest, "pin spread", &plan);
     assert_steal_orders_nearest_first(&guest, "place spread", &kernel);
 
+    // tune --mem: each configuration's run started with its own policy (its numa_maps, in a
+    // file named by the policy), its pages on the nodes asked for.
+    let tuned = guest.ok("tune mem");
+    for (file, policy, nodes) in [
+        ("maps-bind:numa:2:", "bind:2", [2].as_slice()),
+        (
+            "maps-interleave:numa:1-2:",
+            "interleave:1-2",
+            [1, 2].as_slice(),
+        ),
+    ] {
+        let lines: Vec<&str> = tuned.lines().filter(|l| l.starts_with(file)).collect();
+        assert!(!lines.is_empty(), "{file}: {tuned}");
+        assert_pages_on(file, &lines, policy, nodes);
+    }
+
     // run --mem: the kernel shows the policy on the program's mappings, and their pages are on
     // the nodes asked for (`N<node>=<pages>` in numa_maps).
     for (name, policy, nodes) in [
@@ -575,20 +610,7 @@ fn four_sockets_four_nodes_with_distances() {
         ("mem near", "bind:3", [3].as_slice()),
     ] {
         let maps = guest.ok(name);
-        let mut seen = BTreeSet::new();
-        for line in maps.lines() {
-            assert!(line.contains(&format!(" {policy} ")), "{name}: {line}");
-            for field in line.split_whitespace() {
-                if let Some((node, _)) = field.strip_prefix('N').and_then(|f| f.split_once('=')) {
-                    seen.insert(node.parse::<usize>().unwrap());
-                }
-            }
-        }
-        let want: BTreeSet<usize> = nodes.iter().copied().collect();
-        assert!(
-            !seen.is_empty() && seen.is_subset(&want),
-            "{name}: pages on nodes {seen:?}, asked {want:?}: {maps}"
-        );
+        assert_pages_on(name, &maps.lines().collect::<Vec<_>>(), policy, nodes);
     }
 }
 

@@ -18,3 +18,6 @@ check "pin spread" coretune run --place spread --threads 8 -- threads 8 300
 check "mem bind" coretune run --mem bind:numa:2 -- grep -E 'heap|stack' /proc/self/numa_maps
 check "mem interleave" coretune run --mem interleave:numa:1-2 -- grep -E 'heap|stack' /proc/self/numa_maps
 check "mem near" coretune run --cpus numa:3 --mem bind -- grep -E 'heap|stack' /proc/self/numa_maps
+# tune --mem: each configuration's runs start with its policy; each run leaves its numa_maps
+# in a file named by its policy ({mem}), read back here.
+check "tune mem" sh -c "coretune tune --threads 1 --place os --mem 'bind:numa:2,interleave:numa:1-2' --exhaustive --runs 1 --warmup 0 --quiet --out /tmp/tune-mem --shell -- \"grep -E 'heap|stack' /proc/self/numa_maps > '/tmp/maps-{mem}'\" >/dev/null && cd /tmp && grep -H . maps-*"

@@ -9,7 +9,7 @@
 //!   on a thread of its own; a run that exceeds it cannot be stopped inside the process, so it is
 //!   [`Outcome::Abandoned`]: logged as timed out, and the sweep stops (the caller exits, which
 //!   ends the stuck thread; `--resume` continues).
-//! - An **external program** is a child process: `{threads}`, `{cpus}` and `{place}` substituted
+//! - An **external program** is a child process: `{threads}`, `{cpus}`, `{place}` and `{mem}` substituted
 //!   into its arguments, the thread-count variables of [`crate::program::thread_env`] set, the
 //!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
 //!   closed, killed at the timeout. A non-zero exit is a failed run; one ended by SIGINT or
@@ -939,7 +939,7 @@ fn tail_of(text: &str, max: u64) -> String {
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// The placeholders a command's arguments may hold.
-pub(crate) const PLACEHOLDERS: [&str; 3] = ["threads", "cpus", "place"];
+pub(crate) const PLACEHOLDERS: [&str; 4] = ["threads", "cpus", "place", "mem"];
 
 /// The first `{name}` in `argv` that looks like a misspelt placeholder (`{thread}`, `{CPUS}`,
 /// `{places}`: within two edits of one, case aside), with the argument and the placeholder
@@ -985,11 +985,13 @@ fn edits(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Substitutes `{threads}`, `{cpus}` (the CPU list) and `{place}` in one argument.
+/// Substitutes `{threads}`, `{cpus}` (the CPU list), `{place}` and `{mem}` (the memory policy,
+/// `none` without one) in one argument.
 pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
     arg.replace("{threads}", &c.threads.to_string())
         .replace("{cpus}", cpus)
         .replace("{place}", c.place.as_str())
+        .replace("{mem}", &c.mem.to_string())
 }
 
 /// [`substitute`] in every argument.
@@ -1034,8 +1036,20 @@ mod test {
             mem: crate::grid::Mem::Default,
         };
         assert_eq!(
-            substitute("--threads={threads} --on {cpus} ({place})", &c, "0-3"),
-            "--threads=4 --on 0-3 (spread)"
+            substitute(
+                "--threads={threads} --on {cpus} ({place}, {mem})",
+                &c,
+                "0-3"
+            ),
+            "--threads=4 --on 0-3 (spread, none)"
+        );
+        let c = Config {
+            mem: "interleave:numa:0-1".parse().unwrap(),
+            ..c
+        };
+        assert_eq!(
+            substitute("maps-{mem}", &c, "0-3"),
+            "maps-interleave:numa:0-1"
         );
     }
 }

@@ -170,7 +170,7 @@ pub(crate) struct TuneArgs {
     ready_timeout: Option<f64>,
     #[command(flatten)]
     slurm: SlurmArgs,
-    /// The program to measure, with {threads}, {cpus} and {place} placeholders.
+    /// The program to measure, with {threads}, {cpus}, {place} and {mem} placeholders.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }

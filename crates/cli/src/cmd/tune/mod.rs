@@ -7,7 +7,7 @@
 //! every stage of the search and at the end.
 //!
 //! With no arguments it is the README's main job: the `raymesh` workload over its default grid.
-//! After `--`, any program is measured instead, with `{threads}`, `{cpus}` and `{place}`
+//! After `--`, any program is measured instead, with `{threads}`, `{cpus}`, `{place}` and `{mem}`
 //! substituted into its arguments. A program that is not there is refused before the folder is
 //! made; a sweep in which no configuration completed a verified run exits with status 1.
 //!
