@@ -41,9 +41,9 @@ pub(crate) struct PlaceArgs {
     /// own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
     bind: Binding,
-    /// The memory policy to go with it, as `run --mem` takes it: local, interleave[:NODES],
-    /// bind[:NODES] (the nodes near the placement's CPUs without NODES), preferred:NODE; shown
-    /// as numactl's options and in the run line.
+    /// The memory policy to go with it, as `run --mem` takes it: local, interleave or
+    /// interleave:NODES, bind or bind:NODES (the nodes near the placement's CPUs without NODES),
+    /// preferred:NODE; shown as numactl's options and in the run line.
     #[arg(long, value_name = "POLICY")]
     mem: Option<MemPolicy>,
     /// Print the placement as JSON.

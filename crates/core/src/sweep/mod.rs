@@ -923,7 +923,9 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
         .collect();
     let os_baseline = one_thread
         .iter()
-        .find(|(f, _)| !f.place.is_pinned() && f.cpus.is_all() && !f.throttle.is_set())
+        .find(|(f, _)| {
+            !f.place.is_pinned() && f.cpus.is_all() && !f.throttle.is_set() && f.mem.is_default()
+        })
         .map(|(_, &t)| t);
     for s in &mut out {
         let Some(own) = cost(s) else { continue };

@@ -9,10 +9,13 @@
 //!   on a thread of its own; a run that exceeds it cannot be stopped inside the process, so it is
 //!   [`Outcome::Abandoned`]: logged as timed out, and the sweep stops (the caller exits, which
 //!   ends the stuck thread; `--resume` continues).
-//! - An **external program** is a child process: `{threads}`, `{cpus}`, `{place}` and `{mem}` substituted
-//!   into its arguments, the thread-count variables of [`crate::program::thread_env`] set, the
-//!   process CPU set applied before `exec` when the configuration pins or restricts, stdio
-//!   closed, killed at the timeout. A non-zero exit is a failed run; one ended by SIGINT or
+//! - An **external program** is a child process: `{threads}`, `{cpus}`, `{place}` and `{mem}`
+//!   substituted into its arguments, the thread-count variables of
+//!   [`crate::program::thread_env`] set, the process CPU set applied before `exec` when the
+//!   configuration pins or restricts, its memory policy set likewise, stdio closed (its stdout
+//!   kept in an unnamed file when a metric is read there), killed at the timeout. A server
+//!   (`--server`) is started, loaded by its client once it is ready, and stopped: see
+//!   `Runner::run_server`. A non-zero exit is a failed run; one ended by SIGINT or
 //!   SIGTERM is a sweep being stopped ([`Outcome::Stopped`]), not a measurement. A pinned
 //!   placement reaches its threads one by one through the preloaded pinning library where it
 //!   can (see [`crate::pin`]; the program is inspected once, when the runner is made, and
@@ -25,12 +28,12 @@
 //! thread's CPU during the run.
 
 use std::collections::BTreeMap;
-
-use hwlocality::cpu::cpuset::CpuSet;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+
+use hwlocality::cpu::cpuset::CpuSet;
 
 use super::objective::{MetricSource, read_metrics};
 use super::target::{RunSettings, ServerSettings, Target};
