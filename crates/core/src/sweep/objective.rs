@@ -13,9 +13,10 @@
 //!
 //! Internally every objective is turned into a *cost*, lower is better, so that one tie rule
 //! serves them all: the value itself, or its reciprocal when higher is better (events/s →
-//! seconds per event). Medians and the bootstrap intervals of medians are order statistics, so
-//! they map through the reciprocal exactly (the interval's ends swap); ratios between costs are
-//! the ratios between rates, so a 3% tolerance means 3% either way.
+//! seconds per event). The median and its bootstrap interval are taken of the values and mapped
+//! through the reciprocal (the interval's ends swap): exactly what the costs' own would be for
+//! order statistics, and within a hair of it where an even count averages the middle two.
+//! Ratios between costs are the ratios between rates, so a 3% tolerance means 3% either way.
 
 use std::collections::BTreeMap;
 use std::fmt;
