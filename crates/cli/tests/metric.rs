@@ -404,12 +404,7 @@ fn bad_metric_arguments_are_one_line_errors() {
 /// metric is the objective when --objective names none), as the README's example.
 #[test]
 fn sysbench_is_tuned_on_its_events_per_second() {
-    let found = std::process::Command::new("sh")
-        .args(["-c", "command -v sysbench"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped: sysbench is not installed (make test installs it)");
+    if !util::installed("sysbench") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

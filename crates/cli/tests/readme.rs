@@ -33,14 +33,6 @@ fn skipped(line: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether `program` is on `PATH`.
-fn installed(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Lines that must end with a status other than 0, as the README shows them.
 const FAILING: &[(&str, i32)] = &[("coretune topo --input 'pack:2 core:x'", 2)];
 
@@ -199,9 +191,9 @@ fn every_readme_command_runs_as_written() {
             "redis-benchmark",
         ]
         .into_iter()
-        .find(|t| line.contains(&format!("{t} ")) && !installed(t))
+        .find(|t| line.contains(&format!("{t} ")) && !util::installed(t))
         {
-            eprintln!("not run ({tool} is not installed): {line}");
+            eprintln!("not run (no {tool}): {line}");
             continue;
         }
         if line.contains("man -l") && Command::new("man").arg("--version").output().is_err() {

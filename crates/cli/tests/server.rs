@@ -10,19 +10,9 @@ mod util;
 use std::net::TcpListener;
 use std::path::Path;
 
-/// Whether every program is on PATH; says which is not (the test is then skipped).
+/// Whether every program is on PATH (the test is skipped otherwise, saying which is not).
 fn have(programs: &[&str]) -> bool {
-    for p in programs {
-        let found = std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {p}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            eprintln!("skipped: {p} is not installed (make test installs it)");
-            return false;
-        }
-    }
-    true
+    programs.iter().all(|p| util::installed(p))
 }
 
 /// A TCP port nothing listens on now.

@@ -166,7 +166,7 @@ fn table(report: &SweepReport) -> String {
                 .iter()
                 .map(|(i, o)| format!(
                     "<td>{}{}</td>",
-                    escape(&super::objective_cell(report, c, *i, o)),
+                    escape(&super::objective_cell(c, *i, o)),
                     if c.pareto {
                         " <span title=\"on the Pareto front\">◆</span>"
                     } else {

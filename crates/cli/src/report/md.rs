@@ -64,7 +64,7 @@ impl Reporter for Markdown {
                     .iter()
                     .map(|(i, o)| format!(
                         " {}{} |",
-                        super::objective_cell(report, c, *i, o),
+                        super::objective_cell(c, *i, o),
                         if c.pareto { " ◆" } else { "" }
                     ))
                     .collect::<String>(),

@@ -259,14 +259,9 @@ pub(crate) fn objective_heading(o: &Objective) -> String {
 
 /// A row's cell for objective `i` of the plan (`None`: the metric `o` names): its median,
 /// without the unit the heading has.
-pub(crate) fn objective_cell(
-    report: &SweepReport,
-    c: &ConfigRow,
-    i: Option<usize>,
-    o: &Objective,
-) -> String {
+pub(crate) fn objective_cell(c: &ConfigRow, i: Option<usize>, o: &Objective) -> String {
     let value = match i {
-        Some(i) => c.objective_median(&report.design.objectives(), i),
+        Some(i) => c.objective_median(i),
         None => c.metrics.get(o.name()).map(|m| m.median),
     };
     let Some(v) = value else {

@@ -231,11 +231,7 @@ pub(crate) fn objective_plot(report: &SweepReport) -> anyhow::Result<Option<Stri
     if objective.is_time() {
         return Ok(None);
     }
-    let scale = if objective.quantity == Quantity::Rss {
-        f64::from(1u32 << 20)
-    } else {
-        1.0
-    };
+    let (scale, unit) = axis_unit(&objective);
     let series = series(report, |c| {
         let (median, ci) = c.objective()?;
         Some((
@@ -245,11 +241,6 @@ pub(crate) fn objective_plot(report: &SweepReport) -> anyhow::Result<Option<Stri
         ))
     });
     let title = format!("{}: median, 95% interval", objective.heading());
-    let unit = match (&objective.quantity, &objective.unit) {
-        (Quantity::Rss, _) => "MiB".to_owned(),
-        (_, Some(u)) => u.clone(),
-        (_, None) => "value".to_owned(),
-    };
     let y_desc = format!("{} ({unit})", objective.name());
     line_plot(&LinePlot {
         title: &title,
@@ -261,6 +252,16 @@ pub(crate) fn objective_plot(report: &SweepReport) -> anyhow::Result<Option<Stri
     .map(Some)
 }
 
+/// How an objective's values are drawn: the divisor and the unit of its axis (peak memory in
+/// MiB, a metric in its `--unit`).
+fn axis_unit(o: &Objective) -> (f64, String) {
+    match (&o.quantity, &o.unit) {
+        (Quantity::Rss, _) => (f64::from(1u32 << 20), "MiB".to_owned()),
+        (_, Some(u)) => (1.0, u.clone()),
+        (_, None) => (1.0, "value".to_owned()),
+    }
+}
+
 /// The first two objectives against each other, one point per configuration, the Pareto front
 /// joined and labelled; `None` with fewer than two objectives.
 pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>> {
@@ -269,19 +270,9 @@ pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>
         return Ok(None);
     }
     let (ox, oy) = (&objectives[0], &objectives[1]);
-    let scale = |o: &Objective| {
-        if o.quantity == Quantity::Rss {
-            f64::from(1u32 << 20)
-        } else {
-            1.0
-        }
-    };
+    let scale = |o: &Objective| axis_unit(o).0;
     let axis = |o: &Objective| {
-        let unit = match (&o.quantity, &o.unit) {
-            (Quantity::Rss, _) => "MiB".to_owned(),
-            (_, Some(u)) => u.clone(),
-            (_, None) => "value".to_owned(),
-        };
+        let unit = axis_unit(o).1;
         let way = if o.higher_is_better {
             "higher"
         } else {
@@ -294,8 +285,8 @@ pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>
         .iter()
         .filter_map(|c| {
             Some((
-                c.objective_median(&objectives, 0)? / scale(ox),
-                c.objective_median(&objectives, 1)? / scale(oy),
+                c.objective_median(0)? / scale(ox),
+                c.objective_median(1)? / scale(oy),
                 c.pareto,
                 format!("{}{}", c.config.threads, short_family(c)),
             ))

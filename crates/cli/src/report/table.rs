@@ -77,7 +77,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             .map(|((i, o), h)| {
                 format!(
                     "  {:>w$}",
-                    super::objective_cell(report, c, *i, o),
+                    super::objective_cell(c, *i, o),
                     w = h.chars().count().max(8)
                 )
             })

@@ -175,6 +175,18 @@ pub fn resume(dir: &std::path::Path) {
     assert_ok(&out);
 }
 
+/// Whether `program` is on `PATH`; when it is not, says that the test is skipped for it.
+pub fn installed(program: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {program} is not installed (make test installs it)");
+    }
+    found
+}
+
 /// Whether the tests run as root (`id -u` is 0).
 pub fn is_root() -> bool {
     std::process::Command::new("id")

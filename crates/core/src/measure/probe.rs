@@ -390,48 +390,56 @@ impl ChildProbe {
     }
 
     /// A measurement of `wall` with another program's resource use: a server's, while its
-    /// client's run is what was timed.
+    /// client's run is what was timed (no figures without it).
     pub(crate) fn with_usage(wall: Duration, usage: Option<ResourceUsage>) -> Measurement {
-        let probe = Self {
-            start: Instant::now(),
-            usage: None,
-        };
-        Measurement {
-            wall,
-            ..probe.finish_with(usage)
-        }
+        measurement(wall, usage.as_ref().map_or_else(no_usage, own_usage))
     }
 
     /// [`ChildProbe::finish`] with the tree's own accounting when the OS keeps one.
     pub(crate) fn finish_with(self, tree: Option<ResourceUsage>) -> Measurement {
         let wall = self.start.elapsed();
-        let ((user, sys), vcs, ivcs, maxrss) = match tree {
-            // The program's own figures, from zero (a count the OS does not keep stays absent).
-            Some(tree) => usage_delta(
-                Some(&ResourceUsage {
-                    voluntary_ctx_switches: Some(0),
-                    involuntary_ctx_switches: Some(0),
-                    ..ResourceUsage::default()
-                }),
-                Some(&tree),
-            ),
+        let usage = match tree {
+            Some(tree) => own_usage(&tree),
             None => {
                 let end = sys::resource_usage(UsageOf::Children).ok();
                 usage_delta(self.usage.as_ref(), end.as_ref())
             }
         };
-        Measurement {
-            wall,
-            user,
-            sys,
-            voluntary_ctx_switches: vcs,
-            involuntary_ctx_switches: ivcs,
-            migrations: None,
-            migrations_source: MigrationSource::Unavailable,
-            peak_rss_bytes: maxrss,
-            peak_rss_source: RssSource::Process,
-            threads: Vec::new(),
-        }
+        measurement(wall, usage)
+    }
+}
+
+/// What [`usage_delta`] gives: CPU times, voluntary and involuntary switches, peak RSS.
+type Usage = (Times, Option<u64>, Option<u64>, Option<u64>);
+
+/// No resource figures.
+fn no_usage() -> Usage {
+    ((None, None), None, None, None)
+}
+
+/// One program's own figures, counted from zero (a count the OS does not keep stays absent).
+fn own_usage(usage: &ResourceUsage) -> Usage {
+    let zero = ResourceUsage {
+        voluntary_ctx_switches: Some(0),
+        involuntary_ctx_switches: Some(0),
+        ..ResourceUsage::default()
+    };
+    usage_delta(Some(&zero), Some(usage))
+}
+
+/// A child's measurement: its wall time and resource figures.
+fn measurement(wall: Duration, ((user, sys), vcs, ivcs, maxrss): Usage) -> Measurement {
+    Measurement {
+        wall,
+        user,
+        sys,
+        voluntary_ctx_switches: vcs,
+        involuntary_ctx_switches: ivcs,
+        migrations: None,
+        migrations_source: MigrationSource::Unavailable,
+        peak_rss_bytes: maxrss,
+        peak_rss_source: RssSource::Process,
+        threads: Vec::new(),
     }
 }
 
@@ -441,10 +449,7 @@ type Times = (Option<Duration>, Option<Duration>);
 /// user, sys, voluntary and involuntary switches between two `getrusage` readings, and the
 /// later reading's peak RSS in bytes; all absent when either reading failed (the wall time
 /// still stands).
-fn usage_delta(
-    a: Option<&ResourceUsage>,
-    b: Option<&ResourceUsage>,
-) -> (Times, Option<u64>, Option<u64>, Option<u64>) {
+fn usage_delta(a: Option<&ResourceUsage>, b: Option<&ResourceUsage>) -> Usage {
     let count = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
     match (a, b) {
         (Some(a), Some(b)) => (
@@ -456,7 +461,7 @@ fn usage_delta(
             count(a.involuntary_ctx_switches, b.involuntary_ctx_switches),
             (b.max_rss_bytes > 0).then_some(b.max_rss_bytes),
         ),
-        _ => ((None, None), None, None, None),
+        _ => no_usage(),
     }
 }
 

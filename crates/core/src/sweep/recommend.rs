@@ -75,6 +75,21 @@ pub fn recommend(
     tolerance: f64,
     objectives: &[Objective],
 ) -> Option<Recommendation> {
+    recommend_on(
+        summaries,
+        tolerance,
+        objectives,
+        &pareto(summaries, objectives),
+    )
+}
+
+/// [`recommend`] with the Pareto front of `objectives` already found (the report model has it).
+pub(crate) fn recommend_on(
+    summaries: &[ConfigSummary],
+    tolerance: f64,
+    objectives: &[Objective],
+    front: &[Config],
+) -> Option<Recommendation> {
     let time = Objective::time();
     let objective = objectives.first().unwrap_or(&time);
     let measured: Vec<(&ConfigSummary, Estimate)> = summaries
@@ -168,7 +183,6 @@ pub fn recommend(
                 )
             })
             .collect();
-        let front = pareto(summaries, objectives);
         let names: Vec<&str> = objectives.iter().map(Objective::name).collect();
         reason.push(format!(
             "Its {}: {} (median); {}.",

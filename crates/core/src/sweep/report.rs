@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::objective::{MetricSpec, Objective, Quantity};
-use super::recommend::{Recommendation, pareto, recommend};
+use super::objective::{MetricSpec, Objective};
+use super::recommend::{Recommendation, pareto, recommend_on};
 use super::target::Target;
 use super::{ConfigSummary, Design, RunLine, Status, summarize};
 use crate::grid::{Config, Family};
@@ -236,17 +236,14 @@ impl ConfigRow {
         }
     }
 
-    /// The median of objective `i` of `objectives` (the time's for a time-only sweep).
-    pub fn objective_median(&self, objectives: &[Objective], i: usize) -> Option<f64> {
-        if self.objectives.is_empty() {
-            return match objectives.get(i)?.quantity {
-                Quantity::Time => self.median_s,
-                Quantity::Cpu => self.cpu_s,
-                Quantity::Rss => self.peak_rss_bytes,
-                Quantity::Metric(_) => None,
-            };
+    /// The median of the sweep's objective `i` (the wall time's for a time-only sweep, which
+    /// keeps its one objective in the `_s` fields).
+    pub fn objective_median(&self, i: usize) -> Option<f64> {
+        match self.objectives.get(i) {
+            Some(o) => Some(o.as_ref()?.median),
+            None if i == 0 && self.objectives.is_empty() => self.median_s,
+            None => None,
         }
-        Some(self.objectives.get(i)?.as_ref()?.median)
     }
 }
 
@@ -318,8 +315,8 @@ impl SweepReport {
     ) -> Self {
         let objectives = design.objectives();
         let summaries = summarize(lines, &objectives);
-        let mut recommendation = recommend(&summaries, design.tolerance, &objectives);
         let pareto = pareto(&summaries, &objectives);
+        let mut recommendation = recommend_on(&summaries, design.tolerance, &objectives, &pareto);
         if let Some(r) = recommendation.as_mut() {
             r.apply = apply(&r.config);
         }
