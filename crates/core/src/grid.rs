@@ -290,6 +290,19 @@ pub struct Config {
     /// The memory policy the run starts with (`tune --mem`; absent: the OS's first touch).
     #[serde(default, skip_serializing_if = "Mem::is_default")]
     pub mem: Mem,
+    /// Copies run at once, each on its own part of the CPUs with `threads` threads
+    /// (`tune --instances`; absent: one).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub instances: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl Config {
@@ -301,15 +314,18 @@ impl Config {
             cpus: self.cpus.clone(),
             throttle: self.throttle,
             mem: self.mem.clone(),
+            instances: self.instances,
         }
     }
 
-    /// How "simple" the configuration is, for breaking ties: fewer threads, then no pinning,
-    /// then no CPU exclusion, then no throttle, then no memory policy (DESIGN.md: a tie goes to
-    /// the simplest).
-    pub fn simplicity_key(&self) -> (usize, bool, bool, bool, bool, Policy) {
+    /// How "simple" the configuration is, for breaking ties: fewer threads in all, then fewer
+    /// instances (one process of 2 threads before 2 of 1), then no pinning, then no CPU
+    /// exclusion, then no throttle, then no memory policy (DESIGN.md: a tie goes to the
+    /// simplest).
+    pub fn simplicity_key(&self) -> (usize, usize, bool, bool, bool, bool, Policy) {
         (
-            self.threads,
+            self.threads * self.instances,
+            self.instances,
             self.place.is_pinned(),
             !self.cpus.is_all(),
             self.throttle.is_set(),
@@ -341,17 +357,65 @@ impl Config {
             .map_err(ConfigError::Placement)
     }
 
+    /// The CPUs each instance runs on: the configuration's CPU set (or every usable CPU) split
+    /// in [`Config::instances`] parts as `hwloc-distrib` splits it — whole NUMA nodes, then
+    /// L3 groups, then cores, then PUs — so that 2 instances on a 2-node machine get a node
+    /// each. With more instances than PUs, neighbouring instances share one (as hwloc-distrib
+    /// packs).
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::placement`].
+    pub fn parts(&self, topology: &Topology) -> Result<Vec<CpuSet>, ConfigError> {
+        let (cpus, _) = self
+            .cpus
+            .resolve(topology)
+            .map_err(|error| ConfigError::Cpus {
+                cpus: self.cpus.to_string(),
+                error,
+            })?;
+        crate::placement::distribute(topology, self.instances.max(1), cpus.as_ref())
+            .map_err(ConfigError::Placement)
+    }
+
+    /// The placement of each instance on its part ([`Config::parts`]): `threads` threads placed
+    /// by the configuration's policy inside it. One instance gets [`Config::placement`]'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::placement`].
+    pub fn placements(
+        &self,
+        topology: &Topology,
+        binding: Binding,
+    ) -> Result<Vec<Placement>, ConfigError> {
+        if self.instances <= 1 {
+            return Ok(vec![self.placement(topology, binding)?]);
+        }
+        self.parts(topology)?
+            .iter()
+            .map(|part| {
+                plan(topology, self.threads, self.place, Some(part), binding)
+                    .map_err(ConfigError::Placement)
+            })
+            .collect()
+    }
+
     /// Whether a program run in this configuration gets a process CPU set (pinned, or limited
     /// to part of the machine).
     pub fn is_restricted(&self) -> bool {
-        self.place.is_pinned() || !self.cpus.is_all()
+        self.place.is_pinned() || !self.cpus.is_all() || self.instances > 1
     }
 }
 
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = if self.threads == 1 { "" } else { "s" };
-        write!(f, "{} thread{s}, {}", self.threads, self.family())
+        if self.instances > 1 {
+            write!(f, "{} instances × ", self.instances)?;
+        }
+        write!(f, "{} thread{s}, ", self.threads)?;
+        self.family().fmt_axes(f)
     }
 }
 
@@ -378,6 +442,9 @@ pub enum ConfigError {
     /// The placement cannot be planned.
     #[error("{0}")]
     Placement(PlacementError),
+    /// `--instances` cannot be used with this target.
+    #[error("--instances: {0}")]
+    Instances(String),
 }
 
 /// A configuration without its thread count.
@@ -392,6 +459,9 @@ pub struct Family {
     /// Memory policy.
     #[serde(default, skip_serializing_if = "Mem::is_default")]
     pub mem: Mem,
+    /// Copies run at once.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub instances: usize,
 }
 
 impl Family {
@@ -403,12 +473,14 @@ impl Family {
             cpus: self.cpus.clone(),
             throttle: self.throttle,
             mem: self.mem.clone(),
+            instances: self.instances,
         }
     }
 }
 
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Family {
+    /// Everything but the instance count, as `place os, cpus '…', throttle 2, mem local`.
+    fn fmt_axes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "place {}", self.place)?;
         if !self.cpus.is_all() {
             write!(f, ", cpus '{}'", self.cpus)?;
@@ -420,6 +492,15 @@ impl fmt::Display for Family {
             write!(f, ", mem {}", self.mem)?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.instances > 1 {
+            write!(f, "{} instances, ", self.instances)?;
+        }
+        self.fmt_axes(f)
     }
 }
 
@@ -525,6 +606,28 @@ pub fn parse_mems(list: &str) -> Result<Vec<Mem>, MemError> {
     Ok(out)
 }
 
+/// `tune --instances`'s list: instance counts separated by commas, ascending and without
+/// duplicates.
+///
+/// # Errors
+///
+/// The first item that is not a positive number, or an empty list.
+pub fn parse_instances(list: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.parse::<usize>() {
+            Ok(n) if n > 0 => out.push(n),
+            _ => return Err(format!("'{item}' is not a positive number of instances")),
+        }
+    }
+    if out.is_empty() {
+        return Err("no values".into());
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
 /// The grid: every combination of its axes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grid {
@@ -539,6 +642,21 @@ pub struct Grid {
     /// Memory policies (absent in sweeps without `--mem`: the OS's default alone).
     #[serde(default = "default_mems", skip_serializing_if = "only_default_mem")]
     pub mems: Vec<Mem>,
+    /// Instance counts (absent in sweeps without `--instances`: one).
+    #[serde(
+        default = "default_instances",
+        skip_serializing_if = "only_one_instance"
+    )]
+    pub instances: Vec<usize>,
+}
+
+fn default_instances() -> Vec<usize> {
+    vec![1]
+}
+
+#[allow(clippy::ptr_arg)] // serde's skip_serializing_if passes the field by reference
+fn only_one_instance(instances: &Vec<usize>) -> bool {
+    *instances == default_instances()
 }
 
 fn default_mems() -> Vec<Mem> {
@@ -566,7 +684,13 @@ impl Grid {
             cpus,
             throttles: vec![ThrottleSpec::None],
             mems: default_mems(),
+            instances: default_instances(),
         }
+    }
+
+    /// Whether any configuration runs more than one instance.
+    pub fn has_instances(&self) -> bool {
+        self.instances.iter().any(|&p| p > 1)
     }
 
     /// Every family of the grid, in axis order.
@@ -576,12 +700,15 @@ impl Grid {
             for cpus in &self.cpus {
                 for &throttle in &self.throttles {
                     for mem in &self.mems {
-                        out.push(Family {
-                            place,
-                            cpus: cpus.clone(),
-                            throttle,
-                            mem: mem.clone(),
-                        });
+                        for &instances in &self.instances {
+                            out.push(Family {
+                                place,
+                                cpus: cpus.clone(),
+                                throttle,
+                                mem: mem.clone(),
+                                instances,
+                            });
+                        }
                     }
                 }
             }
@@ -752,6 +879,75 @@ mod test {
     const LAPTOP: MachineCounts = MachineCounts { cores: 4, pus: 8 };
 
     #[test]
+    fn instances_split_the_cpus_as_hwloc_distrib_does() {
+        assert_eq!(parse_instances("4,1,2,2").unwrap(), [1, 2, 4]);
+        for bad in ["0", "x", "", "1,-2"] {
+            assert!(parse_instances(bad).is_err(), "{bad}");
+        }
+        let t = Topology::load(&crate::topology::TopologySource::Synthetic(
+            "pack:2 numa:2 l3:1 core:2 pu:2".into(),
+        ))
+        .unwrap();
+        let part_lists = |instances: usize, cpus: &str| {
+            let c = Config {
+                threads: 2,
+                place: Policy::Compact,
+                cpus: cpus.parse().unwrap(),
+                throttle: ThrottleSpec::None,
+                mem: Mem::Default,
+                instances,
+            };
+            let placements = c.placements(&t, Binding::Pu).unwrap();
+            let parts = c.parts(&t).unwrap();
+            assert_eq!(placements.len(), instances);
+            placements
+                .iter()
+                .zip(&parts)
+                .map(|(p, part)| {
+                    // Every thread inside its instance's part, packed from its start.
+                    assert!(
+                        p.threads
+                            .iter()
+                            .all(|th| th.pus.iter().all(|&pu| part.is_set(pu)))
+                    );
+                    assert_eq!(p.threads[0].pus[0], part.first_set().unwrap());
+                    crate::sys::format_list(&crate::sys::set_to_vec(part))
+                })
+                .collect::<Vec<_>>()
+        };
+        // 4 NUMA nodes of 4 PUs: one instance each, then two per node's cores.
+        assert_eq!(part_lists(4, "all"), ["0-3", "4-7", "8-11", "12-15"]);
+        assert_eq!(part_lists(2, "all"), ["0-7", "8-15"]);
+        assert_eq!(part_lists(8, "all")[..2], ["0-1", "2-3"]);
+        // Within a CPU set: the set is what is split.
+        assert_eq!(part_lists(2, "numa:1-2"), ["4-7", "8-11"]);
+        let c = Config {
+            threads: 2,
+            place: Policy::Os,
+            cpus: Cpus::All,
+            throttle: ThrottleSpec::None,
+            mem: Mem::Default,
+            instances: 4,
+        };
+        assert_eq!(c.to_string(), "4 instances × 2 threads, place os");
+        assert_eq!(c.family().to_string(), "4 instances, place os");
+        assert!(c.is_restricted());
+        let one = Config {
+            instances: 1,
+            threads: 8,
+            ..c.clone()
+        };
+        // A tie goes to one process of 8 threads before 4 of 2.
+        assert!(one.simplicity_key() < c.simplicity_key());
+        // Old folders have no instance count: one.
+        let read: Config =
+            serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)
+                .unwrap();
+        assert_eq!(read.instances, 1);
+        assert!(!serde_json::to_string(&read).unwrap().contains("instances"));
+    }
+
+    #[test]
     fn thread_lists() {
         assert_eq!(
             parse_threads("1-4,6,8", LAPTOP).unwrap(),
@@ -800,6 +996,7 @@ mod test {
             cpus: vec![Cpus::All],
             throttles: vec![ThrottleSpec::None],
             mems: vec![crate::grid::Mem::Default],
+            instances: vec![1],
         };
         assert_eq!(grid.configs().len(), 4);
         let mut configs = grid.configs();
@@ -863,6 +1060,7 @@ mod test {
             cpus: cpus.parse().unwrap(),
             throttle: ThrottleSpec::None,
             mem: crate::grid::Mem::Default,
+            instances: 1,
         };
         let mut v = [
             c(Policy::Spread, "all"),

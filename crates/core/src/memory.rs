@@ -144,6 +144,18 @@ impl MemPlan {
         crate::sys::set_thread_mempolicy(self.mode, &self.nodes)
     }
 
+    /// The systemd unit settings that set the same policy (`NUMAPolicy=`, and `NUMAMask=` for
+    /// a policy over nodes), with a leading space.
+    pub fn systemd(&self) -> String {
+        let nodes = format_list(&self.nodes).replace(',', " ");
+        match self.mode {
+            MemMode::Local => " NUMAPolicy=local".to_owned(),
+            MemMode::Interleave => format!(" NUMAPolicy=interleave NUMAMask={nodes}"),
+            MemMode::Bind => format!(" NUMAPolicy=bind NUMAMask={nodes}"),
+            MemMode::Preferred => format!(" NUMAPolicy=preferred NUMAMask={nodes}"),
+        }
+    }
+
     /// The `numactl` options that set the same policy.
     pub fn numactl(&self) -> String {
         let nodes = format_list(&self.nodes);

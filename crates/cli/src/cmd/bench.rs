@@ -81,6 +81,7 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         cpus,
         throttle: args.throttle.unwrap_or_default(),
         mem: coretune_core::grid::Mem::Default,
+        instances: 1,
     };
     // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
     let design = Design::one(&config, args.runs, args.warmup);

@@ -1,6 +1,7 @@
 //! `summary.csv`: one row per configuration, the same fields as `summary.json`'s `configs`
 //! (the interval as two columns, per-run times left out), then three columns per metric of the
-//! program's output (`NAME_median`, `NAME_ci_low`, `NAME_ci_high`).
+//! program's output (`NAME_median`, `NAME_ci_low`, `NAME_ci_high`). `instances` is the last
+//! fixed column (it came after the others), `threads` being per instance.
 
 use std::collections::BTreeSet;
 
@@ -46,6 +47,7 @@ struct Row<'a> {
     cpu_s: Option<f64>,
     peak_rss_bytes: Option<f64>,
     pareto: bool,
+    instances: usize,
 }
 
 impl<'a> Row<'a> {
@@ -80,6 +82,7 @@ impl<'a> Row<'a> {
             cpu_s: c.cpu_s,
             peak_rss_bytes: c.peak_rss_bytes,
             pareto: c.pareto,
+            instances: c.config.instances,
         }
     }
 }

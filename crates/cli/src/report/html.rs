@@ -148,7 +148,7 @@ fn table(report: &SweepReport) -> String {
             s,
             "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
              <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            c.config.threads,
+            super::threads_cell(c),
             escape(&super::place_cell(c)),
             escape(c.config.cpus.as_str()),
             if c.config.throttle.is_set() {

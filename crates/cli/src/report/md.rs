@@ -54,7 +54,7 @@ impl Reporter for Markdown {
             writeln!(
                 s,
                 "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |",
-                c.config.threads,
+                super::threads_cell(c),
                 super::place_cell(c),
                 c.config.cpus,
                 throttle,

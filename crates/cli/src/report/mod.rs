@@ -270,13 +270,22 @@ pub(crate) fn objective_cell(c: &ConfigRow, i: Option<usize>, o: &Objective) -> 
     match o.quantity {
         Quantity::Rss => format!("{:.1}", v / f64::from(1u32 << 20)),
         Quantity::Cpu | Quantity::Time => secs(v),
-        Quantity::Metric(_) => {
+        Quantity::Metric(_) | Quantity::Throughput => {
             let shown = o.show(v);
             o.unit
                 .as_ref()
                 .and_then(|u| shown.strip_suffix(u.as_str()))
                 .map_or(shown.clone(), |n| n.trim_end().to_owned())
         }
+    }
+}
+
+/// A row's thread count; `P×T` for P instances of T threads each (`tune --instances`).
+pub(crate) fn threads_cell(c: &ConfigRow) -> String {
+    if c.config.instances > 1 {
+        format!("{}×{}", c.config.instances, c.config.threads)
+    } else {
+        c.config.threads.to_string()
     }
 }
 

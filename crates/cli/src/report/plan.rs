@@ -75,7 +75,17 @@ pub(crate) fn text(
             join(g.mems.iter().map(ToString::to_string).collect(), " | "),
         )
     });
-    for (k, v) in rows.into_iter().chain(mems) {
+    let instances = g.has_instances().then(|| {
+        (
+            "instances",
+            format!(
+                "{} (copies at once, each on its own part of the CPUs, judged on their \
+                 throughput together)",
+                join(g.instances.iter().map(ToString::to_string).collect(), ", ")
+            ),
+        )
+    });
+    for (k, v) in rows.into_iter().chain(mems).chain(instances) {
         let _ = writeln!(s, "  {k:<11}{v}");
     }
     match &estimate.first_stage {

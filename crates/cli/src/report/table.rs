@@ -83,9 +83,15 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             })
             .collect()
     };
+    // "P×T" for P instances of T threads each.
+    let (threads_heading, tw) = if report.design.grid.has_instances() {
+        ("inst×thr", 8)
+    } else {
+        ("threads", 7)
+    };
     let header = format!(
-        "{:>7}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
-        "threads",
+        "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+        threads_heading,
         "place",
         "cpus",
         "throttle",
@@ -124,8 +130,8 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
-            "{:>7}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
-            c.config.threads,
+            "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+            super::threads_cell(c),
             c.config.place,
             c.config.cpus,
             throttle,

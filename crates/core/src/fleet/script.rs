@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{FleetSpec, SlurmTarget, TargetKind};
+use crate::program::shell_quote;
 
 /// Which nodes the jobs of a submission may run on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,13 +80,13 @@ pub(super) fn batch_script(
     for arg in &spec.sbatch_args {
         sbatch(arg.clone());
     }
-    let coretune = quote(&spec.coretune.display().to_string());
-    let args: Vec<String> = spec.sweep_args.iter().map(|a| quote(a)).collect();
+    let coretune = shell_quote(&spec.coretune.display().to_string());
+    let args: Vec<String> = spec.sweep_args.iter().map(|a| shell_quote(a)).collect();
     let _ = writeln!(s, "set -eu");
     let _ = writeln!(
         s,
         "dir={}/\"${{SLURMD_NODENAME:?not running under Slurm}}\"",
-        quote(&target_dir.display().to_string())
+        shell_quote(&target_dir.display().to_string())
     );
     let _ = writeln!(s, "if [ -e \"$dir/sweep.json\" ]; then");
     let _ = writeln!(s, "  exec {coretune} tune --quiet --resume \"$dir\"");
@@ -98,19 +99,6 @@ pub(super) fn batch_script(
         args.join(" ")
     );
     s
-}
-
-/// `word` quoted for a POSIX shell: as it is when it is plain, else in single quotes.
-pub(super) fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]
@@ -143,11 +131,11 @@ mod test {
 
     #[test]
     fn quoting() {
-        assert_eq!(quote("1,2"), "1,2");
-        assert_eq!(quote("all ~pu:0"), "'all ~pu:0'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote(""), "''");
-        assert_eq!(quote("$HOME"), "'$HOME'");
+        assert_eq!(shell_quote("1,2"), "1,2");
+        assert_eq!(shell_quote("all ~pu:0"), "'all ~pu:0'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("$HOME"), "'$HOME'");
     }
 
     // Batch scripts for Linux nodes, with their paths.

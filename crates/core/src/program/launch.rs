@@ -451,6 +451,19 @@ fn uid_text(uid: Result<u32, sys::SysError>) -> String {
     uid.map_or_else(|_| "?".to_owned(), |uid| uid.to_string())
 }
 
+/// `word` quoted for a POSIX shell: as it is when it is plain, else in single quotes.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;

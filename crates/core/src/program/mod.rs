@@ -29,7 +29,7 @@ pub mod watch;
 pub use env::thread_env;
 pub use launch::{
     LaunchError, Launched, affinity_of, exit_code, find_program, process_binding, rebind_process,
-    run, shell_command, spawn, thread_count,
+    run, shell_command, shell_quote, spawn, thread_count,
 };
 pub use pin::repin_process;
 

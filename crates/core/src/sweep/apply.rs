@@ -33,7 +33,7 @@
 //! or across groups ([`crate::topology::groups::windows_lines`]), and the runtimes' variables set the
 //! PowerShell way (`$env:NAME=VALUE`).
 
-use super::run::substitute_all;
+use super::run::{substitute_all, substitute_copy};
 use super::target::Target;
 use crate::cpuset::Format;
 use crate::grid::Config;
@@ -52,6 +52,9 @@ pub fn apply_lines(
     config: &Config,
     binding: Binding,
 ) -> Vec<String> {
+    if config.instances > 1 {
+        return instance_lines(topology, target, config, binding);
+    }
     let Ok(placement) = config.placement(topology, binding) else {
         return Vec::new();
     };
@@ -99,7 +102,8 @@ pub fn apply_lines(
             let cmd = match (*shell, windows) {
                 (true, false) => format!("sh -c '{}'", words.join(" ")),
                 (true, true) => format!("cmd /C \"{}\"", words.join(" ")),
-                (false, _) => words.join(" "),
+                (false, false) => shell_words(&words),
+                (false, true) => words.join(" "),
             };
             lines.push(format!(
                 "coretune run --threads {n} --place {}{cpus_flag}{mem_flag} -- {cmd}",
@@ -161,6 +165,203 @@ pub fn apply_lines(
         ));
     }
     lines
+}
+
+/// The lines for a configuration of several instances, each on its part of the CPUs
+/// ([`Config::parts`]): every instance started in the background and waited for, the way
+/// `coretune run`, `numactl` or `taskset` would each start one; the runtimes' variables (per
+/// instance); Slurm's tasks, one per instance on its part's CPUs (`--cpu-bind=mask_cpu:` lists
+/// a mask per task); a systemd template unit, an instance per part with its `CPUAffinity=`
+/// (and `NUMAPolicy=`/`NUMAMask=` for a memory policy).
+fn instance_lines(
+    topology: &Topology,
+    target: &Target,
+    config: &Config,
+    binding: Binding,
+) -> Vec<String> {
+    let Ok(placements) = config.placements(topology, binding) else {
+        return Vec::new();
+    };
+    let (n, p) = (config.threads, config.instances);
+    let throttle_flag = if config.throttle.is_set() {
+        format!(" --throttle {}", config.throttle)
+    } else {
+        String::new()
+    };
+    let mem_flag = if config.mem.is_default() {
+        String::new()
+    } else {
+        format!(" --mem {}", config.mem)
+    };
+    let windows = crate::topology::groups::is_windows(topology);
+    let mut coretune = Vec::new();
+    let mut numactl = Vec::new();
+    let mut units = Vec::new();
+    for (k, placement) in placements.iter().enumerate() {
+        let union = placement.union();
+        let list = format_list(&set_to_vec(&union));
+        let mem = config
+            .mem
+            .policy()
+            .and_then(|m| m.plan(topology, &union, false).ok());
+        let cmd = match target {
+            Target::Workload { spec, .. } => {
+                format!("coretune bench {}{}", spec.name, workload_flags(spec))
+            }
+            Target::Command { argv, shell } => {
+                let words: Vec<String> = argv
+                    .iter()
+                    .map(|a| substitute_copy(a, config, &list, k))
+                    .collect();
+                match (*shell, windows) {
+                    (true, false) => format!("sh -c '{}'", words.join(" ")),
+                    (true, true) => format!("cmd /C \"{}\"", words.join(" ")),
+                    (false, false) => shell_words(&words),
+                    (false, true) => words.join(" "),
+                }
+            }
+        };
+        match target {
+            Target::Workload { spec, .. } => coretune.push(format!(
+                "coretune bench {} --threads {n} --place {} --cpus '{list}'{throttle_flag}{} &",
+                spec.name,
+                config.place,
+                workload_flags(spec)
+            )),
+            Target::Command { .. } => coretune.push(format!(
+                "coretune run --threads {n} --place {} --cpus '{list}'{mem_flag} -- {cmd} &",
+                config.place
+            )),
+        }
+        let mem_numactl = mem.as_ref().map(|m| format!(" {}", m.numactl()));
+        numactl.push(match &mem_numactl {
+            Some(m) => format!("numactl --physcpubind={list}{m} {cmd} &"),
+            None => format!("taskset -c {list} {cmd} &"),
+        });
+        let mut unit = format!("CPUAffinity={}", list.replace(',', " "));
+        if let Some(mem) = &mem {
+            unit.push_str(&mem.systemd());
+        }
+        units.push(format!("systemd unit instance @{k}: {unit}"));
+    }
+    let mut lines = vec![parts_note(topology, &placements)];
+    lines.extend(coretune);
+    lines.push("wait   # all instances at once, as measured".to_owned());
+    if !windows {
+        lines.extend(numactl);
+        lines.push("wait".to_owned());
+    }
+    lines.push(format!(
+        "OMP_NUM_THREADS={n} OMP_PROC_BIND={} RAYON_NUM_THREADS={n} GOMAXPROCS={n}   # in each instance",
+        placements[0].omp_proc_bind()
+    ));
+    if windows {
+        return lines;
+    }
+    lines.extend(units);
+    lines.push(format!(
+        "systemd: a template unit APP@.service started as APP@0 … APP@{}, each with its drop-in \
+         (systemctl edit APP@K) setting the line above",
+        p - 1
+    ));
+    let per_task = placements
+        .iter()
+        .map(|pl| pl.union().weight().unwrap_or(0))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let masks: Vec<String> = placements
+        .iter()
+        .map(|pl| {
+            Format::Taskset
+                .render(&pl.union())
+                .unwrap_or_else(|_| "0x0".to_owned())
+        })
+        .collect();
+    lines.push(format!(
+        "#SBATCH --nodes=1 --ntasks={p} --cpus-per-task={per_task} --exclusive"
+    ));
+    let program = match target {
+        Target::Workload { spec, .. } => format!(
+            "coretune bench {} --threads {n} --place {}{}",
+            spec.name,
+            config.place,
+            workload_flags(spec)
+        ),
+        Target::Command { argv, .. } => {
+            // Each task is told its index and its CPUs by Slurm and by the kernel, not by
+            // coretune: `{instance}` is $SLURM_PROCID, `{cpus}` its affinity list, expanded by
+            // a shell of each task's own.
+            let mut dynamic = false;
+            let words: Vec<String> = argv
+                .iter()
+                .map(|a| {
+                    let marked = a.replace("{instance}", "\0I").replace("{cpus}", "\0C");
+                    let word = substitute_copy(&marked, config, "", 0);
+                    if word.contains('\0') {
+                        dynamic = true;
+                        format!(
+                            "\"{}\"",
+                            word.replace('"', "\\\"")
+                                .replace("\0I", "$SLURM_PROCID")
+                                .replace("\0C", "$(taskset -cp $$ | cut -d: -f2 | tr -d ' ')")
+                        )
+                    } else {
+                        crate::program::shell_quote(&word)
+                    }
+                })
+                .collect();
+            let line = words.join(" ");
+            if dynamic {
+                format!("sh -c {}", crate::program::shell_quote(&line))
+            } else {
+                line
+            }
+        }
+    };
+    lines.push(format!(
+        "srun --whole --ntasks={p} --cpus-per-task={per_task} --cpu-bind=mask_cpu:{} {program}   \
+         # {p} tasks, each on its part",
+        masks.join(",")
+    ));
+    lines
+}
+
+/// A program's words as a POSIX shell line, each quoted where it needs to be.
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| crate::program::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What the instances' parts are: `note: 2 instances, one per NUMA node: CPUs 0-3 | 4-7` —
+/// the first level (NUMA node, L3, core, PU) whose objects the parts take one each — or just
+/// their CPUs.
+fn parts_note(topology: &Topology, placements: &[Placement]) -> String {
+    let parts: Vec<_> = placements.iter().map(Placement::union).collect();
+    let lists: Vec<String> = parts.iter().map(|p| format_list(&set_to_vec(p))).collect();
+    let one_each = [
+        (ObjKind::Numa, "NUMA node"),
+        (ObjKind::L3, "L3 cache"),
+        (ObjKind::Core, "core"),
+        (ObjKind::Pu, "PU"),
+    ]
+    .into_iter()
+    .find(|(kind, _)| {
+        let mut seen = std::collections::BTreeSet::new();
+        parts.iter().all(|p| {
+            let objects = topology.indexes_intersecting(*kind, p, false);
+            objects.len() == 1 && seen.insert(objects[0])
+        })
+    });
+    let how = one_each.map_or(String::new(), |(_, name)| format!(", one per {name}"));
+    format!(
+        "note: {} instances{how}: CPUs {}",
+        parts.len(),
+        lists.join(" | ")
+    )
 }
 
 /// The lines for the program's own runtime, named by its first word: the JVM's processor count
@@ -400,6 +601,7 @@ mod test {
             cpus: cpus.parse().unwrap_or(Cpus::All),
             throttle: ThrottleSpec::None,
             mem: crate::grid::Mem::Default,
+            instances: 1,
         }
     }
 
@@ -417,6 +619,78 @@ mod test {
             .filter(|l| l.starts_with(prefix))
             .map(String::as_str)
             .collect()
+    }
+
+    #[test]
+    fn instances_get_a_line_each_on_their_own_node() {
+        // 2 packages, a NUMA node each, 4 cores of 2 PUs: 4 instances of 2 threads.
+        let t = topo("pack:2 numa:1 core:4 pu:2");
+        let mut c = config(2, Policy::Os, "all");
+        c.instances = 2;
+        c.mem = "local".parse().unwrap();
+        let l = lines(&t, &c, Binding::Pu);
+        assert_eq!(
+            l[0],
+            "note: 2 instances, one per NUMA node: CPUs 0-7 | 8-15"
+        );
+        assert_eq!(
+            find(&l, "coretune run"),
+            [
+                "coretune run --threads 2 --place os --cpus '0-7' --mem local -- ./app -t 2 &",
+                "coretune run --threads 2 --place os --cpus '8-15' --mem local -- ./app -t 2 &",
+            ]
+        );
+        assert_eq!(
+            find(&l, "numactl"),
+            [
+                "numactl --physcpubind=0-7 --localalloc ./app -t 2 &",
+                "numactl --physcpubind=8-15 --localalloc ./app -t 2 &",
+            ]
+        );
+        assert_eq!(
+            find(&l, "systemd unit"),
+            [
+                "systemd unit instance @0: CPUAffinity=0-7 NUMAPolicy=local",
+                "systemd unit instance @1: CPUAffinity=8-15 NUMAPolicy=local",
+            ]
+        );
+        assert_eq!(
+            find(&l, "#SBATCH"),
+            ["#SBATCH --nodes=1 --ntasks=2 --cpus-per-task=8 --exclusive"]
+        );
+        assert!(
+            find(&l, "srun")[0].starts_with(
+                "srun --whole --ntasks=2 --cpus-per-task=8 --cpu-bind=mask_cpu:0xff,0xff00 ./app -t 2"
+            ),
+            "{l:#?}"
+        );
+        // 4 instances split each node in two: one per L3 is not there, one per core is not
+        // either (2 cores each), so only the CPUs are said; {instance} and {cpus} per copy.
+        c.instances = 4;
+        c.mem = crate::grid::Mem::Default;
+        let target = Target::Command {
+            argv: vec![
+                "./app".into(),
+                "--rank={instance}".into(),
+                "--on={cpus}".into(),
+            ],
+            shell: false,
+        };
+        let l = apply_lines(&t, &target, &c, Binding::Pu);
+        assert_eq!(l[0], "note: 4 instances: CPUs 0-3 | 4-7 | 8-11 | 12-15");
+        assert_eq!(
+            find(&l, "taskset"),
+            [
+                "taskset -c 0-3 ./app --rank=0 --on=0-3 &",
+                "taskset -c 4-7 ./app --rank=1 --on=4-7 &",
+                "taskset -c 8-11 ./app --rank=2 --on=8-11 &",
+                "taskset -c 12-15 ./app --rank=3 --on=12-15 &",
+            ]
+        );
+        let srun = find(&l, "srun")[0];
+        assert!(srun.contains("--rank=$SLURM_PROCID"), "{srun}");
+        // A line a user pastes runs: the taskset lines through a shell.
+        assert!(l.iter().any(|l| l == "wait"));
     }
 
     #[test]

@@ -137,6 +137,7 @@ mod test {
                 cpus: crate::grid::Cpus::All,
                 throttle: crate::grid::ThrottleSpec::None,
                 mem: crate::grid::Mem::Default,
+                instances: 1,
             },
             median_s: Some(median),
             ci_s: Some(ci),

@@ -135,6 +135,7 @@ mod test {
                 cpus: vec![Cpus::All],
                 throttles: vec![ThrottleSpec::None],
                 mems: vec![crate::grid::Mem::Default],
+                instances: vec![1],
             },
             strategy,
             runs: 3,

@@ -448,7 +448,8 @@ impl Design {
                 places: vec![config.place],
                 cpus: vec![config.cpus.clone()],
                 throttles: vec![config.throttle],
-                mems: vec![crate::grid::Mem::Default],
+                mems: vec![config.mem.clone()],
+                instances: vec![config.instances],
             },
             strategy: Strategy::Exhaustive,
             runs,
@@ -459,10 +460,15 @@ impl Design {
         }
     }
 
-    /// The objectives, wall time when none was named.
+    /// The objectives: when none was named, wall time, or the throughput of all instances
+    /// together when the grid runs several (the time of P copies is not comparable with one's).
     pub fn objectives(&self) -> Vec<Objective> {
         if self.objectives.is_empty() {
-            vec![Objective::time()]
+            if self.grid.has_instances() {
+                vec![Objective::throughput()]
+            } else {
+                vec![Objective::time()]
+            }
         } else {
             self.objectives.clone()
         }
@@ -907,9 +913,12 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
     // Speedup and efficiency against the family's 1-thread median: of the wall time, or of
     // the program's own figure when that is the objective (as a cost: a rate's speedup is the
     // ratio of the rates).
-    let by_metric = objectives
-        .first()
-        .filter(|o| matches!(o.quantity, objective::Quantity::Metric(_)));
+    let by_metric = objectives.first().filter(|o| {
+        matches!(
+            o.quantity,
+            objective::Quantity::Metric(_) | objective::Quantity::Throughput
+        )
+    });
     let cost = |s: &ConfigSummary| -> Option<f64> {
         match by_metric {
             Some(o) => Some(o.cost(s.objectives.first()?.as_ref()?.median)),
@@ -924,7 +933,11 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
     let os_baseline = one_thread
         .iter()
         .find(|(f, _)| {
-            !f.place.is_pinned() && f.cpus.is_all() && !f.throttle.is_set() && f.mem.is_default()
+            !f.place.is_pinned()
+                && f.cpus.is_all()
+                && !f.throttle.is_set()
+                && f.mem.is_default()
+                && f.instances == 1
         })
         .map(|(_, &t)| t);
     for s in &mut out {

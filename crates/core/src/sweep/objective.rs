@@ -9,7 +9,8 @@
 //!   with the reason.
 //! - An [`Objective`] names what the statistics, the search, the recommendation and the reports
 //!   work on, and which way is better: `time` (wall seconds), `cpu` (user + system seconds),
-//!   `rss` (peak resident bytes), or a metric by name.
+//!   `rss` (peak resident bytes), `throughput` (the run's work per second, all instances
+//!   together: what `--instances` sweeps are judged on), or a metric by name.
 //!
 //! Internally every objective is turned into a *cost*, lower is better, so that one tie rule
 //! serves them all: the value itself, or its reciprocal when higher is better (events/s →
@@ -102,7 +103,7 @@ pub enum MetricError {
     Form(String),
     /// A name that is not a word, or one of the built-in objectives.
     #[error(
-        "--metric name '{0}': use letters, digits, '_' or '-', and not time, wall, cpu or rss (built in)"
+        "--metric name '{0}': use letters, digits, '_' or '-', and not time, wall, cpu, rss or throughput (built in)"
     )]
     Name(String),
     /// The same name twice.
@@ -151,7 +152,7 @@ pub enum MetricError {
 }
 
 /// The built-in objectives' names (`wall` is read as `time`).
-pub const BUILTIN_OBJECTIVES: [&str; 4] = ["time", "wall", "cpu", "rss"];
+pub const BUILTIN_OBJECTIVES: [&str; 5] = ["time", "wall", "cpu", "rss", "throughput"];
 
 impl MetricSpec {
     /// Reads `NAME=REGEX` or `NAME=json:.path`, from stdout and lower-is-better until told.
@@ -358,6 +359,10 @@ pub enum Quantity {
     Cpu,
     /// Peak resident memory, bytes.
     Rss,
+    /// The run's figure, higher is better: a built-in workload's work per second (a workload
+    /// measured in ns per item, its items per second), a program's runs per second — with
+    /// `--instances`, all copies' work over the slowest copy's time.
+    Throughput,
     /// A metric of the program's output, by name.
     Metric(String),
 }
@@ -384,6 +389,16 @@ impl Objective {
         }
     }
 
+    /// The run's throughput, all instances together: the default objective of a sweep with
+    /// `--instances` (copies of a program finish P runs in the slowest one's time).
+    pub fn throughput() -> Self {
+        Self {
+            quantity: Quantity::Throughput,
+            higher_is_better: true,
+            unit: None,
+        }
+    }
+
     /// Whether this is wall time (reports then say "time" and seconds as before).
     pub fn is_time(&self) -> bool {
         self.quantity == Quantity::Time
@@ -395,6 +410,7 @@ impl Objective {
             Quantity::Time => "time",
             Quantity::Cpu => "cpu",
             Quantity::Rss => "rss",
+            Quantity::Throughput => "throughput",
             Quantity::Metric(n) => n,
         }
     }
@@ -419,6 +435,7 @@ impl Objective {
                     higher_is_better: false,
                     unit: Some("B".into()),
                 },
+                "throughput" => Self::throughput(),
                 other => {
                     let m = metrics.iter().find(|m| m.name == other).ok_or_else(|| {
                         MetricError::UnknownObjective {
@@ -463,6 +480,10 @@ impl Objective {
             Quantity::Time => Some(m.wall.as_secs_f64()),
             Quantity::Cpu => Some(m.user?.as_secs_f64() + m.sys?.as_secs_f64()),
             Quantity::Rss => m.peak_rss_bytes.map(|b| b as f64),
+            Quantity::Throughput => Some(match r.throughput.unit {
+                crate::workload::Unit::NsPerItem => 1e9 / r.throughput.value.max(1e-9),
+                _ => r.throughput.value,
+            }),
             Quantity::Metric(n) => r.metrics.get(n).copied(),
         }
     }
@@ -500,7 +521,7 @@ impl Objective {
         match self.quantity {
             Quantity::Time | Quantity::Cpu => format!("{v:.3} s"),
             Quantity::Rss => format!("{:.1} MiB", v / f64::from(1u32 << 20)),
-            Quantity::Metric(_) => {
+            Quantity::Metric(_) | Quantity::Throughput => {
                 let digits = if v.abs() >= 100.0 {
                     0
                 } else if v.abs() >= 1.0 {
@@ -626,7 +647,7 @@ mod test {
         for (bad, want) in [
             ("eps", "expected NAME=REGEX"),
             ("=x", "expected NAME=REGEX"),
-            ("time=x", "not time, wall, cpu or rss"),
+            ("time=x", "not time, wall, cpu, rss or throughput"),
             ("a b=x", "use letters"),
             ("eps=([0-9]", "does not compile"),
         ] {

@@ -138,6 +138,9 @@ pub(crate) fn recommend_on(
         Quantity::Metric(name) => chosen
             .speedup
             .map(|s| format!(", {s:.2}× the 1-thread {name}")),
+        Quantity::Throughput => chosen
+            .speedup
+            .map(|s| format!(", {s:.2}× the 1-thread throughput")),
         Quantity::Cpu | Quantity::Rss => None,
     }
     .unwrap_or_default();

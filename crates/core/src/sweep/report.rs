@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::objective::{MetricSpec, Objective};
+use super::objective::{MetricSpec, Objective, Quantity};
 use super::recommend::{Recommendation, pareto, recommend_on};
 use super::target::Target;
 use super::{ConfigSummary, Design, RunLine, Status, summarize};
@@ -313,7 +313,27 @@ impl SweepReport {
         lines: &[RunLine],
         apply: &dyn Fn(&Config) -> Vec<String>,
     ) -> Self {
-        let objectives = design.objectives();
+        let mut design = design;
+        let mut objectives = design.objectives();
+        // The throughput's unit is the workload's, known from its runs (a program's: runs/s).
+        let unit = lines
+            .iter()
+            .find_map(|l| l.record.as_ref())
+            .map(|r| r.throughput.unit);
+        for o in &mut objectives {
+            if let (Quantity::Throughput, None, Some(unit)) = (&o.quantity, &o.unit, unit) {
+                o.unit = Some(match unit {
+                    crate::workload::Unit::NsPerItem => "items/s".to_owned(),
+                    other => other.to_string(),
+                });
+            }
+        }
+        if objectives
+            .iter()
+            .any(|o| o.quantity == Quantity::Throughput)
+        {
+            design.objectives.clone_from(&objectives);
+        }
         let summaries = summarize(lines, &objectives);
         let pareto = pareto(&summaries, &objectives);
         let mut recommendation = recommend_on(&summaries, design.tolerance, &objectives, &pareto);

@@ -50,7 +50,7 @@ use crate::program::watch::{Monitor, Sample};
 use crate::sys::format_list;
 use crate::sys::set_to_vec;
 use crate::topology::Topology;
-use crate::workload::{RunConfig, RunRecord, Unit, Work, Workload, run_measured};
+use crate::workload::{RunConfig, RunRecord, Unit, Work, Workload, run_copies};
 
 /// What one call of [`Runner::run`] produced.
 #[derive(Debug)]
@@ -76,6 +76,18 @@ enum Prepared {
         /// A server's readiness test and client (`--server`), checked.
         server: Option<Box<(ServerSettings, Ready)>>,
     },
+}
+
+impl Prepared {
+    fn is_server(&self) -> bool {
+        matches!(
+            self,
+            Prepared::Command {
+                server: Some(_),
+                ..
+            }
+        )
+    }
 }
 
 impl std::fmt::Debug for Prepared {
@@ -261,6 +273,7 @@ impl<'t> Runner<'t> {
                     cpus: crate::grid::Cpus::All,
                     throttle: crate::grid::ThrottleSpec::None,
                     mem: crate::grid::Mem::Default,
+                    instances: 1,
                 };
                 let cpus =
                     crate::sys::format_list(&crate::sys::set_to_vec(&self.topology.cpuset()));
@@ -301,6 +314,13 @@ impl<'t> Runner<'t> {
             } => server.0.client_cpus.as_deref(),
             _ => None,
         };
+        if self.prepared.is_server() && grid.has_instances() {
+            return Err(ConfigError::Instances(
+                "a server cannot run as several instances: each copy would need its own port \
+                 (run one sweep per instance count, or start the copies from a --server script)"
+                    .into(),
+            ));
+        }
         if let Some(expr) = client_cpus {
             let cpus: crate::grid::Cpus = expr.parse().map_err(ConfigError::ClientCpus)?;
             cpus.resolve(self.topology)
@@ -349,9 +369,56 @@ impl<'t> Runner<'t> {
         Some((program, library.as_deref().map_err(String::as_str)))
     }
 
-    /// Makes one run of `config`.
+    /// How a pinned placement reaches the program of a run, decided before it starts (`None`
+    /// for a built-in workload or an unpinned placement).
+    fn per_thread(&self, config: &Config, placement: &Placement) -> Option<PerThread> {
+        let Prepared::Command {
+            argv,
+            shell,
+            program,
+            library,
+            ..
+        } = &self.prepared
+        else {
+            return None;
+        };
+        if !placement.is_pinned() {
+            return None;
+        }
+        let inspected;
+        let program = match program {
+            Some(p) => p,
+            None => {
+                let cpus = format_list(&set_to_vec(&placement.union()));
+                let name = substitute(&argv[0], config, &cpus);
+                let path = if *shell {
+                    program::shell_program()
+                } else {
+                    name
+                };
+                inspected = program::find_program(&path)
+                    .map(|p| pin::inspect_program(&p))
+                    .unwrap_or(ProgramInfo {
+                        path: path.into(),
+                        obstacle: None,
+                        openmp: None,
+                        pool: false,
+                    });
+                &inspected
+            }
+        };
+        Some(pin::per_thread(
+            program,
+            library.as_deref().map_err(String::as_str),
+            placement,
+            self.settings.skip,
+        ))
+    }
+
+    /// Makes one run of `config`: of each of its instances at once, each on its own part of
+    /// the CPUs ([`Config::placements`]).
     pub fn run(&self, config: &Config) -> RunResult {
-        let placement = match config.placement(self.topology, self.settings.binding) {
+        let placements = match config.placements(self.topology, self.settings.binding) {
             Ok(p) => p,
             Err(e) => {
                 return RunResult {
@@ -360,56 +427,21 @@ impl<'t> Runner<'t> {
                 };
             }
         };
-        // How a pinned placement reaches a program, decided before it starts.
-        let per_thread = match &self.prepared {
-            Prepared::Command {
-                argv,
-                shell,
-                program,
-                library,
-                ..
-            } if placement.is_pinned() => {
-                let inspected;
-                let program = match program {
-                    Some(p) => p,
-                    None => {
-                        let cpus = format_list(&set_to_vec(&placement.union()));
-                        let name = substitute(&argv[0], config, &cpus);
-                        let path = if *shell {
-                            program::shell_program()
-                        } else {
-                            name
-                        };
-                        inspected = program::find_program(&path)
-                            .map(|p| pin::inspect_program(&p))
-                            .unwrap_or(ProgramInfo {
-                                path: path.into(),
-                                obstacle: None,
-                                openmp: None,
-                                pool: false,
-                            });
-                        &inspected
-                    }
-                };
-                Some(pin::per_thread(
-                    program,
-                    library.as_deref().map_err(String::as_str),
-                    &placement,
-                    self.settings.skip,
-                ))
-            }
-            _ => None,
-        };
-        let monitor = match (self.settings.monitor, &per_thread) {
+        let per_thread: Vec<Option<PerThread>> = placements
+            .iter()
+            .map(|p| self.per_thread(config, p))
+            .collect();
+        let checked = per_thread.iter().any(Option::is_some);
+        let monitor = match (self.settings.monitor, checked) {
             (Some(every), _) => Monitor::start_self(every.max(Duration::from_millis(1))).ok(),
-            (None, Some(_)) => Monitor::start_self_threads(CHECK_EVERY).ok(),
-            (None, None) => None,
+            (None, true) => Monitor::start_self_threads(CHECK_EVERY).ok(),
+            (None, false) => None,
         };
-        // A server's client runs beside it: only the server's processes are the
-        // configuration's.
-        let mut server_pids = None;
+        // The processes whose threads are the configuration's: a server's (its client runs
+        // beside it), or each instance's program.
+        let mut pids: Option<Vec<u32>> = None;
         let mut outcome = match &self.prepared {
-            Prepared::Builtin(w) => self.run_builtin(w, config, &placement),
+            Prepared::Builtin(w) => self.run_builtin(w, config, &placements),
             Prepared::Command {
                 argv,
                 server: Some(server),
@@ -418,9 +450,9 @@ impl<'t> Runner<'t> {
                 &argv[0],
                 server,
                 config,
-                &placement,
-                per_thread.as_ref(),
-                &mut server_pids,
+                &placements[0],
+                per_thread[0].as_ref(),
+                &mut pids,
             ),
             Prepared::Command {
                 argv,
@@ -432,22 +464,21 @@ impl<'t> Runner<'t> {
                 *shell,
                 prepare.as_deref(),
                 config,
-                &placement,
-                per_thread.as_ref(),
+                &placements,
+                &per_thread,
+                &mut pids,
             ),
         };
         let mut samples = monitor.map(Monitor::finish).unwrap_or_default();
-        if let Some(pids) = server_pids {
+        if let (Some(pids), true) = (&pids, self.prepared.is_server()) {
             for s in &mut samples {
                 s.threads
                     .retain(|t| u32::try_from(t.pid).is_ok_and(|p| pids.contains(&p)));
             }
         }
-        if let (Outcome::Done(record), Some(per_thread)) = (&mut outcome, &per_thread) {
-            let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-            record.pinning = Some(Box::new(pin::check_samples(
-                &samples, own, per_thread, &placement,
-            )));
+        if let (Outcome::Done(record), true) = (&mut outcome, checked) {
+            record.pinning =
+                check_instances(&samples, pids.as_deref(), &per_thread, &placements).map(Box::new);
         }
         RunResult {
             outcome,
@@ -459,50 +490,61 @@ impl<'t> Runner<'t> {
         }
     }
 
-    fn run_builtin(&self, w: &Arc<dyn Workload>, c: &Config, placement: &Placement) -> Outcome {
-        let throttle = c.throttle.build(c.threads, self.machine);
-        let cpus = placement.pool_cpus(self.topology);
-        let steal_order = Some(placement.steal_orders());
-        let threads = c.threads;
-        // A memory policy is each worker's own (set_mempolicy is per thread), set before it
-        // touches its data: a workload's pages are first touched by their workers.
-        let start_hook = match self.mem_plan(c, placement) {
-            Ok(None) => None,
-            Ok(Some(plan)) => {
-                let hook: crate::workload::StartHook = Arc::new(move |_| {
-                    // Checked when the plan was made; a refusal here leaves the OS's default.
-                    let _ = plan.apply_to_this_thread();
-                });
-                Some(hook)
-            }
-            Err(e) => return Outcome::Failed(e),
-        };
-        let Some(limit) = self.settings.timeout else {
-            let config = RunConfig {
-                threads,
-                cpus,
-                steal_order,
+    /// One run of a built-in workload: a pool per instance, each on its part's CPUs with its
+    /// own throttle and memory policy, run at once ([`run_copies`]).
+    fn run_builtin(&self, w: &Arc<dyn Workload>, c: &Config, placements: &[Placement]) -> Outcome {
+        let mut copies = Vec::with_capacity(placements.len());
+        for placement in placements {
+            // A memory policy is each worker's own (set_mempolicy is per thread), set before it
+            // touches its data: a workload's pages are first touched by their workers.
+            let start_hook = match self.mem_plan(c, placement) {
+                Ok(None) => None,
+                Ok(Some(plan)) => {
+                    let hook: crate::workload::StartHook = Arc::new(move |_| {
+                        // Checked when the plan was made; a refusal here leaves the OS's default.
+                        let _ = plan.apply_to_this_thread();
+                    });
+                    Some(hook)
+                }
+                Err(e) => return Outcome::Failed(e),
+            };
+            copies.push((
+                placement.pool_cpus(self.topology),
+                Some(placement.steal_orders()),
                 start_hook,
-                throttle: throttle.as_ref(),
-            };
-            return match run_measured(w.as_ref(), &config) {
-                Ok(r) => Outcome::Done(r),
-                Err(e) => Outcome::Failed(e.to_string()),
-            };
-        };
-        let (tx, rx) = std::sync::mpsc::channel();
+            ));
+        }
+        let (threads, throttle, machine) = (c.threads, c.throttle, self.machine);
         let workload = Arc::clone(w);
-        let spawned = std::thread::Builder::new()
-            .name("coretune-run".into())
-            .spawn(move || {
-                let config = RunConfig {
+        let run = move || {
+            let throttles: Vec<_> = copies
+                .iter()
+                .map(|_| throttle.build(threads, machine))
+                .collect();
+            let configs: Vec<RunConfig<'_>> = copies
+                .into_iter()
+                .zip(&throttles)
+                .map(|((cpus, steal_order, start_hook), throttle)| RunConfig {
                     threads,
                     cpus,
                     steal_order,
                     start_hook,
                     throttle: throttle.as_ref(),
-                };
-                let _ = tx.send(run_measured(workload.as_ref(), &config));
+                })
+                .collect();
+            run_copies(workload.as_ref(), &configs)
+        };
+        let Some(limit) = self.settings.timeout else {
+            return match run() {
+                Ok(r) => Outcome::Done(r),
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("coretune-run".into())
+            .spawn(move || {
+                let _ = tx.send(run());
             });
         if let Err(e) = spawned {
             return Outcome::Failed(format!("cannot start the run's thread: {e}"));
@@ -620,7 +662,7 @@ impl<'t> Runner<'t> {
         let stdout = all(stdout).unwrap_or_default();
         finished(
             ChildProbe::with_usage(wall, stopped.usage),
-            self.read_metrics(c, &cpus, &stdout, stderr),
+            self.read_metrics(c, &cpus, 0, &stdout, stderr),
         )
     }
 
@@ -723,16 +765,22 @@ impl<'t> Runner<'t> {
         ))
     }
 
+    /// One run of a program: a copy per instance, each started on its part (its placement,
+    /// environment, memory policy, `{instance}` and `{cpus}`), all at once, and waited for
+    /// together. The run's time is the slowest copy's; its CPU time and counters are the copies'
+    /// added up, its peak memory the largest copy's; a copy that fails fails the run (the
+    /// others are stopped). `pids` is set to the copies' process ids, for the pinning check.
+    #[allow(clippy::too_many_arguments)]
     fn run_command(
         &self,
         argv: &[String],
         shell: bool,
         prepare: Option<&str>,
         c: &Config,
-        placement: &Placement,
-        per_thread: Option<&PerThread>,
+        placements: &[Placement],
+        per_thread: &[Option<PerThread>],
+        pids: &mut Option<Vec<u32>>,
     ) -> Outcome {
-        let cpus = format_list(&set_to_vec(&placement.union()));
         if let Some(prep) = prepare {
             match program::shell_command(prep).status() {
                 Ok(s) if s.success() => {}
@@ -740,114 +788,199 @@ impl<'t> Runner<'t> {
                 Err(e) => return Outcome::Failed(format!("--prepare: {e}")),
             }
         }
-        let words = substitute_all(argv, c, &cpus);
-        let mut cmd = if shell {
-            program::shell_command(&words.join(" "))
-        } else {
-            let mut cmd = Command::new(PathBuf::from(&words[0]));
-            cmd.args(&words[1..]);
-            cmd
-        };
-        // stderr goes to an unnamed file, read only after the program has ended (the end of it
-        // for a failed run, all of it for a metric read there); stdout too when a metric is
-        // read there: nothing of coretune reads beside the program while it runs (a pipe would
-        // need a reader).
-        let metrics = &self.settings.metrics;
-        let stderr_file = if self.show_output {
-            None
-        } else {
-            tempfile::tempfile().ok()
-        };
-        let stdout_file = if !self.show_output
-            && metrics.iter().any(|m| m.from == MetricSource::Stdout)
-        {
-            match tempfile::tempfile() {
-                Ok(f) => Some(f),
-                Err(e) => return Outcome::Failed(format!("cannot keep the program's stdout: {e}")),
+        let several = placements.len() > 1;
+        // "copy 2: " before what is said of one copy, when there are several.
+        let copy = |k: usize| {
+            if several {
+                format!("copy {k}: ")
+            } else {
+                String::new()
             }
-        } else {
-            None
         };
-        // A metric file left by an earlier run must not pass for this run's figure.
-        for m in metrics {
-            if let MetricSource::File(name) = &m.from {
-                let path = substitute(name, c, &cpus);
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Outcome::Failed(format!("--metric-from {path}: {e}")),
+        let metrics = &self.settings.metrics;
+        let mut copies = Vec::with_capacity(placements.len());
+        for (k, (placement, per_thread)) in placements.iter().zip(per_thread).enumerate() {
+            let cpus = format_list(&set_to_vec(&placement.union()));
+            let words: Vec<String> = argv
+                .iter()
+                .map(|a| substitute_copy(a, c, &cpus, k))
+                .collect();
+            let mut cmd = if shell {
+                program::shell_command(&words.join(" "))
+            } else {
+                let mut cmd = Command::new(PathBuf::from(&words[0]));
+                cmd.args(&words[1..]);
+                cmd
+            };
+            // stderr goes to an unnamed file, read only after the program has ended (the end
+            // of it for a failed run, all of it for a metric read there); stdout too when a
+            // metric is read there: nothing of coretune reads beside the program while it runs
+            // (a pipe would need a reader).
+            let stderr_file = if self.show_output {
+                None
+            } else {
+                tempfile::tempfile().ok()
+            };
+            let stdout_file = if !self.show_output
+                && metrics.iter().any(|m| m.from == MetricSource::Stdout)
+            {
+                match tempfile::tempfile() {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        return Outcome::Failed(format!("cannot keep the program's stdout: {e}"));
+                    }
+                }
+            } else {
+                None
+            };
+            // A metric file left by an earlier run must not pass for this run's figure.
+            for m in metrics {
+                if let MetricSource::File(name) = &m.from {
+                    let path = substitute_copy(name, c, &cpus, k);
+                    match std::fs::remove_file(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Outcome::Failed(format!("--metric-from {path}: {e}")),
+                    }
+                }
+            }
+            cmd.stdin(Stdio::null());
+            if self.show_output {
+                cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+            } else {
+                let to = |f: Option<&std::fs::File>| {
+                    f.and_then(|f| f.try_clone().ok())
+                        .map_or_else(Stdio::null, Stdio::from)
+                };
+                cmd.stdout(to(stdout_file.as_ref()))
+                    .stderr(to(stderr_file.as_ref()));
+            }
+            placed_env(&mut cmd, c, placement, per_thread.as_ref());
+            if let Err(e) = self.apply_mem(&mut cmd, c, placement) {
+                return Outcome::Failed(format!("{}{e}", copy(k)));
+            }
+            let restrict = c.is_restricted().then(|| placement.union());
+            copies.push((cmd, restrict, words, cpus, stdout_file, stderr_file));
+        }
+        let probe = ChildProbe::start();
+        let mut running = Vec::with_capacity(copies.len());
+        for (k, (cmd, restrict, words, cpus, stdout_file, stderr_file)) in
+            copies.into_iter().enumerate()
+        {
+            match program::spawn_own_tree(cmd, restrict.as_ref()) {
+                Ok(child) => running.push(Running {
+                    child,
+                    words,
+                    cpus,
+                    stdout: stdout_file,
+                    stderr: stderr_file,
+                }),
+                Err(e) => {
+                    stop_all(&mut running);
+                    return Outcome::Failed(format!("{}{e}", copy(k)));
                 }
             }
         }
-        cmd.stdin(Stdio::null());
-        if self.show_output {
-            cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        } else {
-            let to = |f: Option<&std::fs::File>| {
-                f.and_then(|f| f.try_clone().ok())
-                    .map_or_else(Stdio::null, Stdio::from)
-            };
-            cmd.stdout(to(stdout_file.as_ref()))
-                .stderr(to(stderr_file.as_ref()));
-        }
-        placed_env(&mut cmd, c, placement, per_thread);
-        if let Err(e) = self.apply_mem(&mut cmd, c, placement) {
-            return Outcome::Failed(e);
-        }
-        let restrict = c.is_restricted().then(|| placement.union());
-        let probe = ChildProbe::start();
-        let mut child = match program::spawn_own_tree(cmd, restrict.as_ref()) {
-            Ok(child) => child,
-            Err(e) => return Outcome::Failed(e.to_string()),
-        };
-        // Blocked until the program ends or its time is up: nothing of coretune runs beside it.
-        let left = self
-            .settings
-            .timeout
-            .map(|t| t.saturating_sub(probe.elapsed()));
-        let status = match child.wait_timeout(left) {
-            Ok(Some(status)) => status,
-            Ok(None) => {
-                child.kill();
-                let _ = child.wait();
-                return Outcome::Timeout;
+        *pids = Some(running.iter().map(|r| r.child.id()).collect());
+        // Blocked until each copy ends or the run's time is up: nothing of coretune runs
+        // beside them. The copies are waited for in turn; one that ends early waits, reaped,
+        // for its turn.
+        let mut statuses = Vec::with_capacity(running.len());
+        for k in 0..running.len() {
+            let left = self
+                .settings
+                .timeout
+                .map(|t| t.saturating_sub(probe.elapsed()));
+            match running[k].child.wait_timeout(left) {
+                Ok(Some(status)) => statuses.push(status),
+                Ok(None) => {
+                    stop_all(&mut running);
+                    return Outcome::Timeout;
+                }
+                Err(e) => {
+                    stop_all(&mut running);
+                    return Outcome::Failed(format!("{}waiting for the program: {e}", copy(k)));
+                }
             }
-            Err(e) => return Outcome::Failed(format!("waiting for the program: {e}")),
-        };
-        let measurement = probe.finish_with(child.usage());
-        if crate::sys::stopped_by_request(status) {
-            return Outcome::Stopped(format!(
-                "{} was ended by signal {}",
-                words[0],
-                program::exit_code(status) - 128
-            ));
+            let status = statuses[k];
+            if !status.success() {
+                // One copy failed: the run has; the others are not waited for.
+                stop_all(&mut running[k + 1..]);
+                break;
+            }
         }
-        if !status.success() {
-            return Outcome::ProgramFailed {
-                error: format!(
-                    "{} exited with status {}",
+        let usage = running
+            .iter()
+            .map(|r| r.child.usage())
+            .reduce(|a, b| Some(a?.plus(b?)))
+            .flatten();
+        let measurement = probe.finish_with(usage);
+        let mut read = Vec::with_capacity(running.len());
+        for (k, (copy_run, status)) in running.into_iter().zip(statuses).enumerate() {
+            let Running {
+                words,
+                cpus,
+                stdout: stdout_file,
+                stderr: stderr_file,
+                ..
+            } = copy_run;
+            if crate::sys::stopped_by_request(status) {
+                return Outcome::Stopped(format!(
+                    "{}{} was ended by signal {}",
+                    copy(k),
                     words[0],
-                    program::exit_code(status)
-                ),
-                stderr_tail: stderr_file.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
-            };
-        }
-        let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-        let metrics = if metrics.is_empty() {
-            Ok(BTreeMap::new())
-        } else {
+                    program::exit_code(status) - 128
+                ));
+            }
+            if !status.success() {
+                return Outcome::ProgramFailed {
+                    error: format!(
+                        "{}{} exited with status {}",
+                        copy(k),
+                        words[0],
+                        program::exit_code(status)
+                    ),
+                    stderr_tail: stderr_file.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
+                };
+            }
+            if metrics.is_empty() {
+                continue;
+            }
+            let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
             let stdout = all(stdout_file).unwrap_or_default();
-            self.read_metrics(c, &cpus, &stdout, all(stderr_file))
-        };
-        finished(measurement, metrics)
+            match self.read_metrics(c, &cpus, k, &stdout, all(stderr_file)) {
+                Ok(m) => read.push(m),
+                Err((error, stderr_tail)) => {
+                    return Outcome::ProgramFailed {
+                        error: format!("{}{error}", copy(k)),
+                        stderr_tail,
+                    };
+                }
+            }
+        }
+        let metrics = aggregate_metrics(metrics, read);
+        let mut outcome = finished(measurement, Ok(metrics));
+        if let Outcome::Done(record) = &mut outcome {
+            // The figure of P copies: P runs over the slowest one's time.
+            #[allow(clippy::cast_precision_loss)]
+            let work = Work {
+                amount: placements.len() as f64,
+                unit: Unit::RunsPerSec,
+                kernel_time: None,
+            };
+            record.throughput = work.throughput(record.measurement.wall);
+        }
+        outcome
     }
 
-    /// The metrics of a finished run from its outputs (`cpus`: its CPU list, for a
-    /// `--metric-from` file's placeholders), or why one is missing, with the end of its stderr.
+    /// The metrics of a finished copy from its outputs (`cpus`: its CPU list and `instance` its
+    /// index, for a `--metric-from` file's placeholders), or why one is missing, with the end
+    /// of its stderr.
     fn read_metrics(
         &self,
         c: &Config,
         cpus: &str,
+        instance: usize,
         stdout: &str,
         stderr: Option<String>,
     ) -> Result<BTreeMap<String, f64>, (String, Option<String>)> {
@@ -856,12 +989,98 @@ impl<'t> Runner<'t> {
             stdout,
             stderr.as_deref().unwrap_or_default(),
             &|name| {
-                let path = substitute(name, c, cpus);
+                let path = substitute_copy(name, c, cpus, instance);
                 std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
             },
         )
         .map_err(|error| (error, stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES))))
     }
+}
+
+/// One started copy of a program's run: the copy, its words, its CPU list, and the unnamed
+/// files its stdout (when a metric is read there) and stderr go to.
+struct Running {
+    child: program::Launched,
+    words: Vec<String>,
+    cpus: String,
+    stdout: Option<std::fs::File>,
+    stderr: Option<std::fs::File>,
+}
+
+/// Kills what still runs of `copies` and reaps it.
+fn stop_all(copies: &mut [Running]) {
+    for c in copies.iter_mut() {
+        if matches!(c.child.try_wait(), Ok(None)) {
+            c.child.kill();
+        }
+        let _ = c.child.wait();
+    }
+}
+
+/// One run's metrics from its copies' (one copy: its own). A figure where higher is better —
+/// a rate: requests, events or bytes per second — is summed over the copies, the machine's
+/// aggregate; one where lower is better — a latency, a time — is the worst copy's.
+fn aggregate_metrics(
+    specs: &[super::objective::MetricSpec],
+    mut copies: Vec<BTreeMap<String, f64>>,
+) -> BTreeMap<String, f64> {
+    if copies.len() <= 1 {
+        return copies.pop().unwrap_or_default();
+    }
+    specs
+        .iter()
+        .filter_map(|spec| {
+            let values = copies.iter().map(|m| m.get(&spec.name).copied());
+            let value = if spec.higher_is_better {
+                values.sum::<Option<f64>>()?
+            } else {
+                values
+                    .collect::<Option<Vec<f64>>>()?
+                    .into_iter()
+                    .fold(f64::NEG_INFINITY, f64::max)
+            };
+            Some((spec.name.clone(), value))
+        })
+        .collect()
+}
+
+/// The pinning check of a run (`None` when nothing was pinned thread by thread): one instance
+/// is checked on every process of its tree but coretune's; several, each on its own program's
+/// process (`pids`, in instance order), against its own placement, the findings added up.
+fn check_instances(
+    samples: &[Sample],
+    pids: Option<&[u32]>,
+    per_thread: &[Option<PerThread>],
+    placements: &[Placement],
+) -> Option<pin::PinRecord> {
+    let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+    if let ([Some(per_thread)], [placement]) = (per_thread, placements) {
+        return Some(pin::check_samples(samples, own, per_thread, placement));
+    }
+    let pids = pids?;
+    let mut total: Option<pin::PinRecord> = None;
+    for ((per_thread, placement), &pid) in per_thread.iter().zip(placements).zip(pids) {
+        let Some(per_thread) = per_thread else {
+            continue;
+        };
+        let mine: Vec<Sample> = samples
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.threads.retain(|t| u32::try_from(t.pid) == Ok(pid));
+                s
+            })
+            .collect();
+        let record = pin::check_samples(&mine, own, per_thread, placement);
+        match &mut total {
+            None => total = Some(record),
+            Some(t) => {
+                t.threads_seen += record.threads_seen;
+                t.off_place.extend(record.off_place);
+            }
+        }
+    }
+    total
 }
 
 /// A program's completed run: its measurement and metrics (or, failing a metric, the failed
@@ -942,7 +1161,8 @@ fn tail_of(text: &str, max: u64) -> String {
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// The placeholders a command's arguments may hold.
-pub(crate) const PLACEHOLDERS: [&str; 4] = ["threads", "cpus", "place", "mem"];
+pub(crate) const PLACEHOLDERS: [&str; 6] =
+    ["threads", "cpus", "place", "mem", "instance", "instances"];
 
 /// The first `{name}` in `argv` that looks like a misspelt placeholder (`{thread}`, `{CPUS}`,
 /// `{places}`: within two edits of one, case aside), with the argument and the placeholder
@@ -988,13 +1208,20 @@ fn edits(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Substitutes `{threads}`, `{cpus}` (the CPU list), `{place}` and `{mem}` (the memory policy,
-/// `none` without one) in one argument.
+/// Substitutes `{threads}` (per instance), `{cpus}` (the CPU list), `{place}`, `{mem}` (the
+/// memory policy, `none` without one), `{instance}` (0) and `{instances}` in one argument.
 pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
+    substitute_copy(arg, c, cpus, 0)
+}
+
+/// [`substitute`] for instance `instance` of the configuration, `cpus` being that instance's.
+pub(super) fn substitute_copy(arg: &str, c: &Config, cpus: &str, instance: usize) -> String {
     arg.replace("{threads}", &c.threads.to_string())
         .replace("{cpus}", cpus)
         .replace("{place}", c.place.as_str())
         .replace("{mem}", &c.mem.to_string())
+        .replace("{instances}", &c.instances.to_string())
+        .replace("{instance}", &instance.to_string())
 }
 
 /// [`substitute`] in every argument.
@@ -1007,6 +1234,7 @@ mod test {
     use super::*;
     use crate::grid::{Cpus, ThrottleSpec};
     use crate::placement::Policy;
+    use crate::sweep::objective::MetricSpec;
 
     #[test]
     fn misspelt_placeholders_are_caught_and_other_braces_left_alone() {
@@ -1030,6 +1258,26 @@ mod test {
     }
 
     #[test]
+    fn copies_add_up_rates_and_keep_the_worst_latency() {
+        let rps = MetricSpec::parse("rps=([0-9]+)").map(|mut m| {
+            m.higher_is_better = true;
+            m
+        });
+        let p99 = MetricSpec::parse("p99=([0-9]+)").unwrap();
+        let specs = [rps.unwrap(), p99];
+        let copy =
+            |rps: f64, p99: f64| BTreeMap::from([("rps".to_owned(), rps), ("p99".to_owned(), p99)]);
+        let m = aggregate_metrics(&specs, vec![copy(100.0, 2.0), copy(150.0, 5.0)]);
+        assert_eq!(m["rps"], 250.0);
+        assert_eq!(m["p99"], 5.0);
+        // One copy: its own figures.
+        assert_eq!(
+            aggregate_metrics(&specs, vec![copy(1.0, 2.0)]),
+            copy(1.0, 2.0)
+        );
+    }
+
+    #[test]
     fn placeholders() {
         let c = Config {
             threads: 4,
@@ -1037,6 +1285,7 @@ mod test {
             cpus: Cpus::All,
             throttle: ThrottleSpec::None,
             mem: crate::grid::Mem::Default,
+            instances: 1,
         };
         assert_eq!(
             substitute(

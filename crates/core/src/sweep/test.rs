@@ -54,6 +54,7 @@ pub(crate) fn grid(threads: Vec<usize>, places: &[&str], cpus: &[&str]) -> Grid 
         cpus: cpus.iter().map(|s| s.parse().unwrap()).collect(),
         throttles: vec![ThrottleSpec::None],
         mems: vec![crate::grid::Mem::Default],
+        instances: vec![1],
     }
 }
 

@@ -416,6 +416,78 @@ pub fn run_measured(
     })
 }
 
+/// Runs `workload` as `configs.len()` copies at once (`tune --instances`), each on a pool of its
+/// own built from its [`RunConfig`] (its part of the CPUs, its throttle), released together, and
+/// measured as one run: the wall time is the slowest copy's, the CPU time and counters the
+/// process's over all copies, the worker records every copy's in turn (copy 0's workers, then
+/// copy 1's, ...). The figure is the aggregate one: the copies' work summed, over the slowest
+/// copy's time (its measured kernel time, for a workload that times one). Every copy's result is
+/// verified; one that fails fails the run. One copy is [`run_measured`].
+///
+/// # Errors
+///
+/// The first copy's error when a copy could not complete.
+pub fn run_copies(
+    workload: &dyn Workload,
+    configs: &[RunConfig<'_>],
+) -> Result<RunRecord, WorkloadError> {
+    if let [one] = configs {
+        return run_measured(workload, one);
+    }
+    let trackers: Vec<ThreadTracker> = configs.iter().map(|_| ThreadTracker::new()).collect();
+    let go = std::sync::Barrier::new(configs.len());
+    let probe = Probe::start();
+    let outputs: Vec<Result<RunOutput, WorkloadError>> = std::thread::scope(|s| {
+        let copies: Vec<_> = configs
+            .iter()
+            .zip(&trackers)
+            .map(|(config, tracker)| {
+                let go = &go;
+                s.spawn(move || {
+                    go.wait();
+                    workload.run(config, tracker)
+                })
+            })
+            .collect();
+        copies
+            .into_iter()
+            .map(|copy| {
+                copy.join().unwrap_or_else(|_| {
+                    Err(WorkloadError::Panicked {
+                        workload: workload.name(),
+                        message: "a copy's thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let threads = trackers
+        .into_iter()
+        .flat_map(ThreadTracker::into_records)
+        .collect();
+    let measurement = probe.finish(threads);
+    let outputs = outputs.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let work = Work {
+        amount: outputs.iter().map(|o| o.work.amount).sum(),
+        unit: outputs[0].work.unit,
+        kernel_time: outputs.iter().filter_map(|o| o.work.kernel_time).max(),
+    };
+    let verdict = outputs
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, o)| workload.verify(o).map_err(|e| format!("copy {i}: {e}")));
+    Ok(RunRecord {
+        throughput: work.throughput(measurement.wall),
+        verified: verdict.is_ok(),
+        verify_error: verdict.err(),
+        checksum: workload.checksum(&outputs[0]),
+        measurement,
+        throttle_trace: Vec::new(),
+        pinning: None,
+        metrics: std::collections::BTreeMap::new(),
+    })
+}
+
 /// Runs `body(worker, probe)` once on each of `config.threads` workers of a coretune pool built
 /// for the run ([`RunConfig::pool_builder`]: pinned, with its steal order and start hook), each
 /// recorded in `tracker`; a panic in any worker becomes [`WorkloadError::Panicked`].
@@ -657,6 +729,71 @@ mod test {
             ..WorkloadSpec::default()
         };
         assert!(build(&spec, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn copies_run_at_once_and_count_their_work_together() {
+        let spec = WorkloadSpec {
+            name: "sum".into(),
+            size: Size::Small,
+            ..WorkloadSpec::default()
+        };
+        let w = build(&spec, 1 << 20).unwrap();
+        let one = run_measured(w.as_ref(), &RunConfig::threads(1)).unwrap();
+        // Each copy's worker pinned (both on CPU 0, which every machine has).
+        let configs: Vec<RunConfig<'_>> = (0..2)
+            .map(|_| RunConfig {
+                cpus: Some(vec![vec![0]]),
+                ..RunConfig::threads(1)
+            })
+            .collect();
+        let two = run_copies(w.as_ref(), &configs).unwrap();
+        assert!(two.verified, "{:?}", two.verify_error);
+        assert_eq!(two.checksum, one.checksum);
+        // Both copies' workers.
+        assert_eq!(two.measurement.threads.len(), 2);
+        assert_eq!(two.throughput.unit, one.throughput.unit);
+        // The figure is the copies' work together over the slowest one's (kernel) time: two
+        // copies of 10 tasks timed at 1 s and 2 s make 10 tasks/s, and one that fails its
+        // check fails the run.
+        struct Fixed;
+        impl Workload for Fixed {
+            fn name(&self) -> &'static str {
+                "fixed"
+            }
+            fn describe(&self) -> String {
+                String::new()
+            }
+            fn run(
+                &self,
+                config: &RunConfig<'_>,
+                _: &ThreadTracker,
+            ) -> Result<RunOutput, WorkloadError> {
+                Ok(RunOutput {
+                    work: Work {
+                        amount: 10.0,
+                        unit: Unit::TasksPerSec,
+                        kernel_time: Some(Duration::from_secs(config.threads as u64)),
+                    },
+                    result: Box::new(config.threads),
+                })
+            }
+            fn verify(&self, output: &RunOutput) -> Result<(), String> {
+                match output.result.downcast_ref::<usize>() {
+                    Some(3) => Err("three is wrong".into()),
+                    _ => Ok(()),
+                }
+            }
+        }
+        let r = run_copies(&Fixed, &[RunConfig::threads(1), RunConfig::threads(2)]).unwrap();
+        assert!(
+            (r.throughput.value - 10.0).abs() < 1e-9,
+            "{:?}",
+            r.throughput
+        );
+        assert!(r.verified);
+        let r = run_copies(&Fixed, &[RunConfig::threads(1), RunConfig::threads(3)]).unwrap();
+        assert_eq!(r.verify_error.as_deref(), Some("copy 1: three is wrong"));
     }
 
     #[test]

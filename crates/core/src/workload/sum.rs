@@ -119,6 +119,7 @@ impl Workload for Sum {
             cpus: vec![Cpus::All],
             throttles,
             mems: vec![crate::grid::Mem::Default],
+            instances: vec![1],
         }
     }
 

@@ -17,7 +17,9 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Topology;
 use coretune_core::fleet::SlurmFleet;
-use coretune_core::grid::{Cpus, Grid, MachineCounts, ThrottleSpec, parse_mems, parse_threads};
+use coretune_core::grid::{
+    Cpus, Grid, MachineCounts, ThrottleSpec, parse_instances, parse_mems, parse_threads,
+};
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
@@ -53,6 +55,11 @@ pub(crate) struct TuneArgs {
     /// preferred:NODE; comma-separated (default: none).
     #[arg(long, value_name = "LIST")]
     mem: Option<String>,
+    /// Instance counts to try: each run starts that many copies at once, each on its own part
+    /// of the CPUs as hwloc-distrib splits them (NUMA node, then L3, then core), with --threads
+    /// threads each; judged on their throughput together (default: 1).
+    #[arg(long, value_name = "LIST")]
+    instances: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
@@ -86,7 +93,7 @@ pub(crate) struct TuneArgs {
     /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
     /// sweeps are incomplete.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "workload", "threads", "place", "cpus", "throttle", "mem", "out", "exhaustive", "command",
+        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "out", "exhaustive", "command",
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
@@ -170,7 +177,8 @@ pub(crate) struct TuneArgs {
     ready_timeout: Option<f64>,
     #[command(flatten)]
     slurm: SlurmArgs,
-    /// The program to measure, with {threads}, {cpus}, {place} and {mem} placeholders.
+    /// The program to measure, with {threads}, {cpus}, {place}, {mem}, {instance} and
+    /// {instances} placeholders.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }
@@ -259,6 +267,7 @@ struct Axes {
     cpus: Vec<String>,
     throttle: Option<String>,
     mem: Option<String>,
+    instances: Option<String>,
 }
 
 impl TryFrom<&TuneArgs> for TuneOptions {
@@ -356,6 +365,7 @@ impl SweepOptions {
                 cpus: args.cpus.clone(),
                 throttle: args.throttle.clone(),
                 mem: args.mem.clone(),
+                instances: args.instances.clone(),
             },
             strategy: if args.exhaustive {
                 Strategy::Exhaustive
@@ -398,6 +408,16 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
     }
     if !(args.tolerance >= 0.0 && args.tolerance < 100.0) {
         bail!("--tolerance must be a percentage from 0 to 100");
+    }
+    if let Some(list) = &args.instances {
+        let counts = parse_instances(list).map_err(|e| anyhow::anyhow!("--instances: {e}"))?;
+        if args.server.is_some() && counts.iter().any(|&p| p > 1) {
+            bail!(
+                "--instances: a server cannot run as several instances: each copy would need its \
+                 own port (run one sweep per instance count, or start the copies from a --server \
+                 script)"
+            );
+        }
     }
     // `try_from_secs_f64` also refuses what is finite but past a `Duration` (`1e30`).
     if Duration::try_from_secs_f64(args.min_time).is_err() {
@@ -626,6 +646,10 @@ impl Axes {
         if let Some(list) = &self.mem {
             grid.mems = parse_mems(list).map_err(|e| anyhow::anyhow!("--mem: {e}"))?;
         }
+        if let Some(list) = &self.instances {
+            grid.instances =
+                parse_instances(list).map_err(|e| anyhow::anyhow!("--instances: {e}"))?;
+        }
         Ok(grid)
     }
 }
@@ -656,6 +680,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     }
     opt("throttle", args.throttle.clone());
     opt("mem", args.mem.clone());
+    opt("instances", args.instances.clone());
     opt("bind", Some(args.bind.to_string()));
     opt("runs", Some(args.runs.to_string()));
     opt("warmup", Some(args.warmup.to_string()));

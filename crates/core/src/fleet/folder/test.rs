@@ -62,6 +62,7 @@ fn os(threads: usize) -> Config {
         cpus: Cpus::All,
         throttle: ThrottleSpec::None,
         mem: crate::grid::Mem::Default,
+        instances: 1,
     }
 }
 

@@ -1,0 +1,298 @@
+//! `coretune tune --instances`: P copies of a program or of a built-in workload at once, each
+//! on its own part of the CPUs (hwloc-distrib's split), judged on their throughput together;
+//! `{instance}` and `{instances}`; each copy's CPUs as seen from inside it; the apply lines run
+//! as a user would paste them; bad input.
+
+#![cfg(target_os = "linux")] // /proc/self/status tells a copy its CPUs
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+
+mod util;
+
+use std::path::Path;
+
+/// The CPUs this test may use, as the kernel lists them (`0-1`).
+fn own_cpus() -> String {
+    allowed(&std::fs::read_to_string("/proc/self/status").unwrap())
+}
+
+/// `Cpus_allowed_list` of a `/proc/PID/status` text.
+fn allowed(status: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// Each copy writes down, from inside, which instance it is, how many there are, its threads,
+/// the CPUs coretune said and the CPUs the kernel lets it use; and prints a rate of 10.
+fn script(log: &Path) -> String {
+    format!(
+        "grep Cpus_allowed_list /proc/self/status > {}/copy-{{instance}}-of-{{instances}}-t{{threads}}-on-{{cpus}}; \
+         sleep 0.2; echo rate=10",
+        log.display()
+    )
+}
+
+#[test]
+fn each_copy_runs_on_its_own_part_and_the_rates_add_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let log = tmp.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            "1,2",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--exhaustive",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--shell",
+        ])
+        .args([
+            "--metric",
+            "rate=rate=([0-9]+)",
+            "--higher-is-better",
+            "rate",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .args(["--", &script(&log)])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let cpus = own_cpus();
+    let first = cpus.split(['-', ',']).next().unwrap().to_owned();
+    let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
+    let mut seen: Vec<String> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let inside = allowed(&std::fs::read_to_string(e.path()).unwrap());
+            format!("{} sees {inside}", e.file_name().to_string_lossy())
+        })
+        .collect();
+    seen.sort();
+    // One instance: every CPU. Two: one part each, as coretune said and as the kernel holds it
+    // (on a machine of one CPU, both copies share it).
+    let mut expected = vec![
+        format!("copy-0-of-1-t1-on-{cpus} sees {cpus}"),
+        format!("copy-0-of-1-t2-on-{cpus} sees {cpus}"),
+        format!("copy-0-of-2-t1-on-{first} sees {first}"),
+        format!("copy-0-of-2-t2-on-{first} sees {first}"),
+        format!("copy-1-of-2-t1-on-{last} sees {last}"),
+        format!("copy-1-of-2-t2-on-{last} sees {last}"),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    let s = util::summary(&dir);
+    util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
+    for c in s["configs"].as_array().unwrap() {
+        let instances = c["instances"].as_u64().unwrap_or(1);
+        // The rate is the sum of the copies' (10 each), every run of every copy read.
+        assert_eq!(
+            c["metrics"]["rate"]["median"],
+            10.0 * instances as f64,
+            "{c:#}"
+        );
+        assert_eq!(c["runs"], 2, "{c:#}");
+        // The throughput counts the copies: P runs over the slowest one's time.
+        let throughput = c["throughput"]["value"].as_f64().unwrap();
+        let median = c["median_s"].as_f64().unwrap();
+        assert!(
+            (throughput * median / instances as f64 - 1.0).abs() < 0.2,
+            "{c:#}"
+        );
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("inst×thr"), "{table}");
+    assert!(table.contains("2×1"), "{table}");
+}
+
+#[test]
+fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args(["tune", "sum", "--size", "small", "--instances", "1,2"])
+        .args(["--threads", "1", "--place", "compact", "--throttle", "none"])
+        .args(["--exhaustive", "--runs", "2", "--warmup", "0", "--quiet"])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    // Judged on throughput (the time of 2 copies is not one copy's), in the workload's unit.
+    assert_eq!(s["plan"]["objectives"][0]["quantity"]["kind"], "throughput");
+    assert_eq!(s["plan"]["objectives"][0]["unit"], "items/s");
+    let two = s["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["instances"] == 2)
+        .unwrap();
+    assert_eq!(two["runs"], 2, "{two:#}");
+    assert_eq!(two["failed"], 0, "{two:#}");
+    // Each copy's worker pinned in its own part: every worker record, both copies'.
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let run = runs.iter().find(|r| r["instances"] == 2).unwrap();
+    assert_eq!(
+        run["record"]["threads"].as_array().unwrap().len(),
+        2,
+        "{run:#}"
+    );
+    assert_eq!(run["record"]["verified"], true);
+
+    // A program's recommendation for 2 instances: the taskset lines, pasted into a shell, run
+    // each copy where the sweep did.
+    let log = tmp.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    let dir = tmp.path().join("program");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            "2",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ])
+        .args(["--runs", "1", "--warmup", "0", "--quiet", "--shell"])
+        .arg("--out")
+        .arg(&dir)
+        .args(["--", &script(&log)])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let apply: Vec<String> = util::summary(&dir)["recommendation"]["apply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_owned())
+        .collect();
+    assert!(apply[0].starts_with("note: 2 instances"), "{apply:#?}");
+    let pasted: Vec<&str> = apply
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("taskset "))
+        .collect();
+    assert_eq!(pasted.len(), 2, "{apply:#?}");
+    for f in std::fs::read_dir(&log).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{}\nwait", pasted.join("\n")))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cpus = own_cpus();
+    let first = cpus.split(['-', ',']).next().unwrap().to_owned();
+    let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
+    let mut seen: Vec<String> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let inside = allowed(&std::fs::read_to_string(e.path()).unwrap());
+            format!("{} sees {inside}", e.file_name().to_string_lossy())
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            format!("copy-0-of-2-t1-on-{first} sees {first}"),
+            format!("copy-1-of-2-t1-on-{last} sees {last}"),
+        ]
+    );
+}
+
+#[test]
+fn a_copy_that_fails_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            "2",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ])
+        .args(["--runs", "1", "--warmup", "0", "--quiet", "--shell"])
+        .arg("--out")
+        .arg(&dir)
+        .args([
+            "--",
+            "if [ {instance} = 1 ]; then echo copy one broke >&2; exit 3; fi",
+        ])
+        .output()
+        .unwrap();
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(runs[0]["status"], "failed", "{:#}", runs[0]);
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(error.starts_with("copy 1: "), "{error}");
+    assert!(error.contains("exited with status 3"), "{error}");
+    assert!(
+        runs[0]["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("copy one broke"),
+        "{:#}",
+        runs[0]
+    );
+}
+
+#[test]
+fn bad_instance_lists_are_refused_in_one_line() {
+    for (args, says) in [
+        (
+            &["--instances", "0", "--", "true"][..],
+            "--instances: '0' is not a positive number of instances",
+        ),
+        (
+            &["--instances", "two", "--", "true"][..],
+            "--instances: 'two' is not a positive number",
+        ),
+        (
+            &[
+                "--instances",
+                "2",
+                "--server",
+                "sleep 60",
+                "--ready",
+                "tcp:127.0.0.1:1",
+                "--client",
+                "true",
+            ][..],
+            "--instances: a server cannot run as several instances",
+        ),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--dry-run", "--threads", "1"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
