@@ -602,6 +602,25 @@ fn four_sockets_four_nodes_with_distances() {
         assert_pages_on(file, &lines, policy, nodes);
     }
 
+    // tune --instances 4 --mem local: copy k ran on NUMA node k's CPUs exactly, as the kernel
+    // lists them, with its pages on that node.
+    let copies = guest.ok("tune instances");
+    for (node, (cpus, _)) in &kernel.nodes {
+        let file = format!("inst-{node}:");
+        let lines: Vec<&str> = copies.lines().filter(|l| l.starts_with(&file)).collect();
+        let allowed = lines
+            .iter()
+            .find_map(|l| l.split_once("Cpus_allowed_list:"))
+            .map(|(_, list)| self::list(list))
+            .unwrap_or_else(|| panic!("{file} has no CPUs: {copies}"));
+        assert_eq!(&allowed, cpus, "{file}: {copies}");
+        let maps: Vec<&str> = lines
+            .into_iter()
+            .filter(|l| !l.contains("Cpus_allowed_list"))
+            .collect();
+        assert_pages_on(&file, &maps, "local", &[*node]);
+    }
+
     // run --mem: the kernel shows the policy on the program's mappings, and their pages are on
     // the nodes asked for (`N<node>=<pages>` in numa_maps).
     for (name, policy, nodes) in [

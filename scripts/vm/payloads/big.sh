@@ -21,3 +21,7 @@ check "mem near" coretune run --cpus numa:3 --mem bind -- grep -E 'heap|stack' /
 # tune --mem: each configuration's runs start with its policy; each run leaves its numa_maps
 # in a file named by its policy ({mem}), read back here.
 check "tune mem" sh -c "coretune tune --threads 1 --place os --mem 'bind:numa:2,interleave:numa:1-2' --exhaustive --runs 1 --warmup 0 --quiet --out /tmp/tune-mem --shell -- \"grep -E 'heap|stack' /proc/self/numa_maps > '/tmp/maps-{mem}'\" >/dev/null && cd /tmp && grep -H . maps-*"
+# tune --instances with --mem local: 4 copies at once, one per NUMA node (hwloc-distrib's split);
+# each copy writes, from inside, the CPUs the kernel lets it use and its mappings' policy and
+# pages ({instance} names its file).
+check "tune instances" sh -c "coretune tune --instances 4 --threads 2 --place os --cpus all --mem local --exhaustive --runs 1 --warmup 0 --quiet --out /tmp/tune-inst --shell -- \"(grep Cpus_allowed_list /proc/self/status; grep -E 'heap|stack' /proc/self/numa_maps) > '/tmp/inst-{instance}'\" >/dev/null && cd /tmp && grep -H . inst-*"
