@@ -15,7 +15,8 @@
 #                             scripts/vm/vm.sh; it fetches Debian's kernel itself),
 #                             sysbench (a benchmark that prints its own events/s, for tune
 #                             --metric), nginx-light, wrk, redis-server and redis-tools (real
-#                             servers and load generators for the server runs)
+#                             servers and load generators for the server runs), openmpi-bin
+#                             and libopenmpi-dev (mpirun and mpicc, for tune --launcher mpirun)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -23,7 +24,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev)
 fi
 
 missing=()

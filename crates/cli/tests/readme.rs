@@ -189,6 +189,7 @@ fn every_readme_command_runs_as_written() {
             "wrk",
             "redis-server",
             "redis-benchmark",
+            "mpirun",
         ]
         .into_iter()
         .find(|t| line.contains(&format!("{t} ")) && !util::installed(t))

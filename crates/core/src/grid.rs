@@ -442,6 +442,9 @@ pub enum ConfigError {
     /// The placement cannot be planned.
     #[error("{0}")]
     Placement(PlacementError),
+    /// `--launcher` cannot start this configuration.
+    #[error("--launcher: {0}")]
+    Launcher(String),
     /// `--instances` cannot be used with this target.
     #[error("--instances: {0}")]
     Instances(String),

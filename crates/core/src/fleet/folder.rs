@@ -321,7 +321,7 @@ impl FleetFolder {
                 .and_then(SweepFolder::topology)
                 .map(|t| {
                     let spec = self.types[i].nodes[0].1.spec();
-                    crate::sweep::apply_lines(&t, &spec.target, c, spec.settings.binding)
+                    crate::sweep::apply_lines_for(&t, &spec.target, c, &spec.settings)
                 })
                 .unwrap_or_default()
         }))

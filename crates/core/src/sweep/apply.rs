@@ -33,8 +33,9 @@
 //! or across groups ([`crate::topology::groups::windows_lines`]), and the runtimes' variables set the
 //! PowerShell way (`$env:NAME=VALUE`).
 
+use super::launcher::Launcher;
 use super::run::{substitute_all, substitute_copy};
-use super::target::Target;
+use super::target::{RunSettings, Target};
 use crate::cpuset::Format;
 use crate::grid::Config;
 use crate::placement::{Binding, Placement};
@@ -43,6 +44,45 @@ use crate::sys::set_to_vec;
 use crate::topology::ObjKind;
 use crate::topology::Topology;
 use crate::workload::{Size, WorkloadSpec};
+
+/// The lines that apply `config` of a sweep made with `settings`: [`apply_lines`], or under a
+/// launcher (`--launcher`) its command lines, Open MPI's and Slurm's.
+pub fn apply_lines_for(
+    topology: &Topology,
+    target: &Target,
+    config: &Config,
+    settings: &RunSettings,
+) -> Vec<String> {
+    match (settings.launcher, target) {
+        (Some(launcher), Target::Command { argv, shell }) => {
+            let program = if *shell {
+                format!("sh -c {}", crate::program::shell_quote(&argv.join(" ")))
+            } else {
+                let list = format_list(&set_to_vec(&topology.cpuset()));
+                shell_words(&substitute_all(argv, config, &list))
+            };
+            let mut lines = Vec::new();
+            // The sweep's launcher first, then the other one's line for the same split.
+            let order = match launcher {
+                Launcher::Mpirun => [Launcher::Mpirun, Launcher::Srun],
+                Launcher::Srun => [Launcher::Srun, Launcher::Mpirun],
+            };
+            for l in order {
+                if let Ok(words) = l.words(topology, config) {
+                    if l == Launcher::Srun {
+                        lines.push(format!(
+                            "#SBATCH --nodes=1 --ntasks={} --cpus-per-task={}",
+                            config.instances, config.threads
+                        ));
+                    }
+                    lines.push(format!("{} {program}", shell_words(&words)));
+                }
+            }
+            lines
+        }
+        _ => apply_lines(topology, target, config, settings.binding),
+    }
+}
 
 /// The lines that apply `config` of a sweep of `target` on `topology` (empty when the
 /// configuration cannot be placed there).

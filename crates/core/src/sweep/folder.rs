@@ -224,7 +224,7 @@ impl SweepResults<'_> {
                     }
                 }
                 topology.map_or_else(Vec::new, |t| {
-                    super::apply::apply_lines(t, &spec.target, c, spec.settings.binding)
+                    super::apply::apply_lines_for(t, &spec.target, c, &spec.settings)
                 })
             },
         );

@@ -50,6 +50,7 @@ mod bench;
 mod compare;
 mod cost;
 mod folder;
+mod launcher;
 mod objective;
 mod recommend;
 mod report;
@@ -66,11 +67,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use apply::apply_lines;
+pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
 pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir};
+pub use launcher::Launcher;
 pub use objective::{
     BUILTIN_OBJECTIVES, MetricError, MetricRead, MetricSource, MetricSpec, Objective, Quantity,
     pareto_front,

@@ -418,6 +418,22 @@ impl<'t> Runner<'t> {
     /// Makes one run of `config`: of each of its instances at once, each on its own part of
     /// the CPUs ([`Config::placements`]).
     pub fn run(&self, config: &Config) -> RunResult {
+        if let (
+            Some(launcher),
+            Prepared::Command {
+                argv,
+                shell,
+                prepare,
+                server: None,
+                ..
+            },
+        ) = (self.settings.launcher, &self.prepared)
+        {
+            return RunResult {
+                outcome: self.run_launched(launcher, argv, *shell, prepare.as_deref(), config),
+                monitor: Vec::new(),
+            };
+        }
         let placements = match config.placements(self.topology, self.settings.binding) {
             Ok(p) => p,
             Err(e) => {
@@ -488,6 +504,38 @@ impl<'t> Runner<'t> {
                 Vec::new()
             },
         }
+    }
+
+    /// One run of a program under `launcher` (`--launcher`): the launcher's command line for
+    /// `c` before the program's, started once on the configuration's CPUs (the launcher maps and
+    /// binds its ranks within them) and timed whole, as one program's run.
+    fn run_launched(
+        &self,
+        launcher: super::Launcher,
+        argv: &[String],
+        shell: bool,
+        prepare: Option<&str>,
+        c: &Config,
+    ) -> Outcome {
+        let mut words = match launcher.words(self.topology, c) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        if shell {
+            words.extend(["sh".to_owned(), "-c".to_owned(), argv.join(" ")]);
+        } else {
+            words.extend(argv.iter().cloned());
+        }
+        let whole = Config {
+            instances: 1,
+            place: crate::placement::Policy::Os,
+            ..c.clone()
+        };
+        let placement = match whole.placement(self.topology, self.settings.binding) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        self.run_command(&words, false, prepare, c, &[placement], &[None], &mut None)
     }
 
     /// One run of a built-in workload: a pool per instance, each on its part's CPUs with its
@@ -856,6 +904,9 @@ impl<'t> Runner<'t> {
                     .stderr(to(stderr_file.as_ref()));
             }
             placed_env(&mut cmd, c, placement, per_thread.as_ref());
+            if let Some(launcher) = self.settings.launcher {
+                cmd.envs(launcher.env());
+            }
             if let Err(e) = self.apply_mem(&mut cmd, c, placement) {
                 return Outcome::Failed(format!("{}{e}", copy(k)));
             }

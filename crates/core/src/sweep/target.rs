@@ -73,6 +73,10 @@ pub struct RunSettings {
     /// `--client`; absent for programs that run to their end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerSettings>,
+    /// The program's copies are started by a launcher (`--launcher mpirun|srun`: the
+    /// configuration's instances are its ranks), not by coretune; absent: coretune starts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<super::Launcher>,
 }
 
 /// How a server target is run: each run starts the target's command (the server) with the

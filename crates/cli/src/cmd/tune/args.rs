@@ -23,8 +23,8 @@ use coretune_core::grid::{
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
-    DEFAULT_TOLERANCE_PCT, Design, MetricError, MetricSource, MetricSpec, Objective, RunSettings,
-    ServerSettings, Strategy, Target,
+    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricError, MetricSource, MetricSpec, Objective,
+    RunSettings, ServerSettings, Strategy, Target,
 };
 use coretune_core::workload;
 use coretune_core::{Binding, Policy};
@@ -60,6 +60,11 @@ pub(crate) struct TuneArgs {
     /// threads each; judged on their throughput together (default: 1).
     #[arg(long, value_name = "LIST")]
     instances: Option<String>,
+    /// Start the program's copies with a launcher instead: mpirun (Open MPI: -np INSTANCES,
+    /// each rank bound to THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
+    /// allocation); --instances are the ranks, and the whole launch is timed.
+    #[arg(long, value_name = "LAUNCHER", value_parser = clap::builder::PossibleValuesParser::new(Launcher::ALL))]
+    launcher: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
     /// its own part of the CPUs (share: for spread, its hwloc-distrib set).
     #[arg(long, default_value = "pu", value_parser = one_of(Binding::ALL))]
@@ -93,7 +98,7 @@ pub(crate) struct TuneArgs {
     /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
     /// sweeps are incomplete.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "out", "exhaustive", "command",
+        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out", "exhaustive", "command",
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
@@ -409,6 +414,7 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
     if !(args.tolerance >= 0.0 && args.tolerance < 100.0) {
         bail!("--tolerance must be a percentage from 0 to 100");
     }
+    launcher(args)?;
     if let Some(list) = &args.instances {
         let counts = parse_instances(list).map_err(|e| anyhow::anyhow!("--instances: {e}"))?;
         if args.server.is_some() && counts.iter().any(|&p| p > 1) {
@@ -444,7 +450,29 @@ fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
         skip: args.skip,
         metrics: metrics(args)?,
         server: server(args)?,
+        launcher: launcher(args)?,
     })
+}
+
+/// `--launcher`, checked against the target: a program's copies are what a launcher starts,
+/// and each rank learns its rank from the launcher, not from `{instance}`.
+fn launcher(args: &TuneArgs) -> anyhow::Result<Option<Launcher>> {
+    let Some(name) = &args.launcher else {
+        return Ok(None);
+    };
+    let launcher: Launcher = name
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--launcher: {e}"))?;
+    if args.command.is_empty() || args.server.is_some() {
+        bail!("--launcher {launcher} starts a program: give it after --");
+    }
+    if args.command.iter().any(|w| w.contains("{instance}")) {
+        bail!(
+            "--launcher {launcher}: each rank knows its rank from the launcher \
+             (OMPI_COMM_WORLD_RANK, SLURM_PROCID), not from {{instance}}"
+        );
+    }
+    Ok(Some(launcher))
 }
 
 /// How long a server may take to be ready when `--ready-timeout` does not say.
@@ -501,6 +529,8 @@ fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
     Ok(match (args.objective.is_empty(), metrics.first()) {
         (false, _) => Objective::resolve(&args.objective, &metrics)?,
         (true, Some(first)) => Objective::resolve(std::slice::from_ref(&first.name), &metrics)?,
+        // Under a launcher the ranks are one job: its time, whatever the rank count.
+        (true, None) if args.launcher.is_some() => vec![Objective::time()],
         (true, None) => Vec::new(),
     })
 }
@@ -681,6 +711,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     opt("throttle", args.throttle.clone());
     opt("mem", args.mem.clone());
     opt("instances", args.instances.clone());
+    opt("launcher", args.launcher.clone());
     opt("bind", Some(args.bind.to_string()));
     opt("runs", Some(args.runs.to_string()));
     opt("warmup", Some(args.warmup.to_string()));
