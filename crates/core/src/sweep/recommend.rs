@@ -299,9 +299,10 @@ pub(crate) fn recommend_on(
             let ratio = top_cs / at.max(1.0);
             if ratio >= 3.0 {
                 reason.push(format!(
-                    "Beyond {} threads involuntary context switches rise {ratio:.0}× ({at:.0} → \
+                    "Beyond {} involuntary context switches rise {ratio:.0}× ({at:.0} → \
                      {top_cs:.0} per run at {} threads).",
-                    chosen.config.threads, top.config.threads
+                    crate::sys::counted(chosen.config.threads, "thread"),
+                    top.config.threads
                 ));
             }
         }
