@@ -129,6 +129,33 @@ initrd() {
     fi
     copy_with_libs "$root" "$out"
   done
+  # Open MPI (tune --launcher mpirun): mpirun and orted, the components it loads (with their
+  # libraries) at the paths it was built for, its help texts and settings, and tests/mpi.rs's
+  # ranks program built with mpicc -fopenmp. Left out where Open MPI is not installed.
+  if command -v mpicc >/dev/null && command -v orterun >/dev/null; then
+    copy_with_libs "$root" "$(command -v orterun)" mpirun
+    copy_with_libs "$root" "$(command -v orted)" orted
+    local lib plugin
+    for plugin in /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/*.so; do
+      [[ -e "$plugin" ]] || continue
+      install -D -m755 "$plugin" "$root$plugin"
+      ldd "$plugin" 2>/dev/null | awk '/=> \//{print $3}' | while read -r lib; do
+        [[ -e "$root$lib" ]] || install -D -m755 "$(readlink -f "$lib")" "$root$lib"
+      done
+    done
+    mkdir -p "$root/usr/share" "$root/etc"
+    cp -r /usr/share/openmpi "$root/usr/share/"
+    [[ -d /usr/share/pmix ]] && cp -r /usr/share/pmix "$root/usr/share/"
+    cp -r /etc/openmpi "$root/etc/"
+    out=$WORK/programs/ranks
+    src=$repo/crates/cli/tests/data/mpi/ranks.c
+    if [[ ! -x "$out" || "$src" -nt "$out" ]]; then
+      mpicc -O2 -Wall -Werror -fopenmp -o "$out" "$src" || die "mpicc -fopenmp $src failed"
+    fi
+    copy_with_libs "$root" "$out"
+  else
+    echo "vm.sh: note: no Open MPI here (apt-get install openmpi-bin libopenmpi-dev): the guest has none" >&2
+  fi
   cp "$here"/guest/init "$root/init"
   cp "$here"/guest/lib.sh "$root/lib/vm/lib.sh"
   cp "$here"/payloads/*.sh "$root/payloads/"

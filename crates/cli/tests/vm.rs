@@ -526,6 +526,33 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
     let plan = planned(&guest, "cgroup place");
     assert!(plan.iter().all(|t| t.is_subset(&box_cpus)), "{plan:?}");
     assert_threads_follow_plan(&guest, "cgroup place", "cgroup run");
+
+    // tune --launcher mpirun, 2 ranks × 4 threads: Open MPI's line (a rank per node), and each
+    // rank's threads, as they report from inside, on 4 cores of its own node, a core each.
+    if guest.records.contains_key("tune mpirun") {
+        let out = guest.ok("tune mpirun");
+        assert!(
+            out.contains("mpirun -np 2 --map-by ppr:1:numa:PE=4 --bind-to core"),
+            "{out}"
+        );
+        for rank in 0..2 {
+            let node = &kernel.nodes[&rank].0;
+            let mut cores = BTreeSet::new();
+            for line in out
+                .lines()
+                .filter(|l| l.starts_with(&format!("rank {rank}/2 thread ")))
+            {
+                let cpus = list(line.rsplit(' ').next().unwrap());
+                let first = *cpus.iter().next().unwrap();
+                assert!(cpus.is_subset(node), "rank {rank} off its node: {line}");
+                assert_eq!(cpus, kernel.cpus[&first].1, "not one whole core: {line}");
+                assert!(cores.insert(first), "two threads on one core: {out}");
+            }
+            assert_eq!(cores.len(), 4, "rank {rank}: {out}");
+        }
+    } else {
+        eprintln!("skipped: 'tune mpirun' (no Open MPI on this host: scripts/setup.sh --test)");
+    }
 }
 
 /// Every `numa_maps` line shows `policy`, and the pages are on `nodes` only

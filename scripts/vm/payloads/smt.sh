@@ -130,3 +130,11 @@ sh -c '
   check "cgroup place" coretune place --json --policy spread --threads 4
   check "cgroup run" coretune run --place spread --threads 4 -- where 0.5
 '
+# tune --launcher mpirun (where the host has Open MPI, vm.sh puts it in the guest): 2 ranks × 4
+# OpenMP threads of tests/mpi.rs's ranks program, each thread saying from inside where it may
+# run. mpirun needs a loopback, a host name and, with no ssh here, its single-node launcher.
+if command -v mpirun >/dev/null; then
+  ifconfig lo 127.0.0.1 up
+  hostname guest
+  check "tune mpirun" env OMPI_MCA_plm=isolated coretune tune --launcher mpirun --instances 2 --threads 4 --place os --cpus all --runs 1 --warmup 0 --quiet --show-output --out /tmp/mpi -- ranks
+fi
