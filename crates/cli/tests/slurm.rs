@@ -211,7 +211,7 @@ fn fleets_on_a_real_slurm_cluster() {
     };
     let started = Instant::now();
     type Part = (&'static str, fn(&Cluster));
-    let parts: [Part; 5] = [
+    let parts: [Part; 6] = [
         (
             "dry run",
             dry_run_submits_nothing_and_sbatch_accepts_its_scripts,
@@ -222,6 +222,10 @@ fn fleets_on_a_real_slurm_cluster() {
         ),
         ("job array", an_array_task_on_a_measured_node_adds_nothing),
         ("srun binding", srun_lines_bind_where_they_say),
+        (
+            "srun launcher",
+            a_sweep_inside_an_allocation_launches_its_ranks_with_srun,
+        ),
         (
             "cancel and resume",
             a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing,
@@ -509,7 +513,7 @@ fn srun_lines_bind_where_they_say(c: &Cluster) {
     let tmp = tempfile::tempdir().unwrap();
     // One configuration per sweep, so it is the recommendation; its apply lines are run, and
     // each srun line must give every task the CPUs it names.
-    let cases: [(&[&str], &[&[&str]]); 3] = [
+    let cases: [(&[&str], &[&[&str]]); 4] = [
         // Two threads pinned to CPU 1: one process masked to it; no line of one rank per
         // thread, which would ask for more CPUs than the job's --cpus-per-task=1.
         (
@@ -523,8 +527,22 @@ fn srun_lines_bind_where_they_say(c: &Cluster) {
         ),
         // Left to the OS: one CPU for one thread, bound to its core (whichever Slurm gives).
         (&["--threads", "1", "--place", "os"], &[&["?"]]),
+        // Two instances of one thread: two tasks, each masked to its part (a CPU each).
+        (
+            &[
+                "--instances",
+                "2",
+                "--threads",
+                "1",
+                "--place",
+                "os",
+                "--cpus",
+                "all",
+            ],
+            &[&["0", "1"]],
+        ),
     ];
-    let binds = ["mask_cpu:0x2", "map_cpu:0,1", "cores"];
+    let binds = ["mask_cpu:0x2", "map_cpu:0,1", "cores", "mask_cpu:0x1,0x2"];
     for (i, ((grid, want), bind)) in cases.iter().zip(binds).enumerate() {
         let dir = tmp.path().join(format!("sweep-{i}"));
         let mut args = vec![
@@ -573,6 +591,55 @@ fn srun_lines_bind_where_they_say(c: &Cluster) {
             }
         }
     }
+}
+
+/// `tune --launcher srun` inside a batch job: each configuration's tasks are started by srun
+/// with its options, each task on its own CPU, reporting where it may run.
+fn a_sweep_inside_an_allocation_launches_its_ranks_with_srun(c: &Cluster) {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("job.log");
+    let dir = tmp.path().join("sweep");
+    let script = format!(
+        "#!/bin/bash\n#SBATCH --nodes=1 --ntasks=2 --cpus-per-task=1 --exclusive\n\
+         #SBATCH --output={}\n{} tune --launcher srun --instances 1,2 --threads 1 --place os \
+         --cpus all --exhaustive --runs 1 --warmup 0 --quiet --show-output --out {} -- \
+         grep Cpus_allowed_list /proc/self/status\n",
+        log.display(),
+        assert_cmd::cargo::cargo_bin("coretune").display(),
+        dir.display()
+    );
+    let file = tmp.path().join("tune.sh");
+    std::fs::write(&file, &script).unwrap();
+    let out = c.cmd("sbatch").arg("--wait").arg(&file).output().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{script}\n{}{text}{}",
+        String::from_utf8_lossy(&out.stderr),
+        c.logs()
+    );
+    // 1 task, then 2: three lines, the two of the second run on a CPU each.
+    let mut cpus: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(cpus.len(), 3, "{text}");
+    cpus.sort_unstable();
+    assert!(cpus.contains(&"0") && cpus.contains(&"1"), "{text}");
+    let s = util::summary(&dir);
+    assert_eq!(s["runs"]["ok"], 2, "{s:#}");
+    let apply: Vec<&str> = s["recommendation"]["apply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        apply[0].starts_with("#SBATCH --nodes=1 --ntasks="),
+        "{apply:?}"
+    );
+    assert!(apply[1].starts_with("srun --ntasks="), "{apply:?}");
 }
 
 fn a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(c: &Cluster) {
