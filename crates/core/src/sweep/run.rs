@@ -24,6 +24,15 @@
 //!   50 ms, or at `--monitor`'s interval) and records the mechanism and any thread seen outside
 //!   its place in [`RunRecord::pinning`].
 //!
+//! - **Several instances** (`--instances`): the configuration's CPUs are split as hwloc-distrib
+//!   splits them ([`Config::placements`]), and a built-in workload runs a pool per part at once
+//!   ([`run_copies`]), a program a copy per part (`{instance}`, its own `{cpus}`, placement and
+//!   memory policy), waited for together; the run is the slowest copy's time, and a copy that
+//!   fails fails it.
+//! - **Under a launcher** (`--launcher mpirun|srun`): the launcher's command line for the
+//!   configuration ([`super::Launcher::words`]) is put before the program's, and that one
+//!   command is the run.
+//!
 //! With [`RunSettings::monitor`] a background sampler records per-CPU utilisation and every
 //! thread's CPU during the run.
 
@@ -817,7 +826,7 @@ impl<'t> Runner<'t> {
     /// environment, memory policy, `{instance}` and `{cpus}`), all at once, and waited for
     /// together. The run's time is the slowest copy's; its CPU time and counters are the copies'
     /// added up, its peak memory the largest copy's; a copy that fails fails the run (the
-    /// others are stopped). `pids` is set to the copies' process ids, for the pinning check.
+    /// copies not yet waited for are stopped). `pids` is set to the copies' process ids, for the pinning check.
     #[allow(clippy::too_many_arguments)]
     fn run_command(
         &self,
