@@ -25,6 +25,20 @@ fn allowed(status: &str) -> String {
         .to_owned()
 }
 
+/// What the copies wrote to `log`: `FILE sees CPUS` for each file, sorted.
+fn seen_in(log: &Path) -> Vec<String> {
+    let mut seen: Vec<String> = std::fs::read_dir(log)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let inside = allowed(&std::fs::read_to_string(e.path()).unwrap());
+            format!("{} sees {inside}", e.file_name().to_string_lossy())
+        })
+        .collect();
+    seen.sort();
+    seen
+}
+
 /// Each copy writes down, from inside, which instance it is, how many there are, its threads,
 /// the CPUs coretune said and the CPUs the kernel lets it use; and prints a rate of 10.
 fn script(log: &Path) -> String {
@@ -75,15 +89,7 @@ fn each_copy_runs_on_its_own_part_and_the_rates_add_up() {
     let cpus = own_cpus();
     let first = cpus.split(['-', ',']).next().unwrap().to_owned();
     let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
-    let mut seen: Vec<String> = std::fs::read_dir(&log)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let inside = allowed(&std::fs::read_to_string(e.path()).unwrap());
-            format!("{} sees {inside}", e.file_name().to_string_lossy())
-        })
-        .collect();
-    seen.sort();
+    let seen = seen_in(&log);
     // One instance: every CPU. Two: one part each, as coretune said and as the kernel holds it
     // (on a machine of one CPU, both copies share it).
     let mut expected = vec![
@@ -203,15 +209,7 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
     let cpus = own_cpus();
     let first = cpus.split(['-', ',']).next().unwrap().to_owned();
     let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
-    let mut seen: Vec<String> = std::fs::read_dir(&log)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let inside = allowed(&std::fs::read_to_string(e.path()).unwrap());
-            format!("{} sees {inside}", e.file_name().to_string_lossy())
-        })
-        .collect();
-    seen.sort();
+    let seen = seen_in(&log);
     assert_eq!(
         seen,
         [

@@ -346,6 +346,13 @@ impl Config {
         topology: &Topology,
         binding: Binding,
     ) -> Result<Placement, ConfigError> {
+        let cpus = self.resolved_cpus(topology)?;
+        plan(topology, self.threads, self.place, cpus.as_ref(), binding)
+            .map_err(ConfigError::Placement)
+    }
+
+    /// The configuration's CPU set on `topology` (`None`: no limit).
+    fn resolved_cpus(&self, topology: &Topology) -> Result<Option<CpuSet>, ConfigError> {
         let (cpus, _) = self
             .cpus
             .resolve(topology)
@@ -353,8 +360,7 @@ impl Config {
                 cpus: self.cpus.to_string(),
                 error,
             })?;
-        plan(topology, self.threads, self.place, cpus.as_ref(), binding)
-            .map_err(ConfigError::Placement)
+        Ok(cpus)
     }
 
     /// The CPUs each instance runs on: the configuration's CPU set (or every usable CPU) split
@@ -367,13 +373,7 @@ impl Config {
     ///
     /// As [`Config::placement`].
     pub fn parts(&self, topology: &Topology) -> Result<Vec<CpuSet>, ConfigError> {
-        let (cpus, _) = self
-            .cpus
-            .resolve(topology)
-            .map_err(|error| ConfigError::Cpus {
-                cpus: self.cpus.to_string(),
-                error,
-            })?;
+        let cpus = self.resolved_cpus(topology)?;
         crate::placement::distribute(topology, self.instances.max(1), cpus.as_ref())
             .map_err(ConfigError::Placement)
     }
