@@ -629,6 +629,31 @@ fn four_sockets_four_nodes_with_distances() {
         assert_pages_on(file, &lines, policy, nodes);
     }
 
+    // tune --mem on membw: its arrays' pages, seen from outside during the runs, on node 2
+    // (the workers' own policy: the mappings themselves show the default policy) — all but a
+    // few pages, the first of each array, where malloc writes its chunk header from the thread
+    // that allocates (the run's, which has no policy): at most 1 page in 1000 elsewhere.
+    let membw = guest.ok("tune mem membw");
+    let arrays: Vec<&str> = membw.lines().collect();
+    assert!(!arrays.is_empty(), "no array seen: {membw}");
+    for line in &arrays {
+        let mut on = BTreeMap::new();
+        for field in line.split_whitespace() {
+            if let Some((node, pages)) = field.strip_prefix('N').and_then(|f| f.split_once('=')) {
+                on.insert(
+                    node.parse::<usize>().unwrap(),
+                    pages.parse::<u64>().unwrap(),
+                );
+            }
+        }
+        let elsewhere: u64 = on.iter().filter(|(n, _)| **n != 2).map(|(_, p)| p).sum();
+        let on_2 = on.get(&2).copied().unwrap_or(0);
+        assert!(
+            on_2 >= 8192 && elsewhere * 1000 <= on_2,
+            "membw's pages not on node 2: {line}"
+        );
+    }
+
     // tune --instances 4 --mem local: copy k ran on NUMA node k's CPUs exactly, as the kernel
     // lists them, with its pages on that node.
     let copies = guest.ok("tune instances");

@@ -25,3 +25,19 @@ check "tune mem" sh -c "coretune tune --threads 1 --place os --mem 'bind:numa:2,
 # each copy writes, from inside, the CPUs the kernel lets it use and its mappings' policy and
 # pages ({instance} names its file).
 check "tune instances" sh -c "coretune tune --instances 4 --threads 2 --place os --cpus all --mem local --exhaustive --runs 1 --warmup 0 --quiet --out /tmp/tune-inst --shell -- \"(grep Cpus_allowed_list /proc/self/status; grep -E 'heap|stack' /proc/self/numa_maps) > '/tmp/inst-{instance}'\" >/dev/null && cd /tmp && grep -H . inst-*"
+# tune --mem on a built-in workload: membw's workers set the policy for their own threads before
+# they first touch their arrays. Its big anonymous mappings (the 32 MiB arrays: 8192 pages and
+# more), read from outside while the sweep runs, have their pages on node 2 only.
+membw_pages() {
+  coretune tune membw --mib 32 --threads 2 --place os --cpus all --mem bind:numa:2 --runs 4 --warmup 0 --quiet --out /tmp/tune-mem-membw >/dev/null &
+  _m=$!
+  : >/tmp/membw-maps
+  while kill -0 "$_m" 2>/dev/null; do
+    awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^anon=/ && substr($i, 6) + 0 >= 8192) print }' \
+      "/proc/$_m/numa_maps" >>/tmp/membw-maps 2>/dev/null
+    sleep 0.2
+  done
+  wait "$_m" || return 1
+  sort -u /tmp/membw-maps
+}
+check "tune mem membw" membw_pages
