@@ -16,7 +16,8 @@
 #                             sysbench (a benchmark that prints its own events/s, for tune
 #                             --metric), nginx-light, wrk, redis-server and redis-tools (real
 #                             servers and load generators for the server runs), openmpi-bin
-#                             and libopenmpi-dev (mpirun and mpicc, for tune --launcher mpirun)
+#                             and libopenmpi-dev (mpirun and mpicc, for tune --launcher mpirun),
+#                             numactl (the apply lines of memory policies are run as pasted)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -24,7 +25,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev numactl)
 fi
 
 missing=()

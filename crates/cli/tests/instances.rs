@@ -15,6 +15,14 @@ fn own_cpus() -> String {
     allowed(&std::fs::read_to_string("/proc/self/status").unwrap())
 }
 
+/// The first and the last CPU of a list (`0-1`: `0`, `1`).
+fn first_last(list: &str) -> (String, String) {
+    (
+        list.split(['-', ',']).next().unwrap().to_owned(),
+        list.rsplit(['-', ',']).next().unwrap().to_owned(),
+    )
+}
+
 /// `Cpus_allowed_list` of a `/proc/PID/status` text.
 fn allowed(status: &str) -> String {
     status
@@ -87,8 +95,7 @@ fn each_copy_runs_on_its_own_part_and_the_rates_add_up() {
         .unwrap();
     util::assert_ok(&out);
     let cpus = own_cpus();
-    let first = cpus.split(['-', ',']).next().unwrap().to_owned();
-    let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
+    let (first, last) = first_last(&cpus);
     let seen = seen_in(&log);
     // One instance: every CPU. Two: one part each, as coretune said and as the kernel holds it
     // (on a machine of one CPU, both copies share it).
@@ -207,8 +214,7 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
         .unwrap();
     assert!(status.success());
     let cpus = own_cpus();
-    let first = cpus.split(['-', ',']).next().unwrap().to_owned();
-    let last = cpus.rsplit(['-', ',']).next().unwrap().to_owned();
+    let (first, last) = first_last(&cpus);
     let seen = seen_in(&log);
     assert_eq!(
         seen,
@@ -217,6 +223,91 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
             format!("copy-1-of-2-t1-on-{last} sees {last}"),
         ]
     );
+}
+
+#[test]
+fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
+    if !util::installed("numactl") {
+        eprintln!("skipped: numactl is not installed (scripts/setup.sh --test)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let log = tmp.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    // Each copy: its CPUs, then the policy the kernel shows on its own mappings.
+    let script = format!(
+        "(grep Cpus_allowed_list /proc/self/status; grep -o ' local ' /proc/self/numa_maps | head -1) \
+         > {}/copy-{{instance}}-on-{{cpus}}-mem-{{mem}}",
+        log.display()
+    );
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            "2",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--mem", "local", "--cpus", "all", "--runs", "1", "--warmup", "0",
+        ])
+        .args(["--quiet", "--shell"])
+        .arg("--out")
+        .arg(&dir)
+        .args(["--", &script])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let (first, last) = first_last(&own_cpus());
+    let read_log = || {
+        let mut v: Vec<String> = std::fs::read_dir(&log)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                format!(
+                    "{} sees {} policy{}",
+                    e.file_name().to_string_lossy(),
+                    allowed(&text),
+                    text.lines().nth(1).unwrap_or(" none")
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let expected = [
+        format!("copy-0-on-{first}-mem-local sees {first} policy local "),
+        format!("copy-1-on-{last}-mem-local sees {last} policy local "),
+    ];
+    assert_eq!(read_log(), expected);
+    // The numactl lines of the recommendation, pasted into a shell, do the same.
+    let apply: Vec<String> = util::summary(&dir)["recommendation"]["apply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_owned())
+        .collect();
+    let pasted: Vec<&str> = apply
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("numactl "))
+        .collect();
+    assert_eq!(pasted.len(), 2, "{apply:#?}");
+    assert!(pasted[0].contains(" --localalloc "), "{apply:#?}");
+    for f in std::fs::read_dir(&log).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{}\nwait", pasted.join("\n")))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(read_log(), expected, "{pasted:#?}");
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub fn apply_lines_for(
     match (settings.launcher, target) {
         (Some(launcher), Target::Command { argv, shell }) => {
             let program = if *shell {
-                format!("sh -c {}", crate::program::shell_quote(&argv.join(" ")))
+                sh_c(&argv.join(" "))
             } else {
                 let list = format_list(&set_to_vec(&topology.cpuset()));
                 shell_words(&substitute_all(argv, config, &list))
@@ -140,7 +140,7 @@ pub fn apply_lines(
         Target::Command { argv, shell } => {
             let words = substitute_all(argv, config, &list);
             let cmd = match (*shell, windows) {
-                (true, false) => format!("sh -c '{}'", words.join(" ")),
+                (true, false) => sh_c(&words.join(" ")),
                 (true, true) => format!("cmd /C \"{}\"", words.join(" ")),
                 (false, false) => shell_words(&words),
                 (false, true) => words.join(" "),
@@ -254,7 +254,7 @@ fn instance_lines(
                     .map(|a| substitute_copy(a, config, &list, k))
                     .collect();
                 match (*shell, windows) {
-                    (true, false) => format!("sh -c '{}'", words.join(" ")),
+                    (true, false) => sh_c(&words.join(" ")),
                     (true, true) => format!("cmd /C \"{}\"", words.join(" ")),
                     (false, false) => shell_words(&words),
                     (false, true) => words.join(" "),
@@ -365,6 +365,11 @@ fn instance_lines(
         masks.join(",")
     ));
     lines
+}
+
+/// `sh -c '…'` running `script`, its single quotes escaped.
+fn sh_c(script: &str) -> String {
+    format!("sh -c '{}'", script.replace('\'', r"'\''"))
 }
 
 /// A program's words as a POSIX shell line, each quoted where it needs to be.
