@@ -55,11 +55,12 @@ pub fn apply_lines_for(
 ) -> Vec<String> {
     match (settings.launcher, target) {
         (Some(launcher), Target::Command { argv, shell }) => {
+            let list = format_list(&set_to_vec(&topology.cpuset()));
+            let words = substitute_all(argv, config, &list);
             let program = if *shell {
-                sh_c(&argv.join(" "))
+                sh_c(&words.join(" "))
             } else {
-                let list = format_list(&set_to_vec(&topology.cpuset()));
-                shell_words(&substitute_all(argv, config, &list))
+                shell_words(&words)
             };
             let mut lines = Vec::new();
             // The sweep's launcher first, then the other one's line for the same split.
@@ -736,6 +737,37 @@ mod test {
         assert!(srun.contains("--rank=$SLURM_PROCID"), "{srun}");
         // A line a user pastes runs: the taskset lines through a shell.
         assert!(l.iter().any(|l| l == "wait"));
+    }
+
+    #[test]
+    fn a_launchers_lines_are_its_command_lines_with_the_program_filled_in() {
+        let t = topo("pack:2 numa:1 core:4 pu:2");
+        let mut c = config(4, Policy::Os, "all");
+        c.instances = 2;
+        let settings = RunSettings {
+            launcher: Some(Launcher::Mpirun),
+            ..RunSettings::default()
+        };
+        let target = Target::Command {
+            argv: vec!["./app -t {threads} > 'out {instances}'".into()],
+            shell: true,
+        };
+        let program = r"sh -c './app -t 4 > '\''out 2'\'''";
+        let l = apply_lines_for(&t, &target, &c, &settings);
+        assert_eq!(
+            l,
+            [
+                format!(
+                    "mpirun -np 2 --map-by ppr:1:numa:PE=4 --bind-to core -x OMP_NUM_THREADS=4 \
+                     -x OMP_PLACES=cores -x OMP_PROC_BIND=close {program}"
+                ),
+                "#SBATCH --nodes=1 --ntasks=2 --cpus-per-task=4".to_owned(),
+                format!(
+                    "srun --ntasks=2 --cpus-per-task=4 --cpu-bind=cores --distribution=block:block \
+                     --export=ALL,OMP_NUM_THREADS=4,OMP_PLACES=cores,OMP_PROC_BIND=close {program}"
+                ),
+            ]
+        );
     }
 
     #[test]
