@@ -246,9 +246,13 @@ fn instance_lines(
             .policy()
             .and_then(|m| m.plan(topology, &union, false).ok());
         let cmd = match target {
-            Target::Workload { spec, .. } => {
-                format!("coretune bench {}{}", spec.name, workload_flags(spec))
-            }
+            // The copy's threads and placement; its CPUs are the taskset's or numactl's.
+            Target::Workload { spec, .. } => format!(
+                "coretune bench {} --threads {n} --place {}{throttle_flag}{}",
+                spec.name,
+                config.place,
+                workload_flags(spec)
+            ),
             Target::Command { argv, shell } => {
                 let words: Vec<String> = argv
                     .iter()
@@ -329,7 +333,16 @@ fn instance_lines(
             config.place,
             workload_flags(spec)
         ),
-        Target::Command { argv, .. } => {
+        Target::Command { argv, shell: true } => {
+            // A script: run by a shell of each task's own, which expands $SLURM_PROCID and the
+            // task's CPU list.
+            let script = argv
+                .join(" ")
+                .replace("{instance}", "$SLURM_PROCID")
+                .replace("{cpus}", TASK_CPUS);
+            sh_c(&substitute_copy(&script, config, "", 0))
+        }
+        Target::Command { argv, shell: false } => {
             // Each task is told its index and its CPUs by Slurm and by the kernel, not by
             // coretune: `{instance}` is $SLURM_PROCID, `{cpus}` its affinity list, expanded by
             // a shell of each task's own.
@@ -345,7 +358,7 @@ fn instance_lines(
                             "\"{}\"",
                             word.replace('"', "\\\"")
                                 .replace("\0I", "$SLURM_PROCID")
-                                .replace("\0C", "$(taskset -cp $$ | cut -d: -f2 | tr -d ' ')")
+                                .replace("\0C", TASK_CPUS)
                         )
                     } else {
                         crate::program::shell_quote(&word)
@@ -367,6 +380,9 @@ fn instance_lines(
     ));
     lines
 }
+
+/// What a Slurm task's shell expands to its CPU list (`{cpus}` in an srun line).
+const TASK_CPUS: &str = "$(taskset -cp $$ | cut -d: -f2 | tr -d ' ')";
 
 /// `sh -c '…'` running `script`, its single quotes escaped.
 fn sh_c(script: &str) -> String {
@@ -735,6 +751,29 @@ mod test {
         );
         let srun = find(&l, "srun")[0];
         assert!(srun.contains("--rank=$SLURM_PROCID"), "{srun}");
+        // A script runs in a shell per task; a built-in workload's lines keep its threads.
+        let script = Target::Command {
+            argv: vec!["./app {instance}".into()],
+            shell: true,
+        };
+        let l = apply_lines(&t, &script, &c, Binding::Pu);
+        assert!(
+            find(&l, "srun")[0]
+                .ends_with(" sh -c './app $SLURM_PROCID'   # 4 tasks, each on its part"),
+            "{l:#?}"
+        );
+        let bench = Target::Workload {
+            spec: WorkloadSpec {
+                name: "membw".into(),
+                ..WorkloadSpec::default()
+            },
+            description: String::new(),
+        };
+        let l = apply_lines(&t, &bench, &c, Binding::Pu);
+        assert_eq!(
+            find(&l, "taskset")[0],
+            "taskset -c 0-3 coretune bench membw --threads 2 --place os &"
+        );
         // A line a user pastes runs: the taskset lines through a shell.
         assert!(l.iter().any(|l| l == "wait"));
     }
