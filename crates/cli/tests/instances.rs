@@ -47,6 +47,30 @@ fn seen_in(log: &Path) -> Vec<String> {
     seen
 }
 
+/// The apply lines of the recommendation in sweep folder `dir`.
+fn apply_lines(dir: &Path) -> Vec<String> {
+    util::summary(dir)["recommendation"]["apply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs `lines` as a user pastes them into a shell (then `wait`), into an emptied `log`.
+fn paste(lines: &[&str], log: &Path) {
+    for f in std::fs::read_dir(log).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{}\nwait", lines.join("\n")))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{lines:#?}");
+}
+
 /// Each copy writes down, from inside, which instance it is, how many there are, its threads,
 /// the CPUs coretune said and the CPUs the kernel lets it use; and prints a rate of 10.
 fn script(log: &Path) -> String {
@@ -190,12 +214,7 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
         .output()
         .unwrap();
     util::assert_ok(&out);
-    let apply: Vec<String> = util::summary(&dir)["recommendation"]["apply"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().to_owned())
-        .collect();
+    let apply = apply_lines(&dir);
     assert!(apply[0].starts_with("note: 2 instances"), "{apply:#?}");
     let pasted: Vec<&str> = apply
         .iter()
@@ -203,16 +222,7 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
         .filter(|l| l.starts_with("taskset "))
         .collect();
     assert_eq!(pasted.len(), 2, "{apply:#?}");
-    for f in std::fs::read_dir(&log).unwrap() {
-        std::fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{}\nwait", pasted.join("\n")))
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    paste(&pasted, &log);
     let cpus = own_cpus();
     let (first, last) = first_last(&cpus);
     let seen = seen_in(&log);
@@ -285,12 +295,7 @@ fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
     ];
     assert_eq!(read_log(), expected);
     // The numactl lines of the recommendation, pasted into a shell, do the same.
-    let apply: Vec<String> = util::summary(&dir)["recommendation"]["apply"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().to_owned())
-        .collect();
+    let apply = apply_lines(&dir);
     let pasted: Vec<&str> = apply
         .iter()
         .map(String::as_str)
@@ -298,15 +303,7 @@ fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
         .collect();
     assert_eq!(pasted.len(), 2, "{apply:#?}");
     assert!(pasted[0].contains(" --localalloc "), "{apply:#?}");
-    for f in std::fs::read_dir(&log).unwrap() {
-        std::fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{}\nwait", pasted.join("\n")))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    paste(&pasted, &log);
     assert_eq!(read_log(), expected, "{pasted:#?}");
 }
 
