@@ -68,36 +68,7 @@ start_competitors() {
   done
 }
 
-# The cgroup of the quota condition, and how a command is started in it.
-CGROUP=
-make_quota_cgroup() {
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "(not root: no quota condition; run as root to create the cgroup)" >&2
-    return 1
-  fi
-  if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
-    CGROUP=/sys/fs/cgroup/coretune-bench-$$
-    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control ||
-      echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
-    mkdir "$CGROUP"
-    echo "100000 100000" >"$CGROUP/cpu.max"
-  elif [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
-    CGROUP=/sys/fs/cgroup/cpu/coretune-bench-$$
-    mkdir "$CGROUP"
-    echo 100000 >"$CGROUP/cpu.cfs_period_us"
-    echo 100000 >"$CGROUP/cpu.cfs_quota_us"
-  else
-    echo "(no cgroup cpu controller found: no quota condition)" >&2
-    return 1
-  fi
-}
-
-remove_quota_cgroup() {
-  if [ -n "$CGROUP" ]; then
-    rmdir "$CGROUP" 2>/dev/null || true
-    CGROUP=
-  fi
-}
+. scripts/quota-cgroup.sh
 
 cleanup() {
   stop_competitors
@@ -105,14 +76,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs "$@", inside the quota cgroup when one is set.
-launch() {
-  if [ -n "$CGROUP" ]; then
-    sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$CGROUP" "$@"
-  else
-    "$@"
-  fi
-}
 
 # Prints one line for peer $1 with $2 workers: wall ns/item, CPU ns/item (user + system time
 # of the whole process over the same span), voluntary and involuntary context switches,

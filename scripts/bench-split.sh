@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Splitting a machine (issue 28): instances × threads × memory policy sweeps of membw and
-# raymesh, on this machine quiet and under contention (one busy loop per CPU beside the sweep),
+# raymesh, on this machine quiet, under contention (one busy loop per CPU beside the sweep) and
+# under a CPU quota (a cgroup allowed one CPU's worth of time, scripts/quota-cgroup.sh),
 # and — with `guest` — in the 4-node QEMU guest (functional: TCG runs every vCPU on one host
 # thread). Prints each sweep's table and recommendation for BENCHMARKS.md.
 #
-#   scripts/bench-split.sh            this machine, quiet then busy
+#   scripts/bench-split.sh            this machine, quiet, under a quota, then busy
 #   scripts/bench-split.sh guest      the 4-node guest (scripts/vm/vm.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,22 +37,30 @@ PY
     exit 0
 fi
 
+. scripts/quota-cgroup.sh
+trap remove_quota_cgroup EXIT
+
 sweep() { # name, then tune's arguments
     local name=$1
     shift
     echo "## $name (loadavg before: $(cut -d' ' -f1 /proc/loadavg))"
-    "$bin" tune "$@" "${grid[@]}" --quiet --out "$out/$name" | sed -n '/^inst×thr/,/^Apply it/p'
+    launch "$bin" tune "$@" "${grid[@]}" --quiet --out "$out/$name" | sed -n '/^inst×thr/,/^Apply it/p'
     echo "(loadavg after: $(cut -d' ' -f1 /proc/loadavg))"
 }
 
 sweep membw-quiet membw
 sweep raymesh-quiet raymesh
+if make_quota_cgroup; then
+    sweep membw-quota membw
+    sweep raymesh-quota raymesh
+    remove_quota_cgroup
+fi
 # Contention: one busy loop per CPU for the length of the sweeps.
 pids=()
 for _ in $(seq "$(nproc)"); do
     (while :; do :; done) &
     pids+=($!)
 done
-trap 'kill "${pids[@]}" 2>/dev/null' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; remove_quota_cgroup' EXIT
 sweep membw-busy membw
 sweep raymesh-busy raymesh
