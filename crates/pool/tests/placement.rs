@@ -267,6 +267,13 @@ fn pinned_workers_with_a_steal_order_run_every_task_once() {
         }
     });
     pool.par_for(3 * quarter..TASKS, 7, |id| tally.hit(id));
+    // The detached spawns hold clones of the pool until they finish, and nothing above
+    // waits for them: wait for the last clone to go, as `stress.rs` does.
+    let start = std::time::Instant::now();
+    while Arc::strong_count(&pool) > 1 {
+        assert!(start.elapsed().as_secs() < 20, "tasks keep the pool after 20 s");
+        std::thread::yield_now();
+    }
     let pool = Arc::try_unwrap(pool).unwrap_or_else(|_| panic!("tasks keep the pool"));
     drop(pool);
     tally.assert_each_once();
