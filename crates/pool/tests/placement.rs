@@ -271,7 +271,10 @@ fn pinned_workers_with_a_steal_order_run_every_task_once() {
     // waits for them: wait for the last clone to go, as `stress.rs` does.
     let start = std::time::Instant::now();
     while Arc::strong_count(&pool) > 1 {
-        assert!(start.elapsed().as_secs() < 20, "tasks keep the pool after 20 s");
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "tasks keep the pool after 20 s"
+        );
         std::thread::yield_now();
     }
     let pool = Arc::try_unwrap(pool).unwrap_or_else(|_| panic!("tasks keep the pool"));
