@@ -108,6 +108,7 @@ fn mpirun_places_each_ranks_threads_as_planned() {
             "{instances}×{threads}: {stdout}"
         );
         let s = util::summary(&dir);
+        util::assert_valid(&util::schema("summary.schema.json"), &s, "summary.json");
         // One job, judged on its time; the apply line is Open MPI's.
         assert_eq!(s["plan"]["objectives"][0]["quantity"]["kind"], "time");
         let apply = s["recommendation"]["apply"][0].as_str().unwrap().to_owned();
@@ -117,6 +118,13 @@ fn mpirun_places_each_ranks_threads_as_planned() {
             )),
             "{apply}"
         );
+        // The table and the row in summary.json show the launcher's line that was run.
+        let launch = s["configs"][0]["launch"].as_str().unwrap_or_default();
+        assert!(
+            !launch.is_empty() && apply.starts_with(launch),
+            "{launch} / {apply}"
+        );
+        assert!(stdout.contains(launch), "{stdout}");
         // Pasted into a shell (with Open MPI's consent to run as root), it places the same.
         let pasted = std::process::Command::new("sh")
             .arg("-c")

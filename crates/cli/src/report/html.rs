@@ -126,11 +126,16 @@ fn table(report: &SweepReport) -> String {
     let mut s = format!(
         "<table>\n<thead><tr><th>Threads</th><th class=\"l\">Place</th><th class=\"l\">CPUs</th>\
          <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th>{}<th>Speedup</th>\
-         <th>Efficiency</th><th>Migrations</th><th>Runs</th></tr></thead>\n<tbody>\n",
+         <th>Efficiency</th><th>Migrations</th><th>Runs</th>{}</tr></thead>\n<tbody>\n",
         extra
             .iter()
             .map(|(_, o)| format!("<th>{}</th>", escape(&super::objective_heading(o))))
-            .collect::<String>()
+            .collect::<String>(),
+        if super::has_launch(report) {
+            "<th class=\"l\">Launch</th>"
+        } else {
+            ""
+        }
     );
     let chosen = report.recommended_row().map(|c| &c.config);
     for c in &report.configs {
@@ -147,7 +152,7 @@ fn table(report: &SweepReport) -> String {
         let _ = writeln!(
             s,
             "<tr{class}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
             super::threads_cell(c),
             escape(&super::place_cell(c)),
             escape(c.config.cpus.as_str()),
@@ -178,6 +183,14 @@ fn table(report: &SweepReport) -> String {
             opt(c.efficiency, |x| format!("{:.0}%", x * 100.0)),
             opt(c.migrations, |x| format!("{x:.0}")),
             runs,
+            if super::has_launch(report) {
+                format!(
+                    "<td class=\"l\"><code>{}</code></td>",
+                    escape(c.launch.as_deref().unwrap_or(""))
+                )
+            } else {
+                String::new()
+            },
         );
     }
     s.push_str("</tbody>\n</table>\n");

@@ -30,18 +30,21 @@ impl Reporter for Markdown {
         )?;
         writeln!(s)?;
         let extra = super::extra_objectives(report);
+        let launch = super::has_launch(report);
         writeln!(
             s,
-            "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] |{} Speedup | Efficiency | Runs |",
+            "| Threads | Place | CPUs | Throttle | Median [s] | 95% CI [s] |{} Speedup | Efficiency | Runs |{}",
             extra
                 .iter()
                 .map(|(_, o)| format!(" {} |", super::objective_heading(o)))
-                .collect::<String>()
+                .collect::<String>(),
+            if launch { " Launch |" } else { "" }
         )?;
         writeln!(
             s,
-            "|---:|---|---|---:|---:|---|{}---:|---:|---:|",
-            "---:|".repeat(extra.len())
+            "|---:|---|---|---:|---:|---|{}---:|---:|---:|{}",
+            "---:|".repeat(extra.len()),
+            if launch { "---|" } else { "" }
         )?;
         let chosen = report.recommended_row().map(|c| &c.config);
         for c in &report.configs {
@@ -53,7 +56,7 @@ impl Reporter for Markdown {
             let [throttle, median, ci, speedup, efficiency] = super::cells(c);
             writeln!(
                 s,
-                "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |",
+                "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |{}",
                 super::threads_cell(c),
                 super::place_cell(c),
                 c.config.cpus,
@@ -75,6 +78,11 @@ impl Reporter for Markdown {
                     format!(" (+{} failed)", c.failed)
                 } else {
                     String::new()
+                },
+                match (&c.launch, launch) {
+                    (Some(l), _) => format!(" `{l}` |"),
+                    (None, true) => " |".to_owned(),
+                    (None, false) => String::new(),
                 }
             )?;
         }

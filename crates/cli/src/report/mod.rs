@@ -280,6 +280,11 @@ pub(crate) fn objective_cell(c: &ConfigRow, i: Option<usize>, o: &Objective) -> 
     }
 }
 
+/// Whether the rows have a launcher's line (`tune --launcher`): the tables' last column.
+pub(crate) fn has_launch(report: &SweepReport) -> bool {
+    report.configs.iter().any(|c| c.launch.is_some())
+}
+
 /// A row's thread count; `P×T` for P instances of T threads each (`tune --instances`).
 pub(crate) fn threads_cell(c: &ConfigRow) -> String {
     if c.config.instances > 1 {

@@ -63,6 +63,14 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
                 .max(3)
         });
     let mem_cell = |text: &str| mem_width.map_or(String::new(), |w| format!(" {text:<w$}"));
+    // Under a launcher, the line that started each configuration's ranks, last.
+    let launch_width = report
+        .configs
+        .iter()
+        .filter_map(|c| c.launch.as_ref())
+        .map(|l| l.chars().count())
+        .max();
+    let launch_cell = |text: &str| launch_width.map_or(String::new(), |w| format!("  {text:<w$}"));
     let mut s = String::new();
     // Objectives besides time get a column each, after the time's.
     let extra = super::extra_objectives(report);
@@ -90,7 +98,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         ("threads", 7)
     };
     let header = format!(
-        "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+        "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
         threads_heading,
         "place",
         "cpus",
@@ -105,7 +113,8 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         "speedup",
         "eff.",
         "invol.cs",
-        "runs"
+        "runs",
+        launch_cell("launch"),
     );
     let _ = writeln!(s, "{}", paint(bold, &header));
     for c in &report.configs {
@@ -130,7 +139,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
-            "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}",
+            "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
             super::threads_cell(c),
             c.config.place,
             c.config.cpus,
@@ -148,6 +157,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             } else {
                 c.runs.to_string()
             },
+            launch_cell(c.launch.as_deref().unwrap_or("")),
         );
         let style = if Some(&c.config) == chosen {
             green

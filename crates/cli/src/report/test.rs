@@ -373,3 +373,45 @@ fn html_snapshot_without_plots_and_self_contained_with_them() {
         assert!(!without_ns.contains(needle), "{needle} in the page");
     }
 }
+
+/// Under `tune --launcher` each row carries the launcher's line: the terminal, markdown and
+/// HTML tables end with it; without a launcher they have no such column (the snapshots).
+#[test]
+fn a_launchers_line_is_the_tables_last_column() {
+    let mut report = fixed_report();
+    for c in &mut report.configs {
+        c.launch = Some(format!(
+            "mpirun -np 1 --map-by slot:PE={} --bind-to core",
+            c.config.threads
+        ));
+    }
+    let table = table::render(&report, false);
+    let header = table.lines().next().unwrap();
+    assert!(header.trim_end().ends_with("launch"), "{table}");
+    // The row of 4 threads, os: 3 runs, then its line.
+    assert!(
+        table.lines().any(|l| l.trim_start().starts_with("4  os")
+            && l.trim_end()
+                .ends_with("  3  mpirun -np 1 --map-by slot:PE=4 --bind-to core")),
+        "{table}"
+    );
+    let md = String::from_utf8(md::Markdown.render(&report).unwrap()).unwrap();
+    assert!(md.contains("| Runs | Launch |"), "{md}");
+    assert!(
+        md.contains("| `mpirun -np 1 --map-by slot:PE=2 --bind-to core` |"),
+        "{md}"
+    );
+    let html = table_html(&report);
+    assert!(html.contains("<th class=\"l\">Launch</th>"), "{html}");
+    assert!(
+        html.contains("<code>mpirun -np 1 --map-by slot:PE=1 --bind-to core</code>"),
+        "{html}"
+    );
+    let plain = fixed_report();
+    assert!(!table::render(&plain, false).contains("launch"));
+    assert!(!table_html(&plain).contains("Launch"));
+}
+
+fn table_html(report: &SweepReport) -> String {
+    html::render(report, &[])
+}

@@ -168,6 +168,7 @@ mod test {
             objectives: Vec::new(),
             metrics: std::collections::BTreeMap::new(),
             pareto: false,
+            launch: None,
         }
     }
 

@@ -199,7 +199,8 @@ impl SweepResults<'_> {
     /// The report of these runs. For a sweep on this machine pass its `topology` (the apply
     /// lines are computed on it); for a folder reported elsewhere, the lines are kept from
     /// `previous` when it recommends the same configuration, else computed on the folder's own
-    /// `topology.xml`, else left out.
+    /// `topology.xml`, else left out. Under a launcher each row gets the launcher's line for
+    /// its configuration (`launch`), on the same topology.
     pub fn report(
         &self,
         machine: MachineRecord,
@@ -229,6 +230,11 @@ impl SweepResults<'_> {
             },
         );
         report.metrics.clone_from(&spec.settings.metrics);
+        if let (Some(launcher), Some(t)) = (spec.settings.launcher, topology) {
+            for row in &mut report.configs {
+                row.launch = launcher.words(t, &row.config).ok().map(|w| w.join(" "));
+            }
+        }
         report
     }
 

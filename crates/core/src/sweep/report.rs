@@ -97,6 +97,10 @@ pub struct ConfigRow {
     /// is better on all of them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pareto: bool,
+    /// The launcher's command line that started this configuration's ranks, before the
+    /// program's words (`tune --launcher`; absent when coretune starts the program itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
 }
 
 /// Statistics of one objective or metric of a configuration, in its own unit.
@@ -225,6 +229,7 @@ impl ConfigRow {
                 .map(|(n, v)| (n.clone(), ObjectiveStat::of(v)))
                 .collect(),
             pareto: false,
+            launch: None,
         }
     }
 
