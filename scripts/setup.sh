@@ -17,7 +17,9 @@
 #                             --metric), nginx-light, wrk, redis-server and redis-tools (real
 #                             servers and load generators for the server runs), openmpi-bin
 #                             and libopenmpi-dev (mpirun and mpicc, for tune --launcher mpirun),
-#                             numactl (the apply lines of memory policies are run as pasted)
+#                             numactl (the apply lines of memory policies are run as pasted),
+#                             systemd (only its systemd-analyze: `verify` reads the apply lines'
+#                             unit settings; nothing needs systemd running)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -25,7 +27,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev numactl)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev numactl systemd)
 fi
 
 missing=()

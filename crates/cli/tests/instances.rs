@@ -305,6 +305,51 @@ fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
     assert!(pasted[0].contains(" --localalloc "), "{apply:#?}");
     paste(&pasted, &log);
     assert_eq!(read_log(), expected, "{pasted:#?}");
+    // The systemd template unit's instances: systemd takes their settings.
+    assert_systemd_takes(&apply);
+}
+
+/// Each `systemd unit instance @K: …` line of `apply`, written as the drop-in of instance K of
+/// a template unit, read by systemd's own parser (`systemd-analyze verify`, which needs no
+/// systemd running): it must take every directive without a word on stderr. A drop-in with a
+/// broken directive first shows the check reads them.
+fn assert_systemd_takes(apply: &[String]) {
+    if !util::installed("systemd-analyze") {
+        return;
+    }
+    let units = tempfile::tempdir().unwrap();
+    std::fs::write(
+        units.path().join("app@.service"),
+        "[Service]\nExecStart=/bin/true\n",
+    )
+    .unwrap();
+    let verify = |k: &str, directives: &str| {
+        let drop_in = units.path().join(format!("app@{k}.service.d"));
+        std::fs::create_dir_all(&drop_in).unwrap();
+        let settings = directives.split(" NUMA").collect::<Vec<_>>().join("\nNUMA");
+        std::fs::write(
+            drop_in.join("coretune.conf"),
+            format!("[Service]\n{settings}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(format!("app@{k}.service"))
+            .env("SYSTEMD_UNIT_PATH", format!("{}:", units.path().display()))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let broken = verify("9", "CPUAffinity=0x NUMAPolicy=nearby");
+    assert!(broken.contains("CPU affinity"), "{broken}");
+    let lines: Vec<(&str, &str)> = apply
+        .iter()
+        .filter_map(|l| l.strip_prefix("systemd unit instance @")?.split_once(": "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{apply:#?}");
+    for (k, directives) in lines {
+        assert_eq!(verify(k, directives), "", "instance {k}: {directives}");
+    }
 }
 
 #[test]
