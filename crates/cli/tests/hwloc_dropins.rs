@@ -97,6 +97,14 @@ fn compare(
         // hwloc's tool did not finish: nothing to compare.
         return Ok(());
     };
+    if want.status == 128 + 6 {
+        // hwloc's tool failed one of its own assertions (SIGABRT): nothing to compare either.
+        // hwloc 2.9 does on `--restrict-flags 1` (remove CPU-less objects) with a set outside
+        // every PU of a topology with disallowed PUs (`restrict_object_by_cpuset` in
+        // topology.c), where without the flag it says "Invalid argument" and goes on; coretune
+        // goes on in both cases.
+        return Ok(());
+    }
     let got = run(&coretune_path(), &[sub], args, stdin)
         .ok_or_else(|| TestCaseError::fail(format!("coretune {sub} {args:?} timed out")))?;
     if std::env::var_os("DROPINS_SHOW").is_some() {
