@@ -10,6 +10,17 @@ mod util;
 
 use std::path::Path;
 
+/// A sweep of 2 copies of one thread each, left to the OS within their parts.
+const TWO_COPIES: [&str; 7] = [
+    "tune",
+    "--instances",
+    "2",
+    "--threads",
+    "1",
+    "--place",
+    "os",
+];
+
 /// The CPUs this test may use, as the kernel lists them (`0-1`).
 fn own_cpus() -> String {
     allowed(&std::fs::read_to_string("/proc/self/status").unwrap())
@@ -198,15 +209,7 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
     std::fs::create_dir(&log).unwrap();
     let dir = tmp.path().join("program");
     let out = util::coretune()
-        .args([
-            "tune",
-            "--instances",
-            "2",
-            "--threads",
-            "1",
-            "--place",
-            "os",
-        ])
+        .args(TWO_COPIES)
         .args(["--runs", "1", "--warmup", "0", "--quiet", "--shell"])
         .arg("--out")
         .arg(&dir)
@@ -252,15 +255,7 @@ fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
         log.display()
     );
     let out = util::coretune()
-        .args([
-            "tune",
-            "--instances",
-            "2",
-            "--threads",
-            "1",
-            "--place",
-            "os",
-        ])
+        .args(TWO_COPIES)
         .args([
             "--mem", "local", "--cpus", "all", "--runs", "1", "--warmup", "0",
         ])
@@ -357,15 +352,7 @@ fn a_copy_that_fails_fails_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sweep");
     let out = util::coretune()
-        .args([
-            "tune",
-            "--instances",
-            "2",
-            "--threads",
-            "1",
-            "--place",
-            "os",
-        ])
+        .args(TWO_COPIES)
         .args(["--runs", "1", "--warmup", "0", "--quiet", "--shell"])
         .arg("--out")
         .arg(&dir)
