@@ -144,6 +144,19 @@ impl MemPlan {
         crate::sys::set_thread_mempolicy(self.mode, &self.nodes)
     }
 
+    /// The policy as the kernel shows it in `/proc/PID/numa_maps` for a process started with
+    /// it (`local`, `interleave:0-1`, `bind:1`, `prefer:0`): what the audit of a run compares
+    /// with what each of its processes has.
+    pub fn numa_maps_word(&self) -> String {
+        let nodes = format_list(&self.nodes);
+        match self.mode {
+            MemMode::Local => "local".to_owned(),
+            MemMode::Interleave => format!("interleave:{nodes}"),
+            MemMode::Bind => format!("bind:{nodes}"),
+            MemMode::Preferred => format!("prefer:{nodes}"),
+        }
+    }
+
     /// The systemd unit settings that set the same policy (`NUMAPolicy=`, and `NUMAMask=` for
     /// a policy over nodes), with a leading space.
     pub fn systemd(&self) -> String {

@@ -20,6 +20,15 @@
 //!   create exactly the workers, measured), Intel's libiomp5 `0x1` (its monitor thread comes
 //!   first: likwid-pin(1)'s notice for Intel's runtime), otherwise `0x0`.
 //!
+//! - the **k-th process forked** (k = 0, 1, …, `fork` without `exec`: a pre-forking server's
+//!   workers — nginx, gunicorn, php-fpm, postgres — or a `multiprocessing` pool) goes to place
+//!   `k mod P`, set in the child right after `fork`, before it returns to the program: process k
+//!   in fork order on place k, as thread k is placed. In a forked child the counting starts
+//!   again from its place `b`: its k-th thread goes to place `(b + k + 1) mod P`, its k-th
+//!   forked child to `(b + k) mod P`. A program that `exec`s starts again from place 0 (the
+//!   constructor runs again in the new image), so a shell that forks and execs its commands
+//!   places each command as if coretune had started it;
+//!
 //! The plan comes in one environment variable, `CORETUNE_PIN`:
 //!
 //! ```text
@@ -32,7 +41,16 @@
 //! e.g. `CORETUNE_PIN='places=0/2/1,3 skip=0x1'`: the main thread on CPU 0, the first
 //! `pthread_create` call skipped (a runtime's helper), the next threads on CPU 2, on CPUs 1 and
 //! 3, on CPU 0, on CPU 2, and so on around the list. Without it, or with a plan that does not parse,
-//! the library does nothing. It writes nothing to the program's stdout or stderr unless
+//! the library does nothing.
+//!
+//! With `CORETUNE_PIN_LOG=PATH` (an existing file: coretune makes one per run), each process
+//! appends one line when it starts placing (`exec PID NS`: an image's constructor, its main
+//! thread on place 0) and one when it is forked (`fork PARENT PID PLACE NS`; `NS` is
+//! `CLOCK_MONOTONIC` in nanoseconds once the place is set), each with a single
+//! `write(2)` on a descriptor opened `O_APPEND`: coretune's audit of the run reads which place
+//! each process was given, whatever it does with its threads and however briefly it lived.
+//!
+//! It writes nothing to the program's stdout or stderr unless
 //! `CORETUNE_PIN_DEBUG=1`, which reports the plan, the main thread's place and every creation
 //! on stderr.
 //!
@@ -62,12 +80,15 @@ mod runtime;
 use std::ffi::{CStr, c_int, c_void};
 use std::fmt::Write as _;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
 use plan::WORD_BITS;
 
 /// A thread's start routine.
 type StartRoutine = Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>;
+
+/// glibc's `fork`.
+type ForkFn = unsafe extern "C" fn() -> libc::pid_t;
 
 /// glibc's `pthread_create`.
 type CreateFn = unsafe extern "C" fn(
@@ -128,6 +149,15 @@ static PLAN: AtomicPtr<Active> = AtomicPtr::new(std::ptr::null_mut());
 static CALLS: AtomicUsize = AtomicUsize::new(0);
 /// Threads pinned so far (the place index, less one).
 static PINNED: AtomicUsize = AtomicUsize::new(0);
+/// The real `fork` (a `ForkFn`), null until found.
+static REAL_FORK: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Processes forked so far by this process (the fork place index, less the base).
+static FORKS: AtomicUsize = AtomicUsize::new(0);
+/// This process's own place: 0 in an image coretune (or an `exec`) started, the place a forked
+/// child was given.
+static BASE: AtomicUsize = AtomicUsize::new(0);
+/// The descriptor of `CORETUNE_PIN_LOG` (-1: none).
+static LOG: AtomicI32 = AtomicI32::new(-1);
 /// `CORETUNE_PIN_DEBUG=1`.
 static DEBUG: AtomicBool = AtomicBool::new(false);
 
@@ -209,6 +239,125 @@ extern "C" fn init() {
         }
     ));
     PLAN.store(Box::into_raw(Box::new(active)), Ordering::Release);
+    if let Some(path) = env_c(c"CORETUNE_PIN_LOG") {
+        // SAFETY: `path` is a NUL-terminated string from the environment; no file is created
+        // (the run's log exists, made by coretune), and the descriptor does not survive `exec`.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+            )
+        };
+        LOG.store(fd, Ordering::Relaxed);
+        let mut line = Line::default();
+        let _ = writeln!(line, "exec {} {}", std::process::id(), monotonic_ns());
+        log(&line);
+    }
+}
+
+/// Appends one line to the run's log, in one `write(2)` (whole, since the file is `O_APPEND`
+/// and the line short).
+fn log(line: &Line) {
+    let fd = LOG.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: writes `line.len` initialised bytes of `line.buf` to an open descriptor.
+        let _ = unsafe { libc::write(fd, line.buf.as_ptr().cast(), line.len) };
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the clock of coretune's samples), 0 if unreadable.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` (async-signal-safe) writes one `timespec` to a local.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut t) } != 0 {
+        return 0;
+    }
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+/// The value of environment variable `name` as a C string, read before `main`.
+fn env_c(name: &CStr) -> Option<&'static CStr> {
+    // SAFETY: as in `env`.
+    let value = unsafe { libc::getenv(name.as_ptr()) };
+    // SAFETY: non-null `getenv` results are NUL-terminated strings that live as long as the
+    // environment is not changed for that variable.
+    (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) })
+}
+
+/// The real `fork`, looked up on first use.
+fn real_fork() -> Option<ForkFn> {
+    let mut ptr = REAL_FORK.load(Ordering::Acquire);
+    if ptr.is_null() {
+        // SAFETY: the name is NUL-terminated.
+        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"fork".as_ptr()) };
+        if ptr.is_null() {
+            return None;
+        }
+        REAL_FORK.store(ptr, Ordering::Release);
+    }
+    // SAFETY: `ptr` is glibc's `fork`, whose signature `ForkFn` is.
+    Some(unsafe { std::mem::transmute::<*mut c_void, ForkFn>(ptr) })
+}
+
+/// The wrapper: `fork`, and in the child, before it returns to the program, its place (the
+/// k-th fork of this process on place `(base + k) mod P`). The child has one thread and no
+/// lock of this library's: it calls only `sched_setaffinity`, `getpid`, `getppid` and `write`,
+/// all async-signal-safe, and formats its log line on the stack.
+///
+/// # Safety
+///
+/// As `fork(2)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fork() -> libc::pid_t {
+    let Some(real) = real_fork() else {
+        // SAFETY: errno is thread-local; ENOSYS says there is no fork to call.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        return -1;
+    };
+    let plan = PLAN.load(Ordering::Acquire);
+    if plan.is_null() {
+        // SAFETY: the function the caller meant to call.
+        return unsafe { real() };
+    }
+    // SAFETY: a non-null `PLAN` points to an `Active` leaked in the constructor, never freed.
+    let plan = unsafe { &*plan };
+    let k = FORKS.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as `fork(2)`.
+    let pid = unsafe { real() };
+    if pid != 0 {
+        return pid;
+    }
+    let place = (BASE.load(Ordering::Relaxed) + k) % plan.count;
+    BASE.store(place, Ordering::Relaxed);
+    FORKS.store(0, Ordering::Relaxed);
+    PINNED.store(0, Ordering::Relaxed);
+    let mask = plan.place(place);
+    // SAFETY: `mask` is a live mask of `size_of_val(mask)` bytes that the kernel only reads.
+    let rc = unsafe {
+        libc::sched_setaffinity(
+            0,
+            std::mem::size_of_val(mask),
+            mask.as_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    // SAFETY: `getpid` and `getppid` take nothing and cannot fail.
+    let (me, parent) = unsafe { (libc::getpid(), libc::getppid()) };
+    let mut line = Line::default();
+    let _ = writeln!(line, "fork {parent} {me} {place} {}", monotonic_ns());
+    log(&line);
+    debug(format_args!(
+        "fork #{k} -> place {place} (CPUs {}){}",
+        MaskList(mask),
+        if rc == 0 {
+            ""
+        } else {
+            ": refused by the kernel"
+        }
+    ));
+    0
 }
 
 /// The value of environment variable `name`, read before `main` (no other thread yet).
@@ -285,7 +434,7 @@ pub unsafe extern "C" fn pthread_create(
         (plan.initial, None)
     } else {
         let k = PINNED.fetch_add(1, Ordering::Relaxed);
-        let i = (k % plan.count + 1) % plan.count;
+        let i = (BASE.load(Ordering::Relaxed) + k % plan.count + 1) % plan.count;
         (plan.place(i), Some(i))
     };
     let mut copy = MaybeUninit::<libc::pthread_attr_t>::uninit();

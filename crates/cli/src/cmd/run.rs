@@ -14,7 +14,7 @@ use coretune_core::memory::MemPolicy;
 use coretune_core::program;
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::pin::{inspect_program, per_thread};
-use coretune_core::program::{exit_code, find_program, rebind_process, thread_env};
+use coretune_core::program::{PlacedCommand, exit_code, find_program, rebind_process};
 use coretune_core::program::{pin, repin_process, thread_count};
 use coretune_core::topology::LoadOptions;
 use coretune_core::{Binding, PlaceSpec, Policy, plan_spec};
@@ -125,16 +125,19 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cmd = Command::new(program);
     cmd.args(rest);
-    if let Some(policy) = &args.mem {
-        let near = process_set.clone().unwrap_or_else(|| topo.cpuset());
-        let mem = policy.plan(&topo, &near, args.physical)?;
-        if let Some(note) = &mem.note {
-            eprintln!("coretune: warning: {note}");
+    let mem = match &args.mem {
+        Some(policy) => {
+            let near = process_set.clone().unwrap_or_else(|| topo.cpuset());
+            let mem = policy.plan(&topo, &near, args.physical)?;
+            if let Some(note) = &mem.note {
+                eprintln!("coretune: warning: {note}");
+            }
+            Some(mem)
         }
-        mem.apply_before_exec(&mut cmd).context("run --mem")?;
-    }
-    match (&placement, args.threads) {
-        (Some(p), Some(n)) if p.is_pinned() => {
+        None => None,
+    };
+    let per_thread = match (&placement, args.threads) {
+        (Some(p), Some(_)) if p.is_pinned() => {
             let library = pin::find_library();
             let how = per_thread(
                 &inspect_program(&path),
@@ -148,18 +151,17 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if let Some(note) = &how.note {
                 eprintln!("coretune: {note}");
             }
-            let preload = std::env::var("LD_PRELOAD").ok();
-            cmd.envs(how.env(n, p, preload.as_deref()));
-            for name in how.cleared_env() {
-                cmd.env_remove(name);
-            }
+            Some(how)
         }
-        (_, Some(n)) => {
-            cmd.envs(thread_env(n, placement.as_ref()));
-        }
-        (_, None) => {}
+        _ => None,
+    };
+    let mut placed = PlacedCommand::new(cmd)
+        .cpus(process_set.clone())
+        .memory(mem);
+    if let Some(n) = args.threads {
+        placed = placed.threads(n, placement.as_ref(), per_thread.as_ref());
     }
-    let Some(status) = program::run(cmd, process_set.as_ref(), timeout).context("run")? else {
+    let Some(status) = placed.run(timeout).context("run")? else {
         eprintln!(
             "coretune: run: {program} killed after the timeout ({:.1} s), with everything it started",
             timeout.map_or(0.0, |t| t.as_secs_f64())

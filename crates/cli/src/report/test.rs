@@ -37,6 +37,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         checksum: Some(0xfeed),
         throttle_trace: Vec::new(),
         pinning: None,
+        audit: None,
         metrics: std::collections::BTreeMap::new(),
     };
     RunLine {
@@ -235,9 +236,12 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program
             migrations: Some(0),
             started: None,
             cpu_time_s: None,
+            tree: None,
         }],
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
+        policies: Default::default(),
+        at_ns: None,
     }
 }
 

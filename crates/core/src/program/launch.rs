@@ -163,28 +163,9 @@ pub fn run(
     cpus: Option<&CpuSet>,
     timeout: Option<Duration>,
 ) -> Result<Option<ExitStatus>, LaunchError> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let tree = if timeout.is_some() {
-        Tree::Own
-    } else {
-        Tree::Shared
-    };
-    let mut child = Launched::start(cmd, cpus, tree)?;
-    // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
-    // process group (without a timeout; with one, coretune's own exit ends it).
-    let _ = sys::forward_signals_to(child.id());
-    let wait_error = |error| LaunchError::Wait {
-        program: program.clone(),
-        error,
-    };
-    match child.wait_timeout(timeout).map_err(wait_error)? {
-        Some(status) => Ok(Some(status)),
-        None => {
-            child.kill();
-            child.wait().map_err(wait_error)?;
-            Ok(None)
-        }
-    }
+    super::PlacedCommand::new(cmd)
+        .cpus(cpus.cloned())
+        .run(timeout)
 }
 
 /// Starts `cmd` bound to `cpus` (when given) and returns the running program, which stays in
@@ -198,17 +179,6 @@ pub fn spawn(cmd: Command, cpus: Option<&CpuSet>) -> Result<Launched, LaunchErro
     Launched::start(cmd, cpus, Tree::Shared)
 }
 
-/// [`spawn`] in a process tree of its own (a process group; on Windows a job object that ends
-/// with coretune), which [`Launched::kill`] ends with everything the program started: a sweep's
-/// runs, whose stdio is closed.
-///
-/// # Errors
-///
-/// As [`spawn`].
-pub(crate) fn spawn_own_tree(cmd: Command, cpus: Option<&CpuSet>) -> Result<Launched, LaunchError> {
-    Launched::start(cmd, cpus, Tree::Own)
-}
-
 /// A program coretune started, with the processes it starts.
 #[derive(Debug)]
 pub struct Launched {
@@ -217,20 +187,24 @@ pub struct Launched {
 }
 
 impl Launched {
-    fn start(mut cmd: Command, cpus: Option<&CpuSet>, tree: Tree) -> Result<Self, LaunchError> {
+    pub(crate) fn start(
+        mut cmd: Command,
+        cpus: Option<&CpuSet>,
+        tree: Tree,
+    ) -> Result<Self, LaunchError> {
         let program = cmd.get_program().to_string_lossy().into_owned();
         let spawn_error = |error| LaunchError::Spawn {
             program: program.clone(),
             error,
         };
-        sys::prepare_child(&mut cmd, cpus, tree).map_err(spawn_error)?;
+        let prepared = sys::prepare_child(&mut cmd, cpus, tree).map_err(spawn_error)?;
         let mut child = cmd.spawn().map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => LaunchError::CommandNotFound {
                 program: program.clone(),
             },
             _ => spawn_error(source),
         })?;
-        match sys::ChildTree::adopt(&child, cpus, tree) {
+        match sys::ChildTree::adopt(&child, cpus, tree, prepared) {
             Ok(tree) => Ok(Self { child, tree }),
             Err(error) => {
                 // Started but not placed (on Windows still suspended): it must not run.
@@ -278,6 +252,12 @@ impl Launched {
         self.tree.wait(&mut self.child, timeout)
     }
 
+    /// Whether every process it starts is tracked, daemons that leave its process group
+    /// included (a cgroup leaf on Linux, a job object on Windows).
+    pub(crate) fn catches_daemons(&self) -> bool {
+        self.tree.catches_daemons()
+    }
+
     /// Ends it and what it started (its process group; on Windows its job object), or the
     /// program alone where its tree cannot be reached.
     pub fn kill(&mut self) {
@@ -307,7 +287,7 @@ impl Launched {
     }
 
     /// Reaps the exited processes of its tree that were handed to coretune (see
-    /// `sys::adopt_orphans`), and returns their resource use added up.
+    /// coretune being the subreaper), and returns their resource use added up.
     pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
         self.tree.reap_orphans()
     }
@@ -500,7 +480,7 @@ mod test {
         let dir = tempfile::tempdir().unwrap();
         let up = dir.path().join("up");
         let cmd = shell_command(&format!("sleep 30 & touch '{}'; wait", up.display()));
-        let mut tree = spawn_own_tree(cmd, None).unwrap();
+        let mut tree = Launched::start(cmd, None, Tree::Own).unwrap();
         let start = std::time::Instant::now();
         while !up.exists() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(5));

@@ -20,17 +20,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod contain;
 mod env;
 mod launch;
 pub mod pin;
+mod placed;
 pub mod server;
 pub mod watch;
 
+pub use contain::{StopSignal, on_stop_signals, stop_everything};
 pub use env::thread_env;
 pub use launch::{
     LaunchError, Launched, affinity_of, exit_code, find_program, process_binding, rebind_process,
     run, shell_command, shell_quote, spawn, thread_count,
 };
 pub use pin::repin_process;
+pub use placed::{Audit, LOG_VAR, Placed, PlacedCommand};
 
-pub(crate) use launch::{shell_program, spawn_own_tree};
+pub(crate) use launch::shell_program;

@@ -12,12 +12,13 @@
 //! ```no_run
 //! use std::process::Command;
 //! use std::time::Duration;
+//! use coretune_core::program::PlacedCommand;
 //! use coretune_core::program::server::{Ready, Server};
 //!
 //! let mut cmd = Command::new("redis-server");
 //! cmd.args(["--port", "6390", "--save", ""]);
 //! let ready: Ready = "tcp:127.0.0.1:6390".parse()?;
-//! let server = Server::start(cmd, None, &ready, Duration::from_secs(10))?;
+//! let server = Server::start(PlacedCommand::new(cmd), "test", &ready, Duration::from_secs(10))?;
 //! // ... run and measure the client here ...
 //! let stopped = server.stop(Duration::from_secs(5))?;
 //! assert!(!stopped.killed, "redis-server ends on SIGTERM");
@@ -28,13 +29,12 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use hwlocality::cpu::cpuset::CpuSet;
-
-use crate::program::{LaunchError, Launched, shell_command, spawn_own_tree};
+use crate::program::placed::describe;
+use crate::program::{LaunchError, Placed, PlacedCommand, shell_command};
 
 /// The first pause between two readiness attempts; each pause doubles up to [`LAST_PAUSE`].
 /// A server on the local machine is usually ready within tens of milliseconds (nginx and
@@ -219,6 +219,56 @@ pub enum ServerError {
         /// The end of its stderr, when it wrote any.
         stderr_tail: Option<String>,
     },
+    /// Something already accepts connections at the readiness address before the server
+    /// starts: the client would measure it, not the server.
+    #[error(
+        "{ready} already accepts connections before the server starts{}: another server holds \
+         the port, and it is what the client would measure; stop it or give the server another \
+         port",
+        owner_says(.owners)
+    )]
+    PortTaken {
+        /// The readiness test.
+        ready: String,
+        /// The processes holding the port, described (`pid 12 (python3 -m http.server)`),
+        /// where they can be read.
+        owners: Vec<String>,
+    },
+    /// What listens at the readiness address is not a process of the server's tree.
+    #[error(
+        "server '{program}' (pid {pid}): {ready} is answered by {}, not by the server or what \
+         it started; stopped",
+        .owners.join(", ")
+    )]
+    NotOurs {
+        /// The server's command.
+        program: String,
+        /// Its process id.
+        pid: u32,
+        /// The readiness test.
+        ready: String,
+        /// Who listens there instead.
+        owners: Vec<String>,
+    },
+    /// The server's first process ended and left the rest of it running in the background (a
+    /// daemon): coretune could not stop it with its client, so it is stopped now.
+    #[error(
+        "server '{program}' daemonized: its first process (pid {pid}) ended ({status}) and left \
+         {} running in the background; coretune stops a server once its client is done, so run \
+         it in the foreground (nginx: -g 'daemon off;', redis-server: --daemonize no, most \
+         others: a --foreground or -f option); its processes have been stopped",
+        .left.join(", ")
+    )]
+    Daemonized {
+        /// The server's command.
+        program: String,
+        /// Its first process's id.
+        pid: u32,
+        /// How that process ended.
+        status: ExitStatus,
+        /// What it left running, described.
+        left: Vec<String>,
+    },
     /// Processes of the server's group still ran after SIGKILL and a wait.
     #[error(
         "server '{program}' (pid {pid}): {} of its process group still running after SIGKILL: {}{}",
@@ -245,7 +295,11 @@ impl ServerError {
             Self::Died { stderr_tail, .. }
             | Self::NotReady { stderr_tail, .. }
             | Self::Left { stderr_tail, .. } => stderr_tail.as_deref(),
-            Self::Start(_) | Self::Io { .. } => None,
+            Self::Start(_)
+            | Self::Io { .. }
+            | Self::PortTaken { .. }
+            | Self::NotOurs { .. }
+            | Self::Daemonized { .. } => None,
         }
     }
 }
@@ -266,6 +320,15 @@ fn stderr_says(tail: &Option<String>) -> String {
     tail.as_deref()
         .and_then(|t| t.lines().rev().map(str::trim).find(|l| !l.is_empty()))
         .map_or_else(String::new, |line| format!("; its stderr ends: {line}"))
+}
+
+/// ` (pid 12 (python3 -m http.server))`, or nothing when no owner could be read.
+fn owner_says(owners: &[String]) -> String {
+    if owners.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", owners.join(", "))
+    }
 }
 
 /// `pid 12`, `pids 12, 13`.
@@ -296,14 +359,21 @@ pub struct Stopped {
     /// Its CPU time, context switches and peak memory over its whole life, with the children
     /// it waited for (nginx's workers), where the OS gives them for the one program.
     pub(crate) usage: Option<crate::sys::ResourceUsage>,
+    /// The placed server, ended, for the audit of its run.
+    pub(crate) placed: Option<Placed>,
 }
 
-/// A running server: its process tree (a process group of its own; on Windows a job object),
-/// killed when dropped unless it was stopped.
+/// A running server: its process tree (a process group of its own, a cgroup leaf where one
+/// can be made; on Windows a job object), killed when dropped unless it was stopped.
 #[derive(Debug)]
 pub struct Server {
-    launched: Launched,
+    /// The placed server (taken out by [`Server::stop`], for the run's audit).
+    placed: Option<Placed>,
+    /// Its first process's id.
+    pid: u32,
     program: String,
+    /// What was checked about who answers at the readiness address.
+    listener: Option<String>,
     /// The unnamed file its stderr goes to (`None` when one could not be made: then to nowhere).
     stderr: Option<File>,
     /// Its tree has been ended and the server reaped.
@@ -313,55 +383,127 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `cmd` as a server in a process tree of its own, bound to `cpus` when given, with
-    /// stdin and stdout on the null device and stderr into an unnamed temporary file (its end
-    /// is quoted when the server fails), and returns once `ready` says it is ready.
+    /// Starts `cmd` (placed: its CPU set, threads and memory policy) as a server in a process
+    /// tree of its own, with stdin and stdout on the null device and stderr into an unnamed
+    /// temporary file (its end is quoted when the server fails), and returns once `ready` says
+    /// it is ready. `name` is how messages call it (the user's command line).
+    ///
+    /// A TCP readiness address is checked before the server starts (something that already
+    /// answers there would be measured instead: [`ServerError::PortTaken`]) and after it is
+    /// ready (the listener must be a process of the server's tree: [`ServerError::NotOurs`]).
     ///
     /// Readiness is polled: an attempt (a TCP connection, or the command run to its end), a
     /// pause of 10 ms doubling up to 200 ms, again, until `ready_timeout` is over (an attempt
     /// started just before gets 100 ms all the same). This happens
     /// before the server's client starts, so nothing measured runs beside the poll. The server's
-    /// exit is checked between attempts.
+    /// exit is checked between attempts: a server whose first process ends leaving the rest
+    /// running has daemonized ([`ServerError::Daemonized`]).
     ///
     /// # Errors
     ///
-    /// [`ServerError::Start`] when it cannot be started; [`ServerError::Died`] when it ends
-    /// before it is ready; [`ServerError::NotReady`] when `ready_timeout` passes first (the
-    /// server is killed, with its tree); [`ServerError::Io`] when waiting for it fails.
+    /// [`ServerError::Start`] when it cannot be started; [`ServerError::PortTaken`];
+    /// [`ServerError::Died`] when it ends before it is ready; [`ServerError::Daemonized`];
+    /// [`ServerError::NotReady`] when `ready_timeout` passes first (the server is killed, with
+    /// its tree); [`ServerError::NotOurs`]; [`ServerError::Io`] when waiting for it fails.
     pub fn start(
-        mut cmd: Command,
-        cpus: Option<&CpuSet>,
+        mut cmd: PlacedCommand,
+        name: &str,
         ready: &Ready,
         ready_timeout: Duration,
     ) -> Result<Self, ServerError> {
-        let program = cmd.get_program().to_string_lossy().into_owned();
+        if let Ready::Tcp { port, .. } = ready
+            && attempt(ready, ATTEMPT_FLOOR).is_ok()
+        {
+            return Err(ServerError::PortTaken {
+                ready: ready.to_string(),
+                owners: listeners(*port).into_iter().map(describe).collect(),
+            });
+        }
         // Not fatal without it (as for a sweep's runs): errors then quote no stderr.
         let stderr = tempfile::tempfile().ok();
         let child_stderr = stderr
             .as_ref()
             .and_then(|f| f.try_clone().ok())
             .map_or_else(Stdio::null, Stdio::from);
-        cmd.stdin(Stdio::null())
+        cmd.command()
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(child_stderr);
-        // A worker that outlives the server's master comes to coretune, to be reaped and
-        // counted, not to an init that may leave it a zombie (not fatal: it is then not counted).
-        let _ = crate::sys::adopt_orphans();
-        let launched = spawn_own_tree(cmd, cpus)?;
+        let placed = cmd.contained().start()?;
         let mut server = Self {
-            launched,
-            program,
+            pid: placed.id(),
+            placed: Some(placed),
+            program: name.to_owned(),
+            listener: None,
             stderr,
             ended: false,
             orphans: std::cell::Cell::new(None),
         };
         server.wait_ready(ready, ready_timeout)?;
+        if let Ready::Tcp { port, .. } = ready {
+            server.check_listener(ready, *port)?;
+        }
         Ok(server)
+    }
+
+    /// What was checked about the server's run so far, in words (who answers at its readiness
+    /// address), for the run's audit.
+    pub fn checked(&self) -> Vec<String> {
+        self.listener.iter().cloned().collect()
+    }
+
+    /// The server's tree (until it is stopped).
+    fn tree(&self) -> &crate::program::Launched {
+        self.placed
+            .as_ref()
+            .expect("a server is placed until it is stopped")
+            .launched()
+    }
+
+    /// The server's tree, to wait on and end (until it is stopped).
+    fn tree_mut(&mut self) -> &mut crate::program::Launched {
+        self.placed
+            .as_mut()
+            .expect("a server is placed until it is stopped")
+            .launched_mut()
+    }
+
+    /// Checks that what listens on `port` is a process of the server's tree (where the socket
+    /// table and the processes' descriptors can be read); the server is stopped when it is not.
+    fn check_listener(&mut self, ready: &Ready, port: u16) -> Result<(), ServerError> {
+        let owners = listeners(port);
+        if owners.is_empty() {
+            self.listener = Some(format!(
+                "who answers at {ready} (not readable here: unchecked)"
+            ));
+            return Ok(());
+        }
+        let ours: Vec<u32> = self.pids();
+        if owners.iter().any(|o| ours.contains(o)) {
+            let mine: Vec<String> = owners
+                .iter()
+                .filter(|o| ours.contains(o))
+                .map(u32::to_string)
+                .collect();
+            self.listener = Some(format!(
+                "{ready} answered by the server (pid {})",
+                mine.join(", ")
+            ));
+            return Ok(());
+        }
+        let described: Vec<String> = owners.into_iter().map(describe).collect();
+        self.end();
+        Err(ServerError::NotOurs {
+            program: self.program.clone(),
+            pid: self.pid(),
+            ready: ready.to_string(),
+            owners: described,
+        })
     }
 
     /// The server's process id (its process group's id on Linux).
     pub fn pid(&self) -> u32 {
-        self.launched.id()
+        self.pid
     }
 
     /// Stops the server: SIGTERM to its whole process group, then up to `grace` for the server
@@ -379,24 +521,36 @@ impl Server {
     pub fn stop(mut self, grace: Duration) -> Result<Stopped, ServerError> {
         let start = Instant::now();
         let before = self
-            .launched
+            .tree_mut()
             .try_wait()
             .map_err(|e| self.io("waiting for it", e))?;
         let ended_before = before.is_some();
+        if let Some(status) = before.filter(ExitStatus::success) {
+            let left = self.left_behind();
+            if !left.is_empty() {
+                self.end();
+                return Err(ServerError::Daemonized {
+                    program: self.program.clone(),
+                    pid: self.pid(),
+                    status,
+                    left,
+                });
+            }
+        }
         // Once the server is reaped its group's id is signalled only while processes of the
         // group remain (they keep the id the group's). `asked`: SIGTERM reached what runs, so
         // it is worth waiting for (not on Windows).
         let asked = if ended_before && self.running()?.is_empty() {
             true
         } else {
-            self.launched.terminate().is_ok()
+            self.tree().terminate().is_ok()
         };
         let mut killed = false;
         let status = match before {
             Some(status) => status,
             None => {
                 let status = if asked {
-                    self.launched
+                    self.tree_mut()
                         .wait_timeout(Some(grace))
                         .map_err(|e| self.io("waiting for it", e))?
                 } else {
@@ -406,8 +560,8 @@ impl Server {
                     Some(status) => status,
                     None => {
                         killed = true;
-                        self.launched.kill();
-                        self.launched
+                        self.tree_mut().kill();
+                        self.tree_mut()
                             .wait()
                             .map_err(|e| self.io("waiting for it", e))?
                     }
@@ -422,7 +576,7 @@ impl Server {
                 }
                 if !asked || start.elapsed() >= grace {
                     killed = true;
-                    self.launched.kill();
+                    self.tree_mut().kill();
                     break;
                 }
                 std::thread::sleep(TREE_POLL);
@@ -432,12 +586,14 @@ impl Server {
         self.ended = true;
         let stderr_tail = self.stderr_tail();
         if left.is_empty() {
+            let usage = add_usage(self.tree().usage(), self.orphans.get());
             Ok(Stopped {
                 status,
                 ended_before,
                 killed,
                 stderr_tail,
-                usage: add_usage(self.launched.usage(), self.orphans.get()),
+                usage,
+                placed: self.placed.take(),
             })
         } else {
             Err(ServerError::Left {
@@ -483,13 +639,26 @@ impl Server {
     /// [`ServerError::Died`] when the server has ended (what it started is killed).
     fn check_alive(&mut self) -> Result<(), ServerError> {
         let status = self
-            .launched
+            .tree_mut()
             .try_wait()
             .map_err(|e| self.io("waiting for it", e))?;
         match status {
             None => Ok(()),
             Some(status) => {
+                let left = if status.success() {
+                    self.left_behind()
+                } else {
+                    Vec::new()
+                };
                 self.end();
+                if !left.is_empty() {
+                    return Err(ServerError::Daemonized {
+                        program: self.program.clone(),
+                        pid: self.pid(),
+                        status,
+                        left,
+                    });
+                }
                 Err(ServerError::Died {
                     program: self.program.clone(),
                     pid: self.pid(),
@@ -500,16 +669,28 @@ impl Server {
         }
     }
 
+    /// What of the server's tree still runs once its first process has ended, described
+    /// (`pid 12 (nginx: master process nginx)`).
+    fn left_behind(&self) -> Vec<String> {
+        let first = self.pid();
+        self.running()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&pid| pid != first)
+            .map(describe)
+            .collect()
+    }
+
     /// Kills the tree and reaps the server, giving what it started a moment to end (errors
     /// are the caller's error already: nothing more is said).
     fn end(&mut self) {
         // Not reaped yet, or reaped with processes of its group left: the group's id is still
         // the group's.
-        let reaped = matches!(self.launched.try_wait(), Ok(Some(_)));
+        let reaped = matches!(self.tree_mut().try_wait(), Ok(Some(_)));
         if !reaped || self.running().is_ok_and(|r| !r.is_empty()) {
-            self.launched.kill();
+            self.tree_mut().kill();
         }
-        let _ = self.launched.wait();
+        let _ = self.tree_mut().wait();
         let _ = self.wait_gone();
         self.ended = true;
     }
@@ -537,11 +718,11 @@ impl Server {
     /// The processes of the tree; none where the OS does not list them. Those that exited and
     /// were handed to coretune are reaped first (and their use counted).
     fn members(&self) -> Result<Vec<crate::sys::TreeMember>, ServerError> {
-        if let Some(reaped) = self.launched.reap_orphans() {
+        if let Some(reaped) = self.tree().reap_orphans() {
             self.orphans
                 .set(add_usage(self.orphans.get(), Some(reaped)));
         }
-        match self.launched.members() {
+        match self.tree().members() {
             Ok(members) => Ok(members),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(Vec::new()),
             Err(e) => Err(self.io("listing its process group", e)),
@@ -590,11 +771,28 @@ impl Server {
 impl Drop for Server {
     /// Kills the server's tree unless it was stopped, and reaps the server.
     fn drop(&mut self) {
-        if !self.ended {
-            self.launched.kill();
-            let _ = self.launched.wait();
+        if !self.ended
+            && let Some(placed) = &mut self.placed
+        {
+            placed.kill();
+            let _ = placed.wait();
         }
     }
+}
+
+/// The processes holding a socket that listens on TCP `port` (empty where that cannot be read).
+fn listeners(port: u16) -> Vec<u32> {
+    let inodes: Vec<u64> = crate::sys::tcp_listeners(port)
+        .into_iter()
+        .map(|(_, inode)| inode)
+        .collect();
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    crate::sys::socket_owners(std::path::Path::new(crate::sys::PROC_DIR), &inodes)
+        .into_iter()
+        .filter_map(|pid| u32::try_from(pid).ok())
+        .collect()
 }
 
 /// One readiness attempt with at most `left` to take: `Err` says what it found instead.
@@ -619,7 +817,10 @@ fn attempt(ready: &Ready, left: Duration) -> Result<(), String> {
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let mut check = spawn_own_tree(cmd, None).map_err(|e| e.to_string())?;
+            let mut check = PlacedCommand::new(cmd)
+                .contained()
+                .start()
+                .map_err(|e| e.to_string())?;
             match check.wait_timeout(Some(left)) {
                 Ok(Some(status)) if status.success() => Ok(()),
                 Ok(Some(status)) => Err(status.to_string()),
@@ -770,7 +971,13 @@ mod test {
         // `ping -n 30` waits a second between echoes: a server that runs 30 s unless ended.
         let cmd = shell_command("ping -n 30 127.0.0.1 >NUL");
         let ready: Ready = "exit 0".parse().unwrap();
-        let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+        let server = Server::start(
+            PlacedCommand::new(cmd),
+            "test",
+            &ready,
+            Duration::from_secs(10),
+        )
+        .unwrap();
         let job = server.running().unwrap();
         assert!(job.contains(&server.pid()), "{job:?}");
         let start = Instant::now();
@@ -875,7 +1082,13 @@ mod test {
                 host: "127.0.0.1".to_owned(),
                 port,
             };
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let url = format!("http://127.0.0.1:{port}/");
             let out = output(Command::new("wrk").args(["-t1", "-c4", "-d1s", "--latency", &url]));
             let rate: f64 = out
@@ -912,7 +1125,13 @@ mod test {
             let ready: Ready = format!("redis-cli -p {port} ping | grep -q PONG")
                 .parse()
                 .unwrap();
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let out = output(
                 Command::new("redis-benchmark")
                     .args(["-p", &port, "-n", "2000", "-c", "4", "-t", "get", "--csv"]),
@@ -940,7 +1159,13 @@ mod test {
                 port: free_port(),
             };
             let cmd = shell_command("echo starting >&2; echo boom >&2; exit 3");
-            let err = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap_err();
+            let err = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap_err();
             let ServerError::Died {
                 status,
                 ref stderr_tail,
@@ -953,7 +1178,7 @@ mod test {
             assert_eq!(stderr_tail.as_deref(), Some("starting\nboom\n"));
             let text = err.to_string();
             assert!(
-                text.starts_with("server 'sh' (pid ")
+                text.starts_with("server 'test' (pid ")
                     && text.ends_with(
                         ") ended before it was ready (exit status: 3); its stderr ends: boom"
                     ),
@@ -970,7 +1195,13 @@ mod test {
             let mut cmd = Command::new("sleep");
             cmd.arg("30");
             let start = Instant::now();
-            let err = Server::start(cmd, None, &ready, Duration::from_millis(300)).unwrap_err();
+            let err = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_millis(300),
+            )
+            .unwrap_err();
             let took = start.elapsed();
             let ServerError::NotReady { pid, waited, .. } = err else {
                 panic!("{err}");
@@ -992,7 +1223,13 @@ mod test {
             let ready: Ready = "exit 1".parse().unwrap();
             let mut cmd = Command::new("sleep");
             cmd.arg("30");
-            let err = Server::start(cmd, None, &ready, Duration::from_millis(300)).unwrap_err();
+            let err = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_millis(300),
+            )
+            .unwrap_err();
             let ServerError::NotReady { pid, ref last, .. } = err else {
                 panic!("{err}");
             };
@@ -1011,7 +1248,13 @@ mod test {
                 up.display()
             ));
             let ready: Ready = format!("test -e '{}'", up.display()).parse().unwrap();
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let group = running(&server);
             assert_eq!(group.len(), 2, "sh and sleep: {group:?}");
             let start = Instant::now();
@@ -1033,7 +1276,13 @@ mod test {
                 up.display()
             ));
             let ready: Ready = format!("test -e '{}'", up.display()).parse().unwrap();
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let group = running(&server);
             assert_eq!(group.len(), 2, "sh and sleep: {group:?}");
             let stopped = server.stop(Duration::from_millis(200)).unwrap();
@@ -1049,7 +1298,13 @@ mod test {
             let ready: Ready = format!("test -e '{}'", up.display()).parse().unwrap();
             // Alone: nothing to ask or kill.
             let cmd = shell_command(&format!("touch '{}'; sleep 0.2; exit 5", up.display()));
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             std::thread::sleep(Duration::from_millis(600));
             let stopped = server.stop(Duration::from_millis(200)).unwrap();
             assert!(stopped.ended_before && !stopped.killed, "{stopped:?}");
@@ -1060,7 +1315,13 @@ mod test {
                 "(trap '' TERM; exec sleep 30) & touch '{}'; sleep 0.2; exit 5",
                 up.display()
             ));
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let group = running(&server);
             std::thread::sleep(Duration::from_millis(600));
             let stopped = server.stop(Duration::from_millis(200)).unwrap();
@@ -1075,7 +1336,13 @@ mod test {
             let up = dir.path().join("up");
             let cmd = shell_command(&format!("sleep 30 & touch '{}'; wait", up.display()));
             let ready: Ready = format!("test -e '{}'", up.display()).parse().unwrap();
-            let server = Server::start(cmd, None, &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let group = running(&server);
             assert_eq!(group.len(), 2, "{group:?}");
             drop(server);
@@ -1096,7 +1363,13 @@ mod test {
             let up = dir.path().join("up");
             let cmd = shell_command(&format!("touch '{}'; exec sleep 30", up.display()));
             let ready: Ready = format!("test -e '{}'", up.display()).parse().unwrap();
-            let server = Server::start(cmd, Some(&one), &ready, Duration::from_secs(10)).unwrap();
+            let server = Server::start(
+                PlacedCommand::new(cmd).cpus(Some(one.clone())),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap();
             let bound = crate::program::process_binding(server.pid()).unwrap();
             assert!(bound.iter().all(|(_, set)| *set == one), "{bound:?}");
             let stopped = server.stop(Duration::from_secs(5)).unwrap();

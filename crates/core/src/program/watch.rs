@@ -98,6 +98,11 @@ pub struct ThreadSample {
     /// 0.1.0, and where the system does not show it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_time_s: Option<f64>,
+    /// The program coretune started whose process tree the thread's process is in (its pid:
+    /// the child of the watched process it descends from), telling apart a run's copies, a
+    /// server and its client. Not kept in files.
+    #[serde(skip)]
+    pub tree: Option<i32>,
 }
 
 /// One sample: a line of `watch.jsonl` and of `monitor/<seq>.jsonl`.
@@ -113,6 +118,16 @@ pub struct Sample {
     pub irqs: BTreeMap<usize, u64>,
     /// Soft interrupts per CPU since the previous sample.
     pub softirqs: BTreeMap<usize, u64>,
+    /// The memory policy of each process seen for the first time in this sample, as the first
+    /// line of its `/proc/PID/numa_maps` gives it (`default`, `local`, `interleave:0-1`,
+    /// `bind:1`, `prefer:0`), when the sampler reads them. Not kept in files.
+    #[serde(skip)]
+    pub policies: BTreeMap<i32, String>,
+    /// When it was taken, on `CLOCK_MONOTONIC` (nanoseconds; the clock of the pinning
+    /// library's log), for telling which samples came after a process was placed. Not kept in
+    /// files.
+    #[serde(skip)]
+    pub at_ns: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -131,6 +146,10 @@ pub struct Sampler {
     exclude: BTreeSet<i32>,
     /// Only the threads: no per-CPU times or interrupts.
     threads_only: bool,
+    /// Read each new process's memory policy ([`Sample::policies`]).
+    policies: bool,
+    /// The processes whose memory policy was read.
+    policy_read: BTreeSet<i32>,
     prev: Raw,
     start: Instant,
 }
@@ -153,6 +172,8 @@ impl Sampler {
             descendants,
             exclude: BTreeSet::new(),
             threads_only: false,
+            policies: false,
+            policy_read: BTreeSet::new(),
             prev: Raw::default(),
             start: Instant::now(),
         };
@@ -192,13 +213,14 @@ impl Sampler {
         })
     }
 
-    /// The processes watched: the pid, and its descendants found through each process's
-    /// parent pid.
-    fn processes(&self) -> Vec<i32> {
+    /// The processes watched, each with the tree it is in: the pid (its own tree), and its
+    /// descendants found through each process's parent pid, each in the tree of the watched
+    /// process's child it descends from.
+    fn processes(&self) -> Vec<(i32, i32)> {
         let Some(root) = self.pid else {
             return Vec::new();
         };
-        let mut out = vec![root];
+        let mut out = vec![(root, root)];
         if !self.descendants {
             return out;
         }
@@ -207,14 +229,23 @@ impl Sampler {
         };
         let mut i = 0;
         while i < out.len() {
-            let parent = out[i];
+            let (parent, tree) = out[i];
             for p in &parents {
-                if p.ppid == parent && !out.contains(&p.pid) {
-                    out.push(p.pid);
+                if p.ppid == parent && !out.iter().any(|&(pid, _)| pid == p.pid) {
+                    out.push((p.pid, if parent == root { p.pid } else { tree }));
                 }
             }
             i += 1;
         }
+        // A child of the watched process between `fork` and `exec` is still its image (and not
+        // yet on the CPUs or policy set before `exec`): it is not one of the watched programs
+        // yet. What it starts later is found once it has `exec`ed.
+        out.retain(|&(pid, _)| {
+            pid == root
+                || !parents
+                    .iter()
+                    .any(|p| p.pid == pid && p.ppid == root && p.forked_only)
+        });
         out
     }
 
@@ -222,7 +253,7 @@ impl Sampler {
         #[allow(clippy::cast_precision_loss)] // 100 or so
         let ticks_per_second = sys::ticks_per_second().max(1) as f64;
         let mut out = Vec::new();
-        for pid in self.processes() {
+        for (pid, tree) in self.processes() {
             // A process may end between listing and reading: skip what vanished.
             let Ok(threads) = sys::threads(&self.proc_dir, pid) else {
                 continue;
@@ -243,6 +274,7 @@ impl Sampler {
                     started: t.started,
                     #[allow(clippy::cast_precision_loss)] // ticks far below 2^52
                     cpu_time_s: t.cpu_ticks.map(|ticks| ticks as f64 / ticks_per_second),
+                    tree: Some(tree),
                 });
             }
         }
@@ -261,7 +293,26 @@ impl Sampler {
     ///
     /// `/proc/stat` unreadable or malformed.
     pub fn sample(&mut self) -> Result<Sample, WatchError> {
+        // Before the threads are read: a thread seen in this sample was seen after this time.
+        let at_ns = sys::monotonic_ns();
         let threads = self.threads();
+        let mut policies = BTreeMap::new();
+        if self.policies {
+            let own = sys::process_exe(&self.proc_dir, self.pid.unwrap_or(0));
+            for t in &threads {
+                if t.pid == self.pid.unwrap_or(0) || self.policy_read.contains(&t.pid) {
+                    continue;
+                }
+                // Still coretune's image between `fork` and `exec`: its policy is not set yet.
+                if own.is_some() && sys::process_exe(&self.proc_dir, t.pid) == own {
+                    continue;
+                }
+                if let Some(policy) = sys::memory_policy(&self.proc_dir, t.pid) {
+                    self.policy_read.insert(t.pid);
+                    policies.insert(t.pid, policy);
+                }
+            }
+        }
         let raw = self.read_raw()?;
         #[allow(clippy::cast_precision_loss)]
         let cpus = raw
@@ -292,6 +343,8 @@ impl Sampler {
             threads,
             irqs: delta(&raw.irqs, &self.prev.irqs),
             softirqs: delta(&raw.softirqs, &self.prev.softirqs),
+            policies,
+            at_ns: Some(at_ns),
         };
         self.prev = raw;
         Ok(sample)
@@ -326,10 +379,29 @@ impl Monitor {
         Self::start(interval, true)
     }
 
+    /// Starts sampling what a run's audit needs: where this process's descendants' threads
+    /// run, and with `policies` the memory policy of each of their processes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Monitor::start_self`].
+    pub fn start_audit(interval: Duration, policies: bool) -> Result<Self, WatchError> {
+        Self::start_with(interval, true, policies)
+    }
+
     fn start(interval: Duration, threads_only: bool) -> Result<Self, WatchError> {
+        Self::start_with(interval, threads_only, false)
+    }
+
+    pub(crate) fn start_with(
+        interval: Duration,
+        threads_only: bool,
+        policies: bool,
+    ) -> Result<Self, WatchError> {
         let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
         let mut sampler = Sampler::live(Some(pid), true)?;
         sampler.threads_only = threads_only;
+        sampler.policies = policies;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()

@@ -103,6 +103,10 @@ pub enum Status {
     Failed,
     /// Exceeded the per-run timeout.
     Timeout,
+    /// Completed, but coretune's audit found that it did not run as its configuration says
+    /// (a thread or process off its CPUs, another memory policy, another server answering,
+    /// processes left running): the error says what.
+    Mismatch,
 }
 
 /// One line of `runs.jsonl`.
@@ -764,6 +768,10 @@ pub(crate) fn execute(
                 let mut abandoned = None;
                 let mut stderr_tail = None;
                 let (status, error, record) = match outcome {
+                    Outcome::Done(r) if r.audit.as_ref().is_some_and(|a| !a.is_clean()) => {
+                        let why = r.audit.as_ref().map(|a| a.mismatches.join("; "));
+                        (Status::Mismatch, why, Some(r))
+                    }
                     Outcome::Done(r) if r.verified => (Status::Ok, None, Some(r)),
                     Outcome::Done(r) => (Status::Unverified, r.verify_error.clone(), Some(r)),
                     Outcome::Failed(e) | Outcome::Stopped(e) => (Status::Failed, Some(e), None),

@@ -31,6 +31,7 @@ pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {
         checksum: None,
         throttle_trace: Vec::new(),
         pinning: None,
+        audit: None,
         metrics: std::collections::BTreeMap::new(),
     }
 }

@@ -75,9 +75,9 @@ pub(crate) use utc::{since_epoch, utc_text};
 
 // Affinity, launching and signals (`std::io` errors: the OS error is the whole story).
 pub(crate) use os::{
-    ChildTree, adopt_orphans, executable_candidates, exit_signal, forward_signals_to,
-    is_executable_file, is_no_such_task, is_path, open_program, prepare_child, rebind_threads,
-    set_task_affinity, shell_command, stopped_by_request, task_affinity,
+    ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file,
+    is_no_such_task, is_path, on_stop_signals, open_program, prepare_child, rebind_threads,
+    set_task_affinity, shell_command, stop_everything, stopped_by_request, task_affinity,
 };
 
 // A started program's memory policy (`run --mem`).
@@ -110,8 +110,9 @@ pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 // Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`);
 // the shared libraries this process has loaded.
 pub(crate) use os::{
-    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, loaded_libraries, own_threads, own_uid,
-    process_state, process_uid, processes, thread_ids, threads,
+    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, loaded_libraries, memory_policy, own_threads,
+    own_uid, process_state, process_uid, processes, socket_owners, tcp_listeners, thread_ids,
+    threads,
 };
 
 // The inputs of the CPU budget, and what the budget calls them; what a quota throttled.
@@ -159,6 +160,37 @@ pub(crate) enum Tree {
     /// coretune's process group; on Windows a job object all the same (it is how the CPU time
     /// and peak memory of the whole tree are read), without kill-on-close.
     Shared,
+}
+
+/// What [`prepare_child`] set up for a program before it starts, handed to
+/// [`ChildTree::adopt`] once it has: the cgroup leaf it joins (Linux, where one can be made).
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    /// The cgroup v2 leaf the program joins before `exec`.
+    pub(crate) cgroup: Option<std::path::PathBuf>,
+}
+
+/// What asked coretune to stop: each of them, once coretune has ended what it started, ends it
+/// with its own exit status (130, 143, 129 as a shell reports them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    /// Ctrl-C (SIGINT; on Windows Ctrl-C or Ctrl-Break).
+    Interrupt,
+    /// SIGTERM (`kill`, `timeout`, `scancel`, a shutdown; on Windows a logoff or shutdown).
+    Terminate,
+    /// SIGHUP (the terminal went away; on Windows the console window was closed).
+    Hangup,
+}
+
+impl StopSignal {
+    /// The exit status a shell gives a process this signal ended: 128 + its number.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Interrupt => 130,
+            Self::Terminate => 143,
+            Self::Hangup => 129,
+        }
+    }
 }
 
 /// What the CPU budget calls this system's restrictions (cgroup cpuset and quota on Linux, CPU
@@ -341,6 +373,13 @@ pub(crate) struct ProcessInfo {
     pub(crate) pid: i32,
     /// Its parent's.
     pub(crate) ppid: i32,
+    /// It was forked and has not called `exec` since (Linux's `PF_FORKNOEXEC`): a pre-forked
+    /// worker, or a child still between `fork` and `exec`.
+    pub(crate) forked_only: bool,
+    /// Its process group (0 where there are none).
+    pub(crate) group: i32,
+    /// Its session (0 where there are none).
+    pub(crate) session: i32,
 }
 
 /// One thread of a process; a field is `None` when what it comes from could not be read.
@@ -493,11 +532,12 @@ mod test {
         type RebindResult = io::Result<Vec<(i32, CpuSet, io::Result<()>)>>;
         type Text = Result<String, SysError>;
         same!(
-            prepare_child: fn(&mut Command, Option<&CpuSet>, Tree) -> io::Result<()>,
+            prepare_child: fn(&mut Command, Option<&CpuSet>, Tree) -> io::Result<Prepared>,
+            on_stop_signals: fn(Box<dyn Fn(StopSignal) + Send + Sync>) -> io::Result<()>,
+            stop_everything: fn() -> usize,
             rebind_threads: fn(i32, &[i32], &CpuSet) -> RebindResult,
             exit_signal: fn(ExitStatus) -> Option<i32>,
             forward_signals_to: fn(u32) -> io::Result<()>,
-            adopt_orphans: fn() -> io::Result<()>,
             stopped_by_request: fn(ExitStatus) -> bool,
             is_no_such_task: fn(&io::Error) -> bool,
             is_executable_file: fn(&Path) -> bool,
@@ -523,6 +563,9 @@ mod test {
             process_state: fn(&Path, i32) -> Result<char, SysError>,
             process_uid: fn(&Path, i32) -> Result<u32, SysError>,
             processes: fn(&Path) -> Result<Vec<ProcessInfo>, SysError>,
+            memory_policy: fn(&Path, i32) -> Option<String>,
+            tcp_listeners: fn(u16) -> Vec<(std::net::SocketAddr, u64)>,
+            socket_owners: fn(&Path, &[u64]) -> Vec<i32>,
             thread_ids: fn(&Path, i32) -> Result<Vec<i32>, SysError>,
             threads: fn(&Path, i32) -> Result<Vec<ThreadInfo>, SysError>,
             allowed_cpus: fn(&Path) -> Cpus,
@@ -597,7 +640,9 @@ mod test {
                     &std::process::Child,
                     Option<&CpuSet>,
                     Tree,
+                    Prepared,
                 ) -> io::Result<$os::ChildTree> = $os::ChildTree::adopt;
+                let _: fn(&$os::ChildTree) -> bool = $os::ChildTree::catches_daemons;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::kill;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::terminate;
                 let _: fn(&$os::ChildTree) -> io::Result<Vec<TreeMember>> = $os::ChildTree::members;

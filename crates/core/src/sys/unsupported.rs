@@ -14,9 +14,9 @@ use std::time::Duration;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use crate::sys::{
-    CgroupLimits, CgroupMount, CpuStat, CpusetHierarchy, EventsFd, FileMeta, ProcEvent,
-    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, SysError, ThreadInfo, Tree, TreeMember,
-    UsageOf, Woken,
+    CgroupLimits, CgroupMount, CpuStat, CpusetHierarchy, EventsFd, FileMeta, Prepared, ProcEvent,
+    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, StopSignal, SysError, ThreadInfo, Tree,
+    TreeMember, UsageOf, Woken,
 };
 
 /// No `/proc`, cgroups or process events here: `rules` and `reserve` are Linux-only.
@@ -86,11 +86,36 @@ pub(crate) fn prepare_child(
     _cmd: &mut Command,
     cpus: Option<&CpuSet>,
     _tree: Tree,
-) -> io::Result<()> {
+) -> io::Result<Prepared> {
     match cpus {
         Some(_) => io_unsupported(),
-        None => Ok(()),
+        None => Ok(Prepared::default()),
     }
+}
+
+/// No signals are caught here: Ctrl-C ends coretune as the system ends any program.
+pub(crate) fn on_stop_signals(_on: Box<dyn Fn(StopSignal) + Send + Sync>) -> io::Result<()> {
+    io_unsupported()
+}
+
+/// No socket table is read here: whose a listener is cannot be told.
+pub(crate) fn tcp_listeners(_port: u16) -> Vec<(std::net::SocketAddr, u64)> {
+    Vec::new()
+}
+
+/// No process's descriptors are read here.
+pub(crate) fn socket_owners(_proc_dir: &Path, _inodes: &[u64]) -> Vec<i32> {
+    Vec::new()
+}
+
+/// No process's memory policy can be read here.
+pub(crate) fn memory_policy(_proc_dir: &Path, _pid: i32) -> Option<String> {
+    None
+}
+
+/// No tree is tracked here, so there is nothing to end.
+pub(crate) fn stop_everything() -> usize {
+    0
 }
 
 /// No process tree is tracked: the caller kills the program alone.
@@ -102,8 +127,13 @@ impl ChildTree {
         _child: &std::process::Child,
         _cpus: Option<&CpuSet>,
         _tree: Tree,
+        _prepared: Prepared,
     ) -> io::Result<Self> {
         Ok(Self)
+    }
+
+    pub(crate) fn catches_daemons(&self) -> bool {
+        false
     }
 
     pub(crate) fn kill(&self) -> io::Result<()> {
@@ -174,11 +204,6 @@ pub(crate) fn task_affinity(_tid: i32) -> io::Result<CpuSet> {
 
 pub(crate) fn is_no_such_task(_error: &io::Error) -> bool {
     false
-}
-
-/// Nothing to do where the orphans of a program's tree are not this process's to reap.
-pub(crate) fn adopt_orphans() -> io::Result<()> {
-    Ok(())
 }
 
 pub(crate) fn forward_signals_to(_pid: u32) -> io::Result<()> {

@@ -358,6 +358,10 @@ pub struct RunRecord {
     /// outside its place (absent for built-in workloads, unpinned runs and older folders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinning: Option<Box<crate::program::pin::PinRecord>>,
+    /// What coretune checked about the run against its configuration, and what did not match
+    /// (absent in older folders): a run with a mismatch does not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Box<crate::program::Audit>>,
     /// The program's own figures read from its output (`tune --metric`), by name (empty for
     /// built-in workloads and sweeps without metrics).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -412,6 +416,7 @@ pub fn run_measured(
             .map(|t| t.trace().into_iter().map(ThrottleSample::from).collect())
             .unwrap_or_default(),
         pinning: None,
+        audit: None,
         metrics: std::collections::BTreeMap::new(),
     })
 }
@@ -484,6 +489,7 @@ pub fn run_copies(
         measurement,
         throttle_trace: Vec::new(),
         pinning: None,
+        audit: None,
         metrics: std::collections::BTreeMap::new(),
     })
 }

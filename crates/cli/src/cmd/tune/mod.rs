@@ -29,6 +29,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use coretune_core::grid::{Grid, MachineCounts};
 use coretune_core::program::watch::{CpuPlace, cpu_places};
+use coretune_core::program::{self, StopSignal};
 use coretune_core::sweep::{
     Progress, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
 };
@@ -244,24 +245,45 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The first Ctrl-C asks the sweep to stop after the run in flight; the second quits at once
-/// (the log is flushed after every run, so nothing finished is lost either way).
+/// The first Ctrl-C asks the sweep to stop after the run in flight; a second one, SIGTERM or
+/// SIGHUP quit at once: everything the sweep started (the program, a server and its client,
+/// what they started) is ended first, then coretune exits with the signal's status (130, 143,
+/// 129). The log is flushed after every run, so nothing finished is lost either way.
 fn ctrl_c(dir: &Path) -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let presses = Arc::new(AtomicUsize::new(0));
     let flag = Arc::clone(&stop);
     let shown = dir.display().to_string();
-    // Not fatal: without a handler Ctrl-C ends the process, and the log is still intact.
-    let _ = ctrlc::set_handler(move || {
-        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+    // Not fatal: without the handlers a signal ends coretune, the log is still intact, and the
+    // kernel ends what it started (its children die with it: PR_SET_PDEATHSIG).
+    let _ = program::on_stop_signals(move |signal| {
+        if signal == StopSignal::Interrupt && presses.fetch_add(1, Ordering::SeqCst) == 0 {
             flag.store(true, Ordering::SeqCst);
             eprintln!(
                 "\ncoretune: stopping after the run in flight (Ctrl-C again to quit now); \
                  continue with: coretune tune --resume {shown}"
             );
-        } else {
-            std::process::exit(i32::from(exit::INTERRUPTED));
+            return;
         }
+        let why = match signal {
+            StopSignal::Interrupt => "Ctrl-C again",
+            StopSignal::Terminate => "terminated",
+            StopSignal::Hangup => "hung up",
+        };
+        let ended = program::stop_everything();
+        eprintln!(
+            "\ncoretune: {why}: quitting now{}; the finished runs are saved, continue with: \
+             coretune tune --resume {shown}",
+            if ended > 0 {
+                format!(
+                    ", after ending {} it had started",
+                    coretune_core::cpuset::counted(ended, "process")
+                )
+            } else {
+                String::new()
+            }
+        );
+        std::process::exit(i32::from(signal.exit_code()));
     });
     stop
 }

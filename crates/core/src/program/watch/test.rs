@@ -161,9 +161,12 @@ fn a_thread_that_execs_is_summarised_once_per_name() {
             migrations: Some(migrations),
             started: None,
             cpu_time_s: Some(t_s * 0.5),
+            tree: None,
         }],
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
+        policies: Default::default(),
+        at_ns: None,
     };
     // A launcher's forked child on CPU 0 before its exec, then `sh` on CPU 1, where the
     // launcher put it.

@@ -1,6 +1,7 @@
 //! A started program: its CPU set applied before `exec`, and its process tree (a process group
-//! of its own when asked, so that a timeout ends the program and everything it started, and a
-//! server is asked to end, then killed, as a whole).
+//! of its own when asked, with a cgroup leaf where one can be made and coretune as the
+//! subreaper: see `contain.rs`), so that a timeout ends the program and everything it started,
+//! a server is asked to end, then killed, as a whole, and nothing of it outlives its handle.
 
 use std::io;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
@@ -16,23 +17,49 @@ use nix::unistd::Pid;
 use hwlocality::cpu::cpuset::CpuSet;
 
 use super::affinity::bind_before_exec;
-use crate::sys::{ResourceUsage, Tree, TreeMember};
+use super::contain;
+use crate::sys::{Prepared, ResourceUsage, Tree, TreeMember};
 
 /// Prepares `cmd` before it is spawned: bound to `cpus` (when given) between `fork` and `exec`,
-/// so the program and every thread it creates start on the set, and in a process group of its
-/// own for [`Tree::Own`].
+/// so the program and every thread it creates start on the set; for [`Tree::Own`], in a process
+/// group of its own, in a new cgroup leaf where one can be made (it joins before `exec`), ended
+/// by the kernel should coretune die (`PR_SET_PDEATHSIG`), and with coretune as the reaper of
+/// its orphans.
 pub(crate) fn prepare_child(
     cmd: &mut Command,
     cpus: Option<&CpuSet>,
     tree: Tree,
-) -> io::Result<()> {
+) -> io::Result<Prepared> {
     if let Some(cpus) = cpus {
         bind_before_exec(cmd, cpus)?;
     }
+    let mut prepared = Prepared::default();
     if tree == Tree::Own {
         cmd.process_group(0);
+        // Not fatal: without it, orphans go to init and are found through the group only.
+        let _ = adopt_orphans();
+        if let Some(leaf) = contain::new_leaf() {
+            contain::join_before_exec(cmd, &leaf)?;
+            prepared.cgroup = Some(leaf);
+        }
+        let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+        // SAFETY: the closure runs in the child between fork and exec and calls only `prctl`,
+        // `getppid` and `_exit`'s absence: `prctl(PR_SET_PDEATHSIG)` and `getppid` are
+        // async-signal-safe system calls taking integers. The death signal is sent when the
+        // thread that forked the child ends: coretune starts contained programs from the
+        // thread that runs the sweep, which lives as long as the sweep.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                // Its parent already ended: the signal will never come.
+                if libc::getppid() != parent {
+                    return Err(io::Error::other("coretune ended while starting it"));
+                }
+                Ok(())
+            });
+        }
     }
-    Ok(())
+    Ok(prepared)
 }
 
 /// A started program and the processes it starts.
@@ -40,6 +67,8 @@ pub(crate) fn prepare_child(
 pub(crate) struct ChildTree {
     pid: libc::pid_t,
     own_group: bool,
+    /// Its cgroup leaf, when it joined one (then every process it started is listed there).
+    leaf: Option<std::path::PathBuf>,
     /// The program's exit status and its own resource use (with the children it waited for),
     /// once reaped here with `wait4`: a run's CPU time and peak memory are its own, not the
     /// largest of every child coretune ever had (`RUSAGE_CHILDREN`'s peak).
@@ -48,21 +77,61 @@ pub(crate) struct ChildTree {
 
 impl ChildTree {
     /// Takes charge of `child`, prepared by [`prepare_child`] with the same `tree` (the CPU set
-    /// was applied before `exec`: nothing is left to do).
-    pub(crate) fn adopt(child: &Child, _cpus: Option<&CpuSet>, tree: Tree) -> io::Result<Self> {
+    /// was applied before `exec`: nothing is left to do), and registers it so that
+    /// `contain::stop_everything` can end it.
+    pub(crate) fn adopt(
+        child: &Child,
+        _cpus: Option<&CpuSet>,
+        tree: Tree,
+        prepared: Prepared,
+    ) -> io::Result<Self> {
         let pid =
             libc::pid_t::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        let own_group = tree == Tree::Own;
+        // A leaf it could not join (the write was refused) holds nothing of it. A program that
+        // has already ended is no longer listed there: its leaf is kept (what it started is).
+        let leaf = prepared.cgroup.and_then(|leaf| {
+            let ended = super::proc::process_state(std::path::Path::new(super::PROC_DIR), pid)
+                .map_or(true, |s| s == 'Z' || s == 'X');
+            if ended || contain::in_leaf(&leaf, pid) {
+                Some(leaf)
+            } else {
+                contain::remove_leaf(&leaf);
+                None
+            }
+        });
+        contain::register(pid, if own_group { pid } else { 0 }, leaf.as_deref());
         Ok(Self {
             pid,
-            own_group: tree == Tree::Own,
+            own_group,
+            leaf,
             reaped: OnceLock::new(),
         })
     }
 
-    /// Ends the program with SIGKILL: its whole process group when it has one of its own (what
-    /// it started and did not move elsewhere goes with it), else the program alone.
+    /// Whether its processes are tracked by a cgroup leaf (a daemon that leaves the process
+    /// group is still found and ended).
+    pub(crate) fn catches_daemons(&self) -> bool {
+        self.leaf.is_some()
+    }
+
+    /// Ends the program with SIGKILL: everything in its cgroup leaf and its whole process group
+    /// when it has them (what it started goes with it, daemons included where a leaf tracks
+    /// them), else the program alone.
     pub(crate) fn kill(&self) -> io::Result<()> {
-        self.signal(libc::SIGKILL)
+        let group = self.signal(libc::SIGKILL);
+        match &self.leaf {
+            Some(leaf) => {
+                contain::kill_leaf(leaf);
+                Ok(())
+            }
+            None if self.own_group => {
+                // Daemons that left the group, handed to coretune as orphans.
+                contain::kill_orphans(self.pid);
+                group
+            }
+            None => group,
+        }
     }
 
     /// Sends `signal` to the process group when the program has one of its own, else to the
@@ -94,7 +163,16 @@ impl ChildTree {
     /// (every process of it gets the signal, as a shell's `kill -TERM -PGID` sends it), else the
     /// program alone.
     pub(crate) fn terminate(&self) -> io::Result<()> {
-        self.signal(libc::SIGTERM)
+        let group = self.signal(libc::SIGTERM);
+        if let Some(leaf) = &self.leaf {
+            // Those of its processes that left the group (a daemon's `setsid`).
+            for pid in contain::leaf_pids(leaf).unwrap_or_default() {
+                // SAFETY: `kill` takes integers; `pid` was just listed in this tree's leaf,
+                // which only this tree's processes join.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+        group
     }
 
     /// The processes of the tree that the kernel still has: those of its process group (what
@@ -103,9 +181,49 @@ impl ChildTree {
     /// but is not reaped yet is listed as such ([`TreeMember::exited`]).
     pub(crate) fn members(&self) -> io::Result<Vec<TreeMember>> {
         let proc_dir = std::path::Path::new(super::PROC_DIR);
+        if let Some(leaf) = &self.leaf {
+            let mut members: Vec<TreeMember> = contain::leaf_pids(leaf)?
+                .into_iter()
+                .filter_map(|pid| {
+                    let state = super::proc::process_state(proc_dir, pid).ok()?;
+                    Some(TreeMember {
+                        pid: u32::try_from(pid).ok()?,
+                        exited: state == 'Z' || state == 'X',
+                    })
+                })
+                .collect();
+            // An exited program not yet reaped has left the leaf's list but is still there.
+            if self.reaped.get().is_none()
+                && !members
+                    .iter()
+                    .any(|m| i64::from(m.pid) == i64::from(self.pid))
+                && let Ok(state) = super::proc::process_state(proc_dir, self.pid)
+            {
+                members.push(TreeMember {
+                    pid: u32::try_from(self.pid).unwrap_or(0),
+                    exited: state == 'Z' || state == 'X',
+                });
+            }
+            return Ok(members);
+        }
         if self.own_group {
-            return super::proc::group_members(proc_dir, self.pid)
-                .map_err(|e| io::Error::other(e.to_string()));
+            let mut members = super::proc::group_members(proc_dir, self.pid)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            // Without a leaf, a daemon that left the group (`setsid`) is found as an orphan
+            // handed to coretune: any such process is counted to every tree without a leaf.
+            for pid in contain::orphans(Some(self.pid)) {
+                if let (Ok(id), Ok(state)) = (
+                    u32::try_from(pid),
+                    super::proc::process_state(proc_dir, pid),
+                ) && !members.iter().any(|m| m.pid == id)
+                {
+                    members.push(TreeMember {
+                        pid: id,
+                        exited: state == 'Z' || state == 'X',
+                    });
+                }
+            }
+            return Ok(members);
         }
         // In coretune's group: the program alone, if the kernel still has it.
         let pid = u32::try_from(self.pid).map_err(|_| io::Error::other("pid out of range"))?;
@@ -232,6 +350,23 @@ impl ChildTree {
     }
 }
 
+impl Drop for ChildTree {
+    /// A tree of its own does not outlive its handle: what is left of it (its leaf, its process
+    /// group) is killed, the leaf removed, and the tree forgotten by the registry.
+    fn drop(&mut self) {
+        if self.own_group {
+            let left = self.members().is_ok_and(|m| m.iter().any(|m| !m.exited));
+            if left {
+                let _ = self.kill();
+            }
+            if let Some(leaf) = &self.leaf {
+                contain::remove_leaf(leaf);
+            }
+        }
+        contain::unregister(self.pid);
+    }
+}
+
 /// A `wait4` resource record as coretune keeps it.
 fn rusage(usage: &libc::rusage) -> ResourceUsage {
     let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
@@ -254,7 +389,7 @@ fn rusage(usage: &libc::rusage) -> ResourceUsage {
 /// to coretune rather than to PID 1, so that it can be reaped and counted
 /// ([`ChildTree::reap_orphans`]) instead of lingering as a zombie under an init that does not
 /// reap.
-pub(crate) fn adopt_orphans() -> io::Result<()> {
+fn adopt_orphans() -> io::Result<()> {
     // SAFETY: `prctl(PR_SET_CHILD_SUBREAPER, 1)` takes integers only and affects this process.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     if rc == 0 {

@@ -6,6 +6,7 @@ mod cgroup;
 mod cgroup_write;
 mod child;
 mod clock;
+mod contain;
 mod counters;
 mod cpu_stat;
 mod files;
@@ -24,7 +25,8 @@ mod users;
 pub(crate) use super::unix_command::{executable_candidates, is_path, shell_command};
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use cgroup::{cgroup_limits, cgroup_throttling};
-pub(crate) use child::{ChildTree, adopt_orphans, prepare_child};
+pub(crate) use child::{ChildTree, prepare_child};
+pub(crate) use contain::stop_everything;
 
 /// `/proc` of every process, cgroups and the process-event connector: what `coretune rules` and
 /// `reserve` work through.
@@ -61,13 +63,16 @@ pub(crate) use interrupts::{interrupts, softirqs};
 pub(crate) use mempolicy::{set_mempolicy_before_exec, set_thread_mempolicy};
 pub(crate) use priority::{set_task_nice, task_nice};
 pub(crate) use proc::{
-    PROC_DIR, allowed_cpus, load_average, loaded_libraries, own_cpu_ticks, own_threads, own_uid,
-    peak_rss_bytes, pids, process_cgroups, process_cmdline, process_exe, process_facts,
-    process_state, process_uid, processes, reset_peak_rss, thread_ids, threads,
+    PROC_DIR, allowed_cpus, load_average, loaded_libraries, memory_policy, own_cpu_ticks,
+    own_threads, own_uid, peak_rss_bytes, pids, process_cgroups, process_cmdline, process_exe,
+    process_facts, process_state, process_uid, processes, reset_peak_rss, socket_owners,
+    tcp_listeners, thread_ids, threads,
 };
 pub(crate) use proc_events::ProcEvents;
 pub(crate) use sched::thread_migrations;
-pub(crate) use signals::{DaemonSignals, exit_signal, forward_signals_to, stopped_by_request};
+pub(crate) use signals::{
+    DaemonSignals, exit_signal, forward_signals_to, on_stop_signals, stopped_by_request,
+};
 pub(crate) use sysfs::{cpu_settings, isolated_cpus, online_cpus};
 pub(crate) use systemd::{systemctl, systemd_booted};
 pub(crate) use users::{effective_uid, user_id};

@@ -62,9 +62,14 @@ pub(crate) fn processes(proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> {
     Ok(all
         .filter_map(Result::ok)
         .filter_map(|p| {
+            let stat = p.stat().ok()?;
             Some(ProcessInfo {
                 pid: p.pid,
-                ppid: p.stat().ok()?.ppid,
+                ppid: stat.ppid,
+                // PF_FORKNOEXEC (include/linux/sched.h): forked, and no `exec` since.
+                forked_only: stat.flags & 0x40 != 0,
+                group: stat.pgrp,
+                session: stat.session,
             })
         })
         .collect())
@@ -323,6 +328,50 @@ pub(crate) fn load_average() -> Result<f64, SysError> {
     Ok((f64::from(load.one) * 100.0).round() / 100.0)
 }
 
+/// The memory policy of process `pid` as the first line of its `numa_maps` spells it
+/// (`default`, `local`, `interleave:0-1`, `bind:1`, `prefer:0`; a mapping without a policy of
+/// its own shows the process's), or `None` when it cannot be read (gone, another user's, no
+/// NUMA support in the kernel).
+pub(crate) fn memory_policy(proc_dir: &Path, pid: i32) -> Option<String> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(proc_dir.join(pid.to_string()).join("numa_maps")).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file).read_line(&mut line).ok()?;
+    line.split_ascii_whitespace().nth(1).map(str::to_owned)
+}
+
+/// The TCP sockets listening on `port`, IPv4 and IPv6, each with its address and inode (from
+/// `/proc/net/tcp` and `tcp6`: those of this process's network namespace).
+pub(crate) fn tcp_listeners(port: u16) -> Vec<(std::net::SocketAddr, u64)> {
+    let mut out = Vec::new();
+    for table in [procfs::net::tcp(), procfs::net::tcp6()] {
+        for entry in table.unwrap_or_default() {
+            if entry.state == procfs::net::TcpState::Listen && entry.local_address.port() == port {
+                out.push((entry.local_address, entry.inode));
+            }
+        }
+    }
+    out
+}
+
+/// The processes under `proc_dir` that hold one of the sockets `inodes` open (those whose
+/// descriptors can be read: every process for root, one's own otherwise).
+pub(crate) fn socket_owners(proc_dir: &Path, inodes: &[u64]) -> Vec<i32> {
+    let Ok(all) = procfs::process::all_processes_with_root(proc_dir) else {
+        return Vec::new();
+    };
+    all.filter_map(Result::ok)
+        .filter(|p| {
+            p.fd().is_ok_and(|fds| {
+                fds.filter_map(Result::ok).any(|fd| {
+                    matches!(fd.target, procfs::process::FDTarget::Socket(inode) if inodes.contains(&inode))
+                })
+            })
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -412,3 +461,4 @@ mod test {
         assert!(this.cpu.is_some() && this.name.is_some());
     }
 }
+

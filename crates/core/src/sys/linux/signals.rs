@@ -49,6 +49,76 @@ pub(crate) fn forward_signals_to(pid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The write end of the pipe [`on_stop_signals`]' handler writes each signal's number to (-1:
+/// not installed).
+static STOP_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn stop_requested(signal: libc::c_int) {
+    let fd = STOP_PIPE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = u8::try_from(signal).unwrap_or(0);
+        // SAFETY: `write` is async-signal-safe; one byte from a local to the pipe's write end,
+        // which stays open for the life of the process. A full pipe (EAGAIN: dozens of signals
+        // not yet read) drops the byte, which loses nothing the reader has not been told.
+        unsafe {
+            libc::write(fd, (&raw const byte).cast(), 1);
+        }
+    }
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP do not end this process: each is handed to `on`, on
+/// a thread of its own (the handler only writes the signal's number to a pipe, which that
+/// thread reads), so that `on` may lock, print, end what coretune started and exit.
+pub(crate) fn on_stop_signals(
+    on: Box<dyn Fn(crate::sys::StopSignal) + Send + Sync>,
+) -> io::Result<()> {
+    use crate::sys::StopSignal;
+    let mut fds = [0; 2];
+    // SAFETY: `pipe2` writes two descriptors into the two-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let [read_end, write_end] = fds;
+    // SAFETY: `read_end` is a descriptor just returned by `pipe2`, owned by nobody else.
+    let reader = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(read_end) };
+    // Blocking reads on the thread's side.
+    // SAFETY: `fcntl` on a descriptor this function owns, with integer arguments.
+    unsafe { libc::fcntl(read_end, libc::F_SETFL, 0) };
+    STOP_PIPE.store(write_end, Ordering::Relaxed);
+    std::thread::Builder::new()
+        .name("coretune-signals".into())
+        .spawn(move || {
+            use std::io::Read as _;
+            let mut reader = std::fs::File::from(reader);
+            let mut byte = [0u8; 1];
+            while let Ok(1) = reader.read(&mut byte) {
+                let signal = match libc::c_int::from(byte[0]) {
+                    libc::SIGINT => StopSignal::Interrupt,
+                    libc::SIGTERM => StopSignal::Terminate,
+                    libc::SIGHUP => StopSignal::Hangup,
+                    _ => continue,
+                };
+                on(signal);
+            }
+        })?;
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: as in `forward_signals_to`: a zero-initialised `sigaction` whose handler,
+        // `stop_requested`, only loads an atomic and calls `write`, both async-signal-safe.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction =
+                stop_requested as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// The signal that killed a child, when a signal did.
 pub(crate) fn exit_signal(status: ExitStatus) -> Option<i32> {
     status.signal()

@@ -31,7 +31,7 @@ use windows_sys::Win32::System::Threading::{
 use super::affinity::place_suspended;
 use super::handle::{Handle, check, filetime, hundred_ns, open_thread};
 use super::processes::thread_list;
-use crate::sys::{ResourceUsage, Tree, TreeMember};
+use crate::sys::{Prepared, ResourceUsage, StopSignal, Tree, TreeMember};
 
 /// Every program starts suspended, so that it is in its job object and on its CPU set before it
 /// runs an instruction (and before it can start a process of its own outside the job).
@@ -39,9 +39,43 @@ pub(crate) fn prepare_child(
     cmd: &mut Command,
     _cpus: Option<&CpuSet>,
     _tree: Tree,
-) -> io::Result<()> {
+) -> io::Result<Prepared> {
     cmd.creation_flags(CREATE_SUSPENDED);
-    Ok(())
+    Ok(Prepared::default())
+}
+
+/// The callback [`on_stop_signals`] installed.
+static ON_STOP: std::sync::OnceLock<Box<dyn Fn(StopSignal) + Send + Sync>> =
+    std::sync::OnceLock::new();
+
+/// The console control handler: Ctrl-C and Ctrl-Break are an interrupt, closing the console a
+/// hang-up, a logoff or shutdown a termination. The system runs it on a thread of its own.
+unsafe extern "system" fn stop_handler(ctrl: u32) -> windows_sys::core::BOOL {
+    let signal = match ctrl {
+        0 | 1 => StopSignal::Interrupt,
+        2 => StopSignal::Hangup,
+        _ => StopSignal::Terminate,
+    };
+    if let Some(on) = ON_STOP.get() {
+        on(signal);
+    }
+    1
+}
+
+/// From now on Ctrl-C, Ctrl-Break, closing the console, logoff and shutdown are handed to `on`
+/// (on the thread the system runs console handlers on) instead of ending this process.
+pub(crate) fn on_stop_signals(on: Box<dyn Fn(StopSignal) + Send + Sync>) -> io::Result<()> {
+    if ON_STOP.set(on).is_err() {
+        return Err(io::Error::other("stop signals are already handled"));
+    }
+    // SAFETY: `stop_handler` has the handler routine's signature and lives for the program.
+    check(unsafe { SetConsoleCtrlHandler(Some(stop_handler), 1) })
+}
+
+/// The trees of its own are job objects that end when coretune's last handle to them closes
+/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`), that is when coretune exits: nothing to do first.
+pub(crate) fn stop_everything() -> usize {
+    0
 }
 
 /// A started program's process tree: its job object, and its own handle.
@@ -54,7 +88,12 @@ pub(crate) struct ChildTree {
 impl ChildTree {
     /// Takes charge of `child`, started suspended by [`prepare_child`]: into a job object (which
     /// ends with coretune for [`Tree::Own`]), onto `cpus`, then running.
-    pub(crate) fn adopt(child: &Child, cpus: Option<&CpuSet>, tree: Tree) -> io::Result<Self> {
+    pub(crate) fn adopt(
+        child: &Child,
+        cpus: Option<&CpuSet>,
+        tree: Tree,
+        _prepared: Prepared,
+    ) -> io::Result<Self> {
         let process = duplicate(child.as_raw_handle() as HANDLE)?;
         // SAFETY: no security attributes and no name (both null): an anonymous job.
         let job = Handle::new(unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) })?;
@@ -88,6 +127,11 @@ impl ChildTree {
             }
         }
         Ok(Self { job, process })
+    }
+
+    /// A job object holds every process the program starts, daemons included.
+    pub(crate) fn catches_daemons(&self) -> bool {
+        true
     }
 
     /// Ends every process of the job (exit code 1).
@@ -319,11 +363,6 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
         .map(|e| format!(".{}", e.to_string_lossy().to_ascii_lowercase()));
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && extension.is_some_and(|e| path_extensions().contains(&e))
-}
-
-/// Nothing to do: a job object keeps a tree's orphans in the tree.
-pub(crate) fn adopt_orphans() -> io::Result<()> {
-    Ok(())
 }
 
 /// While a program runs, Ctrl-C and Ctrl-Break reach it directly (it shares the console);

@@ -28,8 +28,8 @@ mod processes;
 
 pub(crate) use affinity::{is_no_such_task, rebind_threads, set_task_affinity, task_affinity};
 pub(crate) use child::{
-    ChildTree, adopt_orphans, executable_candidates, exit_signal, forward_signals_to,
-    is_executable_file, is_path, prepare_child, shell_command, stopped_by_request,
+    ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file, is_path,
+    on_stop_signals, prepare_child, shell_command, stop_everything, stopped_by_request,
 };
 #[cfg(test)]
 pub(crate) use counters::thread_cpu_time;
@@ -52,8 +52,8 @@ pub(crate) use super::unsupported::{
     DaemonSignals, MigrationCounter, PRELOAD, PROC_DIR, PROC_FS, ProcEvents, boot_time_ns,
     canonical_path, cgroup_mounts, cgroup_pids, cgroup_throttling, child_cgroups,
     cpuset_hierarchies, effective_uid, interrupts, link_meta, load_average, loaded_libraries,
-    monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline, process_facts,
-    process_uid, read_cgroup_file, read_no_follow, set_mempolicy_before_exec, set_task_nice,
-    set_thread_mempolicy, softirqs, systemctl, systemd_booted, task_nice, ticks_per_second,
-    user_id, write_cgroup_file,
+    memory_policy, monotonic_ns, open_program, own_uid, process_cgroups, process_cmdline,
+    process_facts, process_uid, read_cgroup_file, read_no_follow, set_mempolicy_before_exec,
+    set_task_nice, set_thread_mempolicy, socket_owners, softirqs, systemctl, systemd_booted,
+    task_nice, tcp_listeners, ticks_per_second, user_id, write_cgroup_file,
 };

@@ -45,7 +45,13 @@ pub(crate) fn processes(_proc_dir: &Path) -> Result<Vec<ProcessInfo>, SysError> 
             i32::try_from(entry.th32ProcessID),
             i32::try_from(entry.th32ParentProcessID),
         ) {
-            out.push(ProcessInfo { pid, ppid });
+            out.push(ProcessInfo {
+                pid,
+                ppid,
+                forked_only: false,
+                group: 0,
+                session: 0,
+            });
         }
         // SAFETY: as above.
         ok = unsafe { Process32NextW(snap.raw(), &mut entry) };

@@ -1,0 +1,409 @@
+//! Starting a placed program: the one place where coretune starts a program with a placement,
+//! used by `coretune run`, every run of a sweep (a program, each copy of one, a server, a
+//! launcher) and the readiness checks of a server.
+//!
+//! A [`PlacedCommand`] is a `Command` plus what places it:
+//!
+//! 1. the **process CPU set**, applied between `fork` and `exec` (every thread starts on it);
+//! 2. the **threads**: the runtimes' thread-count variables, and for a placement reached thread
+//!    by thread ([`PerThread`]) the pinning library's plan (`LD_PRELOAD`, `CORETUNE_PIN`, and a
+//!    log the library writes which place each process got, `CORETUNE_PIN_LOG`), or OpenMP's
+//!    places;
+//! 3. the **memory policy**, set between `fork` and `exec`;
+//! 4. its **containment**: a tree of its own (process group, cgroup leaf where one can be made,
+//!    coretune the subreaper of its orphans), so that nothing it starts outlives it, or
+//!    coretune's process group (an interactive `run`, which Ctrl-C and job control reach);
+//!
+//! and, once it has run, its **audit** ([`Placed::audit`]): what the run's samples and the
+//! library's log say of where every thread of every process ran and which memory policy each
+//! process had, against what it was started with; and what it left running
+//! ([`Placed::end_leftovers`]).
+
+use std::io;
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
+
+use hwlocality::cpu::cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+
+use super::launch::{LaunchError, Launched};
+use super::pin::{PerThread, PinLog, PinRecord, check_samples};
+use super::thread_env;
+use super::watch::Sample;
+use crate::memory::MemPlan;
+use crate::placement::Placement;
+use crate::sys::{self, Tree};
+
+/// The variable naming the file the pinning library logs each process's place to.
+pub const LOG_VAR: &str = "CORETUNE_PIN_LOG";
+
+/// A program to start with a placement: see the module documentation.
+#[derive(Debug)]
+pub struct PlacedCommand {
+    cmd: Command,
+    cpus: Option<CpuSet>,
+    threads: Option<(usize, Option<Placement>, Option<PerThread>)>,
+    mem: Option<MemPlan>,
+    tree: Tree,
+}
+
+impl PlacedCommand {
+    /// `cmd`, as yet unplaced, in coretune's process group.
+    pub fn new(cmd: Command) -> Self {
+        Self {
+            cmd,
+            cpus: None,
+            threads: None,
+            mem: None,
+            tree: Tree::Shared,
+        }
+    }
+
+    /// Starts it on `cpus` (the process CPU set, applied before `exec`), or anywhere.
+    #[must_use]
+    pub fn cpus(mut self, cpus: Option<CpuSet>) -> Self {
+        self.cpus = cpus;
+        self
+    }
+
+    /// Announces `threads` threads to its runtimes and, with a `placement`, places them: thread
+    /// by thread as `per_thread` says (the pinning library's variables, OpenMP's places), or
+    /// through OpenMP's places alone without `per_thread`.
+    #[must_use]
+    pub fn threads(
+        mut self,
+        threads: usize,
+        placement: Option<&Placement>,
+        per_thread: Option<&PerThread>,
+    ) -> Self {
+        self.threads = Some((threads, placement.cloned(), per_thread.cloned()));
+        self
+    }
+
+    /// Starts it with this memory policy.
+    #[must_use]
+    pub fn memory(mut self, plan: Option<MemPlan>) -> Self {
+        self.mem = plan;
+        self
+    }
+
+    /// Gives it a process tree of its own that nothing it starts leaves (see the module
+    /// documentation), ended as a whole by [`Placed::kill`] and when the [`Placed`] is dropped.
+    #[must_use]
+    pub fn contained(mut self) -> Self {
+        self.tree = Tree::Own;
+        self
+    }
+
+    /// The command, for its stdio, working directory and other variables.
+    pub fn command(&mut self) -> &mut Command {
+        &mut self.cmd
+    }
+
+    /// Starts it.
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (a CPU set or memory policy
+    /// the kernel refuses, the run's log that cannot be made).
+    pub fn start(mut self) -> Result<Placed, LaunchError> {
+        let program = self.cmd.get_program().to_string_lossy().into_owned();
+        let spawn_error = |error| LaunchError::Spawn {
+            program: program.clone(),
+            error,
+        };
+        let mut log = None;
+        let mut expected = Expected {
+            cpus: self.cpus.as_ref().map(sys::set_to_vec),
+            mem: self.mem.as_ref().map(MemPlan::numa_maps_word),
+            placement: None,
+        };
+        if let Some((threads, placement, per_thread)) = &self.threads {
+            match per_thread {
+                Some(per_thread) => {
+                    let preload = std::env::var("LD_PRELOAD").ok();
+                    let placement = placement.as_ref().ok_or_else(|| {
+                        spawn_error(io::Error::other("a per-thread plan without its placement"))
+                    })?;
+                    self.cmd
+                        .envs(per_thread.env(*threads, placement, preload.as_deref()));
+                    for name in per_thread.cleared_env() {
+                        self.cmd.env_remove(name);
+                    }
+                    if per_thread.is_preloaded() {
+                        let file = tempfile::NamedTempFile::new().map_err(spawn_error)?;
+                        self.cmd.env(LOG_VAR, file.path());
+                        log = Some(file);
+                    }
+                    expected.placement = Some((per_thread.clone(), placement.clone()));
+                }
+                None => {
+                    self.cmd.envs(thread_env(*threads, placement.as_ref()));
+                }
+            }
+        }
+        if let Some(mem) = &self.mem {
+            mem.apply_before_exec(&mut self.cmd).map_err(spawn_error)?;
+        }
+        let launched = Launched::start(self.cmd, self.cpus.as_ref(), self.tree)?;
+        Ok(Placed {
+            launched,
+            expected,
+            log,
+        })
+    }
+
+    /// Starts it and waits for it, at most `timeout` (then it is killed with everything it
+    /// started, `Ok(None)`), with stdio passed through and SIGINT/SIGTERM forwarded to it: how
+    /// `coretune run` runs a program (contained only with a timeout, as GNU `timeout` runs
+    /// one in a process group of its own).
+    ///
+    /// # Errors
+    ///
+    /// As [`PlacedCommand::start`], and [`LaunchError::Wait`].
+    pub fn run(mut self, timeout: Option<Duration>) -> Result<Option<ExitStatus>, LaunchError> {
+        if timeout.is_some() {
+            self.tree = Tree::Own;
+        }
+        let program = self.cmd.get_program().to_string_lossy().into_owned();
+        let mut child = self.start()?;
+        // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
+        // process group (without a timeout; with one, coretune's own exit ends it).
+        let _ = sys::forward_signals_to(child.id());
+        let wait_error = |error| LaunchError::Wait {
+            program: program.clone(),
+            error,
+        };
+        match child.wait_timeout(timeout).map_err(wait_error)? {
+            Some(status) => Ok(Some(status)),
+            None => {
+                child.kill();
+                child.wait().map_err(wait_error)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// What a placed program was started with, for its audit.
+#[derive(Clone, Debug)]
+struct Expected {
+    /// The process CPU set (every thread of every process within it).
+    cpus: Option<Vec<usize>>,
+    /// The memory policy every process starts with, as `numa_maps` shows it.
+    mem: Option<String>,
+    /// The per-thread plan and its placement.
+    placement: Option<(PerThread, Placement)>,
+}
+
+/// A placed program that has been started: its process tree, what it was started with, and
+/// the log the pinning library writes into.
+#[derive(Debug)]
+pub struct Placed {
+    launched: Launched,
+    expected: Expected,
+    log: Option<tempfile::NamedTempFile>,
+}
+
+/// What the audit of one run of a placed program found: what was checked and, one line each,
+/// what did not match. A run counts only when `mismatches` is empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Audit {
+    /// What was checked, in words (`every thread within CPUs 0-1`, `each thread on its place
+    /// (3 threads of 2 processes)`, `memory policy interleave:0`, `nothing left running`).
+    pub checked: Vec<String>,
+    /// What did not match, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<String>,
+}
+
+impl Audit {
+    /// Adds what `other` checked and found.
+    pub fn merge(&mut self, other: Audit) {
+        for c in other.checked {
+            if !self.checked.contains(&c) {
+                self.checked.push(c);
+            }
+        }
+        self.mismatches.extend(other.mismatches);
+    }
+
+    /// Whether everything checked matched.
+    pub fn is_clean(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+}
+
+impl Placed {
+    /// The program's process id.
+    pub fn id(&self) -> u32 {
+        self.launched.id()
+    }
+
+    /// The started program, for listing its tree.
+    pub fn launched(&self) -> &Launched {
+        &self.launched
+    }
+
+    /// The started program, for waiting on it and ending it.
+    pub fn launched_mut(&mut self) -> &mut Launched {
+        &mut self.launched
+    }
+
+    /// Waits for it to end, at most `timeout`: see [`Launched::wait_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// The OS error of the wait.
+    pub fn wait_timeout(&mut self, timeout: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+        self.launched.wait_timeout(timeout)
+    }
+
+    /// Waits for it to end.
+    ///
+    /// # Errors
+    ///
+    /// The OS error of the wait.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.launched.wait()
+    }
+
+    /// Ends it and everything it started.
+    pub fn kill(&mut self) {
+        self.launched.kill();
+    }
+
+    /// Whether its samples are worth taking: a CPU set, a per-thread plan or a memory policy
+    /// to check.
+    pub fn needs_samples(&self) -> bool {
+        self.expected.cpus.is_some()
+            || self.expected.mem.is_some()
+            || self.expected.placement.is_some()
+    }
+
+    /// Whether its processes' memory policies are to be read.
+    pub fn checks_memory(&self) -> bool {
+        self.expected.mem.is_some()
+    }
+
+    /// Checks a run's `samples` (those of this program's tree: [`ThreadSample::tree`] is its
+    /// pid) against what it was started with: every thread of every process within the CPU
+    /// set; with a per-thread plan each on its place, a forked process from the place the
+    /// library's log gives it; each process's memory policy. Returns the per-thread record
+    /// (with a per-thread plan) and the audit.
+    ///
+    /// [`ThreadSample::tree`]: super::watch::ThreadSample::tree
+    pub fn audit(&self, samples: &[Sample]) -> (Option<PinRecord>, Audit) {
+        let mut audit = Audit::default();
+        let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+        let mut record = None;
+        if let Some((per_thread, placement)) = &self.expected.placement {
+            let log = self
+                .log
+                .as_ref()
+                .and_then(|f| std::fs::read_to_string(f.path()).ok())
+                .map(|t| PinLog::parse(&t));
+            let r = check_samples(samples, own, per_thread, placement, log.as_ref());
+            audit.checked.push(format!(
+                "each thread on its place ({} of {}{})",
+                crate::sys::counted(r.threads_seen, "thread"),
+                crate::sys::counted(r.processes_seen, "process"),
+                match &log {
+                    Some(l) if l.processes() > 0 => format!(
+                        ", {} placed by the pinning library",
+                        crate::sys::counted(l.processes(), "process")
+                    ),
+                    _ => String::new(),
+                }
+            ));
+            for off in r.off_place.iter().take(3) {
+                audit.mismatches.push(format!(
+                    "thread {} ({}) of pid {} ran on CPU {}, outside its place (CPUs {})",
+                    off.tid,
+                    off.name,
+                    off.pid,
+                    sys::format_list(&off.seen),
+                    off.planned
+                ));
+            }
+            if r.off_place.len() > 3 {
+                audit.mismatches.push(format!(
+                    "and {} more outside their places",
+                    crate::sys::counted(r.off_place.len() - 3, "thread")
+                ));
+            }
+            record = Some(r);
+        } else if let Some(cpus) = &self.expected.cpus {
+            let threads = samples
+                .iter()
+                .flat_map(|s| &s.threads)
+                .filter(|t| t.pid != own);
+            let mut outside: Vec<(i32, i32, String, usize)> = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for t in threads {
+                seen.insert(t.tid);
+                if !cpus.contains(&t.cpu) && !outside.iter().any(|o| o.1 == t.tid) {
+                    outside.push((t.pid, t.tid, t.name.clone(), t.cpu));
+                }
+            }
+            audit.checked.push(format!(
+                "every thread within CPUs {} ({} seen)",
+                sys::format_list(cpus),
+                crate::sys::counted(seen.len(), "thread")
+            ));
+            for (pid, tid, name, cpu) in outside {
+                audit.mismatches.push(format!(
+                    "thread {tid} ({name}) of pid {pid} ran on CPU {cpu}, outside its CPUs {}",
+                    sys::format_list(cpus)
+                ));
+            }
+        }
+        if let Some(mem) = &self.expected.mem {
+            let policies: Vec<(&i32, &String)> =
+                samples.iter().flat_map(|s| s.policies.iter()).collect();
+            audit.checked.push(format!(
+                "memory policy {mem} ({} read)",
+                crate::sys::counted(policies.len(), "process")
+            ));
+            for (pid, policy) in policies {
+                if policy != mem {
+                    audit
+                        .mismatches
+                        .push(format!("pid {pid} has memory policy {policy}, not {mem}"));
+                }
+            }
+        }
+        (record, audit)
+    }
+
+    /// Once the program has ended: ends what it left running (its tree's processes: the rest
+    /// of its process group, and its cgroup leaf's where it has one, daemons included) and
+    /// says what they were, one line each (`pid 4242 (sleep 300)`); empty when nothing was
+    /// left.
+    pub fn end_leftovers(&mut self) -> Vec<String> {
+        let left: Vec<u32> = self
+            .launched
+            .members()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| !m.exited && m.pid != self.launched.id())
+            .map(|m| m.pid)
+            .collect();
+        if left.is_empty() {
+            return Vec::new();
+        }
+        let named: Vec<String> = left.iter().map(|&pid| describe(pid)).collect();
+        self.launched.kill();
+        let _ = self.launched.reap_orphans();
+        named
+    }
+}
+
+/// `pid 4242 (sleep 300)`: a process and its command line, as far as it can be read.
+pub(crate) fn describe(pid: u32) -> String {
+    let id = i32::try_from(pid).unwrap_or(0);
+    match sys::process_cmdline(std::path::Path::new(sys::PROC_DIR), id) {
+        Ok(line) if !line.trim().is_empty() => format!("pid {pid} ({})", line.trim()),
+        _ => format!("pid {pid}"),
+    }
+}
