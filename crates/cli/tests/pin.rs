@@ -805,3 +805,109 @@ fn a_program_on_coretune_pool_has_its_main_thread_and_each_worker_on_its_place()
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("coretune-pool"), "{stderr}");
 }
+
+/// The workers a pre-forking program forks, one line each in fork order: their affinity and
+/// the CPUs they were seen on.
+fn workers(out: &Output) -> Vec<(usize, Report)> {
+    assert_ok(out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut workers: Vec<(usize, Report)> = text
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words.len(), 8, "{l}");
+            (
+                words[1].parse().unwrap(),
+                Report {
+                    affinity: cpus(words[5]),
+                    seen: cpus(words[7]),
+                },
+            )
+        })
+        .collect();
+    workers.sort_by_key(|(k, _)| *k);
+    workers
+}
+
+/// Finding 2 of the first afternoon: `run --place compact` of a pre-forking program put every
+/// forked worker on the master's place 0. Process k in fork order now gets place k (wrapping
+/// around), as thread k does.
+#[test]
+fn forked_worker_processes_each_get_their_own_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = gcc(dir.path(), "forker.c", "forker", &[]);
+    let n = pus();
+    for policy in ["compact", "spread", "cores"] {
+        let places = planned(n, policy);
+        let out = coretune()
+            .args(["run", "--threads", &n.to_string(), "--place", policy, "--"])
+            .arg(&exe)
+            .args([&(n + 1).to_string(), "100"])
+            .output()
+            .unwrap();
+        let got = workers(&out);
+        assert_eq!(got.len(), n + 1, "{policy}");
+        for (k, report) in &got {
+            let place = &places[k % places.len()];
+            assert_eq!(&report.affinity, place, "{policy}: worker {k}");
+            assert!(
+                report.seen.iter().all(|c| place.contains(c)),
+                "{policy}: worker {k} seen on {:?}, planned {place:?}",
+                report.seen
+            );
+        }
+    }
+}
+
+/// The audit of a sweep's run knows each forked process's place (the library logs it) and
+/// fails a run in which a worker left its place: it is a mismatch with the reason, not a
+/// measurement; the same program keeping its places passes.
+#[test]
+fn a_forked_worker_that_leaves_its_place_fails_the_run_as_a_mismatch() {
+    if pus() < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = gcc(dir.path(), "forker.c", "forker", &[]);
+    let sweep = |name: &str, args: &[&str]| {
+        let out_dir = dir.path().join(name);
+        let out = coretune()
+            .args(["tune", "-q", "--threads", "2", "--place", "compact"])
+            .args(["--runs", "1", "--warmup", "0", "--out"])
+            .arg(&out_dir)
+            .arg("--")
+            .arg(&exe)
+            .args(args)
+            .output()
+            .unwrap();
+        (out, read_jsonl(&out_dir.join("runs.jsonl")))
+    };
+    // Both workers keep their places (0 and 1): checked, and clean.
+    let (out, runs) = sweep("kept", &["2", "400"]);
+    assert_ok(&out);
+    let audit = &runs[0]["record"]["audit"];
+    assert_eq!(runs[0]["status"], "ok", "{}", runs[0]);
+    let checked = audit["checked"].to_string();
+    assert!(
+        checked.contains("each thread on its place")
+            && checked.contains("placed by the pinning library"),
+        "{audit}"
+    );
+    assert!(audit.get("mismatches").is_none(), "{audit}");
+    // Worker 1 (planned on place 1, CPU 1) moves itself to CPU 0.
+    let (out, runs) = sweep("moved", &["2", "400", "1:0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("ran on CPU 0, outside its place (CPUs 1)"),
+        "{error}"
+    );
+}

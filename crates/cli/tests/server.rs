@@ -15,41 +15,13 @@ fn have(programs: &[&str]) -> bool {
     programs.iter().all(|p| util::installed(p))
 }
 
-/// A TCP port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The processes whose command line mentions `needle` (a test's own folder or port).
-fn processes_with(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // Zombies have no command line left: only live processes count.
-        if cmdline.contains(needle) && !cmdline.contains("coretune") {
-            found.push(format!("{pid}: {cmdline}"));
-        }
-    }
-    found
-}
-
 /// Nothing of the server is left: no process, and its port can be bound again.
 fn assert_all_gone(needle: &str, port: u16) {
-    assert_eq!(processes_with(needle), Vec::<String>::new(), "left running");
+    assert_eq!(
+        util::processes_with(needle),
+        Vec::<String>::new(),
+        "left running"
+    );
     TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("port {port}: {e}"));
 }
 
@@ -72,7 +44,7 @@ fn nginx_under_wrk_is_tuned_on_requests_per_second_and_p99() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = util::free_port();
     nginx_conf(tmp.path(), port);
     let dir = tmp.path().join("sweep");
     let prefix = tmp.path().to_str().unwrap();
@@ -156,7 +128,7 @@ fn redis_under_redis_benchmark_gives_a_pareto_front_of_two_objectives() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = util::free_port();
     let dir = tmp.path().join("sweep");
     let data = tmp.path().to_str().unwrap();
     let out = util::coretune()
@@ -226,7 +198,7 @@ fn redis_under_redis_benchmark_gives_a_pareto_front_of_two_objectives() {
 #[test]
 fn a_server_that_dies_or_never_gets_ready_fails_its_runs_with_the_reason() {
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = util::free_port();
     let sweep = |name: &str, server: &str| {
         let dir = tmp.path().join(name);
         let out = util::coretune()
@@ -337,4 +309,238 @@ fn bad_server_arguments_are_one_line_errors() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+}
+
+/// `tune` with nginx on `port` (from `dir`'s `nginx.conf`, or `conf`), one run per
+/// configuration, with `extra` arguments; its output and its folder.
+fn nginx_sweep(
+    dir: &Path,
+    conf: &str,
+    port: u16,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
+    let out_dir = dir.join(format!(
+        "sweep-{}",
+        extra.join("-").replace(['/', ' '], "_")
+    ));
+    let out = util::coretune()
+        .args(["tune", "--runs", "1", "--warmup", "0", "--exhaustive"])
+        .args(extra)
+        .arg("--server")
+        .arg(format!(
+            "nginx -p {} -c {conf} -g 'worker_processes {{threads}};'",
+            dir.display()
+        ))
+        .arg("--ready")
+        .arg(format!("tcp:127.0.0.1:{port}"))
+        .args(["--client"])
+        .arg(format!("wrk -t1 -c4 -d1s http://127.0.0.1:{port}/"))
+        .args([
+            "--metric",
+            r"rps=Requests/sec:\s+([0-9.]+)",
+            "--higher-is-better",
+            "rps",
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    (out, out_dir)
+}
+
+/// Finding 2 of the first afternoon: nginx's worker processes, forked by its master, all ran
+/// on the master's CPU under every pinned placement, and nothing said so. Now each worker
+/// process has its own place, the run's audit checked it, and the apply line's
+/// `worker_cpu_affinity` is what was measured.
+#[test]
+fn nginx_workers_get_a_place_each_and_the_audit_checks_it() {
+    if !have(&["nginx", "wrk"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = util::free_port();
+    nginx_conf(tmp.path(), port);
+    let (out, dir) = nginx_sweep(
+        tmp.path(),
+        "nginx.conf",
+        port,
+        &["--threads", "2", "--place", "compact,cores"],
+    );
+    util::assert_ok(&out);
+    for run in util::read_jsonl(&dir.join("runs.jsonl")) {
+        assert_eq!(run["status"], "ok", "{run}");
+        let checked = run["record"]["audit"]["checked"].to_string();
+        assert!(
+            checked.contains("placed by the pinning library")
+                && checked.contains(&format!("tcp:127.0.0.1:{port} answered by the server")),
+            "{run}"
+        );
+        let pinning = &run["record"]["pinning"];
+        // The master, its 2 workers, and the shell that started it.
+        assert!(pinning["processes_seen"].as_u64().unwrap() >= 3, "{run}");
+    }
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("worker_processes 2; worker_cpu_affinity 01 10;"),
+        "{stdout}"
+    );
+    assert_all_gone(&tmp.path().display().to_string(), port);
+}
+
+/// Finding 3 of the first afternoon: `--ready tcp:` was satisfied by another server already on
+/// the port, and the sweep measured that one. A port that already answers is refused before
+/// anything runs, naming who holds it.
+#[test]
+fn a_port_that_already_answers_is_refused_before_the_sweep() {
+    if !have(&["nginx", "wrk", "python3"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = util::free_port();
+    nginx_conf(tmp.path(), port);
+    let mut squatter = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "python3's server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (out, dir) = nginx_sweep(
+        tmp.path(),
+        "nginx.conf",
+        port,
+        &["--threads", "1", "--place", "os"],
+    );
+    squatter.kill().unwrap();
+    squatter.wait().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "tcp:127.0.0.1:{port} already accepts connections before the server starts"
+        )) && stderr.contains("http.server"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "no folder for a sweep that cannot run");
+}
+
+/// Finding 4 of the first afternoon: plain `nginx` (which daemonizes) was left running after
+/// the sweep, with a cryptic "No child processes". Each run now fails saying that the server
+/// daemonized and how to keep it in the foreground, and everything it started is stopped.
+#[test]
+fn a_server_that_daemonizes_fails_with_how_to_keep_it_in_the_foreground_and_is_stopped() {
+    if !have(&["nginx", "wrk"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = util::free_port();
+    nginx_conf(tmp.path(), port);
+    let conf = std::fs::read_to_string(tmp.path().join("nginx.conf")).unwrap();
+    std::fs::write(
+        tmp.path().join("daemon.conf"),
+        conf.replace("daemon off;", "daemon on;"),
+    )
+    .unwrap();
+    let (out, dir) = nginx_sweep(
+        tmp.path(),
+        "daemon.conf",
+        port,
+        &["--threads", "1", "--place", "os"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("server 'nginx' daemonized")
+            && error.contains("-g 'daemon off;'")
+            && error.contains("nginx: master process"),
+        "{error}"
+    );
+    assert_all_gone(&tmp.path().display().to_string(), port);
+    // Another kind of daemon: a shell script that leaves its server in the background with
+    // setsid, ready by a command.
+    let flag = tmp.path().join("up");
+    let out = util::coretune()
+        .args(["tune", "--runs", "1", "--warmup", "0", "--threads", "1"])
+        .args(["--place", "os", "--objective", "time", "--server"])
+        .arg(format!(
+            "setsid sh -c 'sleep 0.3; touch {0}; exec sleep 29.5' &",
+            flag.display()
+        ))
+        .arg("--ready")
+        .arg(format!("test -e {}", flag.display()))
+        .args(["--client", "true", "--out"])
+        .arg(tmp.path().join("script"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let runs = util::read_jsonl(&tmp.path().join("script/runs.jsonl"));
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("daemonized") && error.contains("sleep 29.5"),
+        "{error}"
+    );
+    assert_eq!(util::processes_with("sleep 29.5"), Vec::<String>::new());
+}
+
+/// Finding 5 of the first afternoon: a second Ctrl-C quit with the server and its load
+/// generator still running (parent 1). Now it ends them, then exits 130.
+#[test]
+fn a_second_ctrl_c_ends_the_server_and_its_client_before_coretune_exits() {
+    if !have(&["nginx", "wrk"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let port = util::free_port();
+    nginx_conf(tmp.path(), port);
+    let mut child = util::coretune_std()
+        .args(["tune", "--runs", "2", "--warmup", "0", "--threads", "1"])
+        .args(["--place", "os", "--server"])
+        .arg(format!(
+            "nginx -p {} -c nginx.conf -g 'worker_processes {{threads}};'",
+            tmp.path().display()
+        ))
+        .arg("--ready")
+        .arg(format!("tcp:127.0.0.1:{port}"))
+        .arg("--client")
+        .arg(format!("wrk -t1 -c4 -d6s http://127.0.0.1:{port}/"))
+        .args(["--metric", r"rps=Requests/sec:\s+([0-9.]+)", "--out"])
+        .arg(tmp.path().join("sweep"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The client is running.
+    let start = std::time::Instant::now();
+    while util::processes_with(&format!("127.0.0.1:{port}")).is_empty() {
+        assert!(start.elapsed().as_secs() < 10, "wrk did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    for _ in 0..2 {
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("quitting now, after ending"), "{stderr}");
+    assert_all_gone(&tmp.path().display().to_string(), port);
+    assert_all_gone(&format!("127.0.0.1:{port}"), port);
 }

@@ -20,14 +20,6 @@ fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
@@ -60,7 +52,7 @@ impl Cluster {
             }
         }
         let dir = tempfile::tempdir().unwrap();
-        let (ctld, slurmd) = (free_port(), free_port());
+        let (ctld, slurmd) = (util::free_port(), util::free_port());
         let out = Command::new(scripts().join("local-start.sh"))
             .arg(dir.path())
             .args([ctld.to_string(), slurmd.to_string()])

@@ -981,3 +981,337 @@ fn a_failed_run_keeps_the_end_of_its_stderr() {
         String::from_utf8_lossy(&out.stderr).contains("--show-output shows a program's output")
     );
 }
+
+/// Every way of being told to stop — Ctrl-C once, twice, SIGTERM, SIGHUP — at random moments of
+/// sweeps of a program, of a program that leaves a daemon behind, of a server under its client
+/// and of a program under `mpirun`: nothing coretune started is left running, no cgroup leaf is
+/// left, and `--resume` makes the sweep complete. Bounded in time (`CORETUNE_KILL_SECONDS`,
+/// default 50); the seed is printed, and `CORETUNE_KILL_SEED` replays it.
+#[cfg(target_os = "linux")]
+#[test]
+fn coretune_killed_at_random_moments_leaves_nothing_running_and_resumes_to_a_full_sweep() {
+    use std::process::Stdio;
+
+    let seed: u64 = std::env::var("CORETUNE_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    let budget = Duration::from_secs(
+        std::env::var("CORETUNE_KILL_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(50),
+    );
+    eprintln!("random kills: CORETUNE_KILL_SEED={seed}");
+    let mut state = seed | 1;
+    let mut next = move || {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // A word no other process on the machine has in its command line.
+    let needle = format!("ctkill{}", seed % 1_000_000_007);
+    let port = util::free_port();
+    std::fs::write(
+        tmp.path().join("nginx.conf"),
+        format!(
+            "daemon off;\npid nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n\
+             access_log off;\nclient_body_temp_path body;\nproxy_temp_path proxy;\n\
+             fastcgi_temp_path fastcgi;\nuwsgi_temp_path uwsgi;\nscgi_temp_path scgi;\n\
+             server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"hi\\n\"; }} }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let rank = tmp.path().join(format!("{needle}-rank.sh"));
+    std::fs::write(&rank, "#!/bin/sh\nsleep 0.2\n").unwrap();
+    std::fs::set_permissions(&rank, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let common = ["--runs", "2", "--warmup", "1", "--exhaustive", "--quiet"];
+    let program = format!("sleep 0.15; : {needle}");
+    let daemon = format!("setsid sh -c 'sleep 30; : {needle}-daemon' & sleep 0.1; : {needle}");
+    let server = format!(
+        "nginx -p {} -c nginx.conf -g 'worker_processes {{threads}};' # {needle}",
+        tmp.path().display()
+    );
+    let client = format!("wrk -t1 -c2 -d1s http://127.0.0.1:{port}/ # {needle}");
+    let ready = format!("tcp:127.0.0.1:{port}");
+    let scenarios: Vec<(&str, Vec<String>)> = vec![
+        (
+            "program",
+            ["--threads", "1,2", "--place", "os,compact", "--shell", "--"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([program])
+                .collect(),
+        ),
+        (
+            "daemon",
+            ["--threads", "1", "--place", "os,compact", "--shell", "--"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([daemon])
+                .collect(),
+        ),
+        (
+            "server",
+            vec![
+                "--threads".into(),
+                "1,2".into(),
+                "--place".into(),
+                "os".into(),
+                "--server".into(),
+                server,
+                "--ready".into(),
+                ready,
+                "--client".into(),
+                client,
+                "--metric".into(),
+                r"rps=Requests/sec:\s+([0-9.]+)".into(),
+                "--higher-is-better".into(),
+                "rps".into(),
+            ],
+        ),
+        (
+            "launcher",
+            vec![
+                "--launcher".into(),
+                "mpirun".into(),
+                "--instances".into(),
+                "1".into(),
+                "--threads".into(),
+                "1".into(),
+                "--place".into(),
+                "os".into(),
+                "--".into(),
+                rank.display().to_string(),
+            ],
+        ),
+    ];
+    for tool in ["nginx", "wrk", "mpirun"] {
+        assert!(
+            util::installed(tool),
+            "{tool} is needed (make test installs it)"
+        );
+    }
+    let leftovers = |what: &str| {
+        let start = Instant::now();
+        loop {
+            let left = util::processes_with(&needle);
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(3),
+                "{what}: left running: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let started = Instant::now();
+    let mut round = 0;
+    while started.elapsed() < budget {
+        let (name, args) = &scenarios[round % scenarios.len()];
+        round += 1;
+        let dir = tmp.path().join(format!("sweep{round}"));
+        let delay = Duration::from_millis(50 + next() % 1500);
+        let pattern = next() % 4;
+        let what = format!("round {round}, {name}, pattern {pattern} after {delay:?}");
+        let mut child = util::coretune_std()
+            .arg("tune")
+            .args(common)
+            .arg("--out")
+            .arg(&dir)
+            .args(args)
+            .current_dir(tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let pid = child.id().to_string();
+        let signal = |sig: &str| {
+            StdCommand::new("kill").args([sig, &pid]).status().unwrap();
+        };
+        match pattern {
+            0 => signal("-INT"),
+            1 => {
+                signal("-INT");
+                std::thread::sleep(Duration::from_millis(next() % 400));
+                signal("-INT");
+            }
+            2 => signal("-TERM"),
+            _ => signal("-HUP"),
+        }
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("{what}: coretune still ran 20 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Ended by the signal (130, 143, 129), done before it came (0, 1), or, when it came
+        // before coretune had its handlers (it had started nothing yet), ended by it.
+        use std::os::unix::process::ExitStatusExt as _;
+        assert!(
+            matches!(status.code(), Some(0 | 1 | 130 | 143 | 129))
+                || matches!(status.signal(), Some(1 | 2 | 15)),
+            "{what}: {status}"
+        );
+        leftovers(&what);
+        let leaf = std::path::Path::new("/sys/fs/cgroup/unified").join(format!("coretune-{pid}"));
+        assert!(!leaf.exists(), "{what}: {} is left", leaf.display());
+        if !dir.join("sweep.json").exists() {
+            continue;
+        }
+        // Continued with nothing in its way, the sweep completes: a second resume measures
+        // nothing more.
+        for pass in 0..2 {
+            let out = util::coretune()
+                .args(["tune", "--resume"])
+                .arg(&dir)
+                .current_dir(tmp.path())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                matches!(out.status.code(), Some(0 | 1)),
+                "{what}: resume {pass}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if pass == 1 {
+                assert!(
+                    stdout.contains("(0 runs this time"),
+                    "{what}: the first resume left runs to make: {stdout}"
+                );
+            }
+            leftovers(&what);
+        }
+    }
+    eprintln!("random kills: {round} rounds in {:?}", started.elapsed());
+    assert!(round >= 4, "every scenario at least once");
+}
+
+/// A one-run sweep of a shell command with `extra` arguments; its output and `runs.jsonl`.
+#[cfg(target_os = "linux")]
+fn one_run(
+    dir: &std::path::Path,
+    extra: &[&str],
+    script: &str,
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let out = util::coretune()
+        .args(["tune", "--runs", "1", "--warmup", "0", "--threads", "1"])
+        .args(extra)
+        .arg("--out")
+        .arg(dir)
+        .args(["--shell", "--", script])
+        .output()
+        .unwrap();
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    (out, runs)
+}
+
+/// A program that leaves a process running after it ended — in the background, or as a daemon
+/// in a session of its own — has that process ended, and its run fails as a mismatch naming it:
+/// nothing a sweep starts outlives its run.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_program_that_leaves_a_process_running_fails_its_run_and_the_process_is_ended() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, script) in [
+        ("background", "sleep 28.25 & exit 0"),
+        ("daemon", "setsid sleep 28.5 & exit 0"),
+    ] {
+        let (out, runs) = one_run(&tmp.path().join(name), &["--place", "os"], script);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert_eq!(runs[0]["status"], "mismatch", "{name}: {}", runs[0]);
+        let error = runs[0]["error"].as_str().unwrap();
+        assert!(
+            error.contains("left 1 process running after it ended") && error.contains("sleep 28."),
+            "{name}: {error}"
+        );
+        assert_eq!(
+            util::processes_with("sleep 28."),
+            Vec::<String>::new(),
+            "{name}"
+        );
+    }
+    // A program that ends with everything it started is checked and clean.
+    let (out, runs) = one_run(
+        &tmp.path().join("clean"),
+        &["--place", "os"],
+        "sleep 0.1 & wait",
+    );
+    util::assert_ok(&out);
+    let checked = runs[0]["record"]["audit"]["checked"].to_string();
+    assert!(checked.contains("nothing left running"), "{}", runs[0]);
+}
+
+/// A program that moves itself off the configuration's CPUs, or sets itself another memory
+/// policy, did not run as its row says: the run is a mismatch with the reason, not a
+/// measurement.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_program_off_its_cpus_or_with_another_memory_policy_fails_its_run_as_a_mismatch() {
+    let pus = String::from_utf8(
+        util::coretune()
+            .args(["cpus", "all", "--to", "count"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    if pus.trim() != "1" {
+        // Limited to CPU 1, it moves to CPU 0 and works there.
+        let (out, runs) = one_run(
+            &tmp.path().join("cpus"),
+            &["--place", "os", "--cpus", "1"],
+            "taskset -c 0 sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'",
+        );
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
+        let error = runs[0]["error"].as_str().unwrap();
+        assert!(
+            error.contains("ran on CPU 0, outside its CPUs 1"),
+            "{error}"
+        );
+    }
+    // Started with `--mem bind`, it makes itself `local` (numactl, then the program).
+    let (out, runs) = one_run(
+        &tmp.path().join("mem"),
+        &["--place", "os", "--mem", "bind"],
+        "numactl --localalloc sleep 0.3",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("has memory policy local, not bind:0"),
+        "{error}"
+    );
+    // Left alone, the same program has the policy it was started with.
+    let (out, runs) = one_run(
+        &tmp.path().join("mem-kept"),
+        &["--place", "os", "--mem", "bind"],
+        "sleep 0.3",
+    );
+    util::assert_ok(&out);
+    let checked = runs[0]["record"]["audit"]["checked"].to_string();
+    assert!(checked.contains("memory policy bind:0"), "{}", runs[0]);
+}

@@ -292,3 +292,36 @@ impl Drop for CpuQuota {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// A TCP port nothing listens on now (bound to port 0, then let go).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The live processes whose command line mentions `needle` (a test's own folder, port or
+/// marker word), coretune itself left out, each as `PID: COMMAND LINE`.
+pub fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // Zombies have no command line left: only live processes count.
+        if cmdline.contains(needle) && !cmdline.contains("coretune") {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}

@@ -411,13 +411,8 @@ impl Server {
         ready: &Ready,
         ready_timeout: Duration,
     ) -> Result<Self, ServerError> {
-        if let Ready::Tcp { port, .. } = ready
-            && attempt(ready, ATTEMPT_FLOOR).is_ok()
-        {
-            return Err(ServerError::PortTaken {
-                ready: ready.to_string(),
-                owners: listeners(*port).into_iter().map(describe).collect(),
-            });
+        if let Some(taken) = port_taken(ready) {
+            return Err(taken);
         }
         // Not fatal without it (as for a sweep's runs): errors then quote no stderr.
         let stderr = tempfile::tempfile().ok();
@@ -778,6 +773,20 @@ impl Drop for Server {
             let _ = placed.wait();
         }
     }
+}
+
+/// [`ServerError::PortTaken`] when something already answers at a TCP readiness address
+/// (with who holds the port, where that can be read): a server started now would not be what
+/// its client measures. `None` for a free port or a readiness command.
+pub fn port_taken(ready: &Ready) -> Option<ServerError> {
+    let Ready::Tcp { port, .. } = ready else {
+        return None;
+    };
+    attempt(ready, ATTEMPT_FLOOR).ok()?;
+    Some(ServerError::PortTaken {
+        ready: ready.to_string(),
+        owners: listeners(*port).into_iter().map(describe).collect(),
+    })
 }
 
 /// The processes holding a socket that listens on TCP `port` (empty where that cannot be read).
@@ -1328,6 +1337,40 @@ mod test {
             assert!(stopped.ended_before && stopped.killed, "{stopped:?}");
             assert_eq!(stopped.status.code(), Some(5));
             assert!(group.iter().all(|&pid| !alive(pid)), "{group:?}");
+        }
+
+        /// Something else starts listening at the server's address while it starts: what
+        /// answers is not the server, which is refused (and stopped), naming who answers.
+        #[test]
+        fn a_listener_that_is_not_the_servers_is_refused() {
+            let port = free_port();
+            let squatter = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+                std::thread::sleep(Duration::from_secs(3));
+                drop(listener);
+            });
+            let ready = Ready::Tcp {
+                host: "127.0.0.1".to_owned(),
+                port,
+            };
+            let cmd = shell_command("exec sleep 28.75");
+            let err = Server::start(
+                PlacedCommand::new(cmd),
+                "test",
+                &ready,
+                Duration::from_secs(10),
+            )
+            .unwrap_err();
+            let me = std::process::id();
+            assert!(
+                matches!(err, ServerError::NotOurs { .. })
+                    && err
+                        .to_string()
+                        .contains(&format!("is answered by pid {me}")),
+                "{err}"
+            );
+            squatter.join().unwrap();
         }
 
         #[test]

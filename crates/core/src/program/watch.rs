@@ -148,8 +148,9 @@ pub struct Sampler {
     threads_only: bool,
     /// Read each new process's memory policy ([`Sample::policies`]).
     policies: bool,
-    /// The processes whose memory policy was read.
-    policy_read: BTreeSet<i32>,
+    /// The processes whose memory policy was read, with the name their main thread had then:
+    /// a process that `exec`s another program (`numactl … prog`) is read again.
+    policy_read: BTreeSet<(i32, String)>,
     prev: Raw,
     start: Instant,
 }
@@ -299,8 +300,9 @@ impl Sampler {
         let mut policies = BTreeMap::new();
         if self.policies {
             let own = sys::process_exe(&self.proc_dir, self.pid.unwrap_or(0));
-            for t in &threads {
-                if t.pid == self.pid.unwrap_or(0) || self.policy_read.contains(&t.pid) {
+            for t in threads.iter().filter(|t| t.tid == t.pid) {
+                let key = (t.pid, t.name.clone());
+                if t.pid == self.pid.unwrap_or(0) || self.policy_read.contains(&key) {
                     continue;
                 }
                 // Still coretune's image between `fork` and `exec`: its policy is not set yet.
@@ -308,7 +310,7 @@ impl Sampler {
                     continue;
                 }
                 if let Some(policy) = sys::memory_policy(&self.proc_dir, t.pid) {
-                    self.policy_read.insert(t.pid);
+                    self.policy_read.insert(key);
                     policies.insert(t.pid, policy);
                 }
             }

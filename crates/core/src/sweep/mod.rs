@@ -602,6 +602,9 @@ pub enum SweepError {
     /// A server's readiness test that is neither `tcp:HOST:PORT` nor a command.
     #[error(transparent)]
     Ready(#[from] crate::program::server::ParseReadyError),
+    /// A server cannot be measured here (its port already answers).
+    #[error(transparent)]
+    Server(#[from] crate::program::server::ServerError),
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),

@@ -55,10 +55,16 @@ pub fn cpus_named(cpus: &[usize]) -> String {
     format!("{noun} {}", format_list(cpus))
 }
 
-/// A count with its noun, plural when it is not 1: `1 run`, `3 runs` (nouns with a regular
-/// plural only).
+/// A count with its noun, plural when it is not 1: `1 run`, `3 runs`, `2 processes`.
 pub fn counted(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    let plural = if n == 1 {
+        ""
+    } else if noun.ends_with('s') {
+        "es"
+    } else {
+        "s"
+    };
+    format!("{n} {noun}{plural}")
 }
 
 /// Formats sorted CPU numbers as a Linux CPU list (`0-3,8`).

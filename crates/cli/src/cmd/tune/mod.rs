@@ -135,6 +135,10 @@ fn measure(
         &|| stop.load(Ordering::SeqCst),
     );
     bar.finish_and_clear();
+    while QUITTING.load(Ordering::SeqCst) {
+        // The handler ends what was started, says so and exits.
+        std::thread::park();
+    }
     let report = export(folder.lines())?;
     let mut out = std::io::stdout().lock();
     if json {
@@ -245,6 +249,10 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Set once a signal's handler is ending everything the sweep started to quit: the sweep's own
+/// thread, which sees its run end then, leaves the exit to the handler.
+static QUITTING: AtomicBool = AtomicBool::new(false);
+
 /// The first Ctrl-C asks the sweep to stop after the run in flight; a second one, SIGTERM or
 /// SIGHUP quit at once: everything the sweep started (the program, a server and its client,
 /// what they started) is ended first, then coretune exits with the signal's status (130, 143,
@@ -265,6 +273,9 @@ fn ctrl_c(dir: &Path) -> Arc<AtomicBool> {
             );
             return;
         }
+        QUITTING.store(true, Ordering::SeqCst);
+        // The run cut short by this is not a measurement: it is not logged.
+        flag.store(true, Ordering::SeqCst);
         let why = match signal {
             StopSignal::Interrupt => "Ctrl-C again",
             StopSignal::Terminate => "terminated",

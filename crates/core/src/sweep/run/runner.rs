@@ -220,12 +220,22 @@ impl<'t> Runner<'t> {
     }
 
     /// Checks, before anything runs, that a program whose own name holds a placeholder
-    /// (`./bench-{threads}`) exists for every thread count and placement of `grid`.
+    /// (`./bench-{threads}`) exists for every thread count and placement of `grid`, and that
+    /// nothing answers yet at a server's readiness address.
     ///
     /// # Errors
     ///
-    /// The first program name that does not resolve, as [`program::find_program`] says.
+    /// The first program name that does not resolve, as [`program::find_program`] says;
+    /// [`SweepError::Server`] for a port already taken.
     pub fn check_program(&self, grid: &Grid) -> Result<(), SweepError> {
+        if let Prepared::Command {
+            server: Some(server),
+            ..
+        } = &self.prepared
+            && let Some(taken) = crate::program::server::port_taken(&server.1)
+        {
+            return Err(taken.into());
+        }
         let Prepared::Command {
             argv, shell: false, ..
         } = &self.prepared

@@ -34,6 +34,11 @@ pub(crate) fn prepare_child(
         bind_before_exec(cmd, cpus)?;
     }
     let mut prepared = Prepared::default();
+    if tree == Tree::Own && contain::is_stopping() {
+        return Err(io::Error::other(
+            "coretune is quitting: nothing more is started",
+        ));
+    }
     if tree == Tree::Own {
         cmd.process_group(0);
         // Not fatal: without it, orphans go to init and are found through the group only.
@@ -243,33 +248,32 @@ impl ChildTree {
         self.reaped.get().map(|r| r.1)
     }
 
-    /// Reaps the processes of the program's group that have exited and were handed to this
-    /// process (after [`adopt_orphans`]: a server's workers that outlived its master), and
-    /// returns their resource use added up (`None` when none was reaped). Only the group's:
-    /// other children of this process are left to their own waits.
+    /// Reaps the processes of the program's tree that have exited and were handed to this
+    /// process as the subreaper (a server's workers that outlived its master, a daemon's
+    /// processes), and returns their resource use added up (`None` when none was reaped).
+    /// Only those: the program itself is reaped by [`ChildTree::wait`], and other children of
+    /// this process are left to their own waits.
     pub(crate) fn reap_orphans(&self) -> Option<ResourceUsage> {
         if !self.own_group {
             return None;
         }
         let mut total: Option<ResourceUsage> = None;
-        loop {
+        for pid in contain::orphans(Some(self.pid)) {
+            if pid == self.pid {
+                continue;
+            }
             let mut status: libc::c_int = 0;
             // SAFETY: all-zero is a valid `rusage`.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             // SAFETY: `wait4` writes through the two pointers, to locals of the right types;
-            // `-pid` names this tree's process group, whose id stays its own while it has
-            // members (no member left: ECHILD, the end of the loop).
-            let rc =
-                unsafe { libc::wait4(-self.pid, &raw mut status, libc::WNOHANG, &raw mut usage) };
-            if rc <= 0 {
-                if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return total;
+            // `pid` is this process's child (listed with it as its parent, not reaped yet).
+            let rc = unsafe { libc::wait4(pid, &raw mut status, libc::WNOHANG, &raw mut usage) };
+            if rc == pid {
+                let one = rusage(&usage);
+                total = Some(total.map_or(one, |t| t.plus(one)));
             }
-            let one = rusage(&usage);
-            total = Some(total.map_or(one, |t| t.plus(one)));
         }
+        total
     }
 
     /// Reaps the program if it has exited (`block`: waits until it has), keeping its status and

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,10 @@ struct Live {
     leaf: Option<PathBuf>,
 }
 
+/// Set once [`stop_everything`] has begun: no tree may start any more, and one registered
+/// meanwhile is ended at once.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
 /// How long ending everything waits for the processes to be gone.
 const GONE_WAIT: Duration = Duration::from_secs(2);
 
@@ -63,7 +67,14 @@ pub(crate) fn new_leaf() -> Option<PathBuf> {
     let base = BASE.get_or_init(make_base).as_ref()?;
     let n = LEAVES.fetch_add(1, Ordering::Relaxed);
     let leaf = base.join(n.to_string());
-    std::fs::create_dir(&leaf).ok()?;
+    // The base is removed with the last leaf (see `remove_leaf`), and made again here.
+    std::fs::create_dir_all(&leaf).ok()?;
+    if is_stopping() {
+        // Made as everything is being ended: not used, and not left behind.
+        let _ = std::fs::remove_dir(&leaf);
+        let _ = std::fs::remove_dir(base);
+        return None;
+    }
     Some(leaf)
 }
 
@@ -201,6 +212,11 @@ pub(crate) fn remove_leaf(leaf: &Path) {
     while std::fs::remove_dir(leaf).is_err() && start.elapsed() < GONE_WAIT && leaf.exists() {
         std::thread::sleep(POLL);
     }
+    // The base too, once it is empty: a coretune that ends leaves no folder behind (another
+    // tree's leaf keeps it, and the removal fails harmlessly).
+    if let Some(base) = leaf.parent() {
+        let _ = std::fs::remove_dir(base);
+    }
 }
 
 /// Registers a tree that is alive: its program `root`, its process group (0 when it shares
@@ -213,6 +229,20 @@ pub(crate) fn register(root: libc::pid_t, pgid: libc::pid_t, leaf: Option<&Path>
             leaf: leaf.map(Path::to_path_buf),
         });
     }
+    // Started while everything is being ended (after `stop_everything` copied the registry):
+    // ended now, as it would have been.
+    if STOPPING.load(Ordering::SeqCst) && pgid > 0 {
+        if let Some(leaf) = leaf {
+            kill_leaf(leaf);
+        }
+        // SAFETY: `kill` takes integers; the group is the just-started tree's.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
+/// Whether coretune is ending everything it started (no tree may start any more).
+pub(crate) fn is_stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
 }
 
 /// Forgets the tree of program `root`, which has ended.
@@ -229,6 +259,7 @@ pub(crate) fn unregister(root: libc::pid_t) {
 /// gone (at most about 2 s) and returns how many processes were running. Callable from any
 /// thread (a signal-handling one): it takes the registry's lock only to copy it.
 pub(crate) fn stop_everything() -> usize {
+    STOPPING.store(true, Ordering::SeqCst);
     let live: Vec<Live> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     let proc_dir = Path::new(super::PROC_DIR);
     let mut running: Vec<libc::pid_t> = Vec::new();
@@ -255,12 +286,18 @@ pub(crate) fn stop_everything() -> usize {
     let orphans = orphans(None);
     running.extend(&orphans);
     kill_and_reap(&orphans);
-    for tree in &live {
-        if let Some(leaf) = &tree.leaf {
-            remove_leaf(leaf);
-        }
-    }
+    // Every leaf of this process, registered or not yet (a tree starting meanwhile), then the
+    // base: nothing is left behind.
     if let Some(Some(base)) = BASE.get() {
+        if let Ok(leaves) = std::fs::read_dir(base) {
+            for leaf in leaves.filter_map(Result::ok).map(|e| e.path()) {
+                if leaf.is_dir() {
+                    running.extend(leaf_pids(&leaf).unwrap_or_default());
+                    kill_leaf(&leaf);
+                    remove_leaf(&leaf);
+                }
+            }
+        }
         let _ = std::fs::remove_dir(base);
     }
     running.sort_unstable();

@@ -461,4 +461,3 @@ mod test {
         assert!(this.cpu.is_some() && this.name.is_some());
     }
 }
-
