@@ -506,7 +506,7 @@ fn a_second_ctrl_c_ends_the_server_and_its_client_before_coretune_exits() {
     let tmp = tempfile::tempdir().unwrap();
     let port = util::free_port();
     nginx_conf(tmp.path(), port);
-    let mut child = util::coretune_std()
+    let child = util::coretune_std()
         .args(["tune", "--runs", "2", "--warmup", "0", "--threads", "1"])
         .args(["--place", "os", "--server"])
         .arg(format!(
