@@ -702,3 +702,58 @@ fn run_mem_sets_the_memory_policy_the_program_starts_with() {
         assert_eq!(lines, 1, "{stderr}");
     }
 }
+
+/// Finding 9: a likwid list inside a domain keeps the order written (`S0:1,0` is 1,0 as
+/// `likwid-pin -p` prints it, not 0,1), across `@` too; a descending range counts down; every
+/// domain `likwid-pin -p` lists exists (`D0` included); the printed likwid-pin equivalent is the
+/// same list; a malformed placement names what is wrong with it.
+#[test]
+fn likwid_lists_inside_a_domain_keep_the_order_likwid_pin_prints() {
+    if !util::installed("likwid-pin") {
+        return;
+    }
+    let likwid = |args: &[&str]| {
+        let out = StdCommand::new("likwid-pin").args(args).output().unwrap();
+        assert!(out.status.success(), "likwid-pin {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Every domain likwid-pin knows on this machine, as coretune must know it.
+    let listing = likwid(&["-p"]);
+    let domains: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("Domain ")?.strip_suffix(':'))
+        .collect();
+    assert!(domains.contains(&"D0"), "{listing}");
+    let mut cases: Vec<String> = ["S0:1,0", "N:1,0@N:1", "C0:1,0", "N:1-0", "D0:0-1", "M0:1,0"]
+        .map(String::from)
+        .to_vec();
+    cases.extend(domains.iter().map(|d| format!("{d}:0")));
+    for expr in &cases {
+        let theirs = likwid(&["-p", "-c", expr]);
+        let theirs = theirs.lines().last().unwrap_or_default().trim().to_owned();
+        let want: Vec<Vec<usize>> = theirs
+            .split(',')
+            .map(|c| vec![c.parse::<usize>().unwrap()])
+            .collect();
+        let threads = want.len().to_string();
+        let plan = util::json(&["place", "-t", &threads, "--place", expr, "--json"]);
+        assert_eq!(util::thread_pus(&plan), want, "--place {expr}");
+        let text = stdout(&["place", "-t", &threads, "--place", expr]);
+        assert!(
+            text.contains(&format!("likwid-pin: likwid-pin -c {theirs} CMD")),
+            "{expr}: {text}"
+        );
+    }
+    // Wrong: one line that says what is wrong with the list, then what --place takes.
+    let out = coretune()
+        .args(["place", "-t", "2", "--place", "N:1-x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown placement 'N:1-x': likwid expression 'N:1-x': '1-x' is not a list")
+            && err.contains("likwid-pin's -c"),
+        "{err}"
+    );
+}

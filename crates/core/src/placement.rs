@@ -201,10 +201,17 @@ pub enum PlacementError {
     UnknownBinding(String),
     /// `--place` is neither a policy nor a CPU list.
     #[error(
-        "unknown placement '{0}': give a policy (os, compact, spread, cores, round-robin) or an \
-         ordered CPU list as likwid-pin's -c takes it (0,2,1,3, S0:0-1@S1:0-1, E:N:4:1:2)"
+        "unknown placement '{input}': {reason}give a policy (os, compact, spread, cores, \
+         round-robin) or an ordered CPU list as likwid-pin's -c takes it (0,2,1,3, \
+         S0:0-1@S1:0-1, E:N:4:1:2)"
     )]
-    UnknownPlace(String),
+    UnknownPlace {
+        /// The value as written.
+        input: String,
+        /// What is wrong with it read as a CPU list, ending in `"; "` (empty for a word that
+        /// is no CPU list at all, such as a misspelt policy).
+        reason: String,
+    },
     /// A `--place` CPU list does not resolve on this topology.
     #[error(transparent)]
     List(#[from] crate::cpuset::CpuSetError),
@@ -232,7 +239,22 @@ impl FromStr for PlaceSpec {
         }
         match s.parse::<crate::cpuset::CpuSetExpr>() {
             Ok(_) => Ok(PlaceSpec::List(s.to_owned())),
-            Err(_) => Err(PlacementError::UnknownPlace(s.to_owned())),
+            Err(e) => {
+                // A word without digits or a colon is a misspelt policy, not a broken list: what
+                // the list syntax would say about it helps nobody.
+                let listish = s.contains(':') || s.bytes().any(|b| b.is_ascii_digit());
+                let reason = match e {
+                    _ if !listish => String::new(),
+                    crate::cpuset::CpuSetError::Syntax { part, reason, .. } if part == s => {
+                        format!("{reason}; ")
+                    }
+                    other => format!("{other}; "),
+                };
+                Err(PlacementError::UnknownPlace {
+                    input: s.to_owned(),
+                    reason,
+                })
+            }
         }
     }
 }
