@@ -11,6 +11,7 @@ mod choices;
 mod cmd;
 mod exit;
 mod input;
+mod numbers;
 mod report;
 mod workload_args;
 

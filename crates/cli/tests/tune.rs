@@ -981,3 +981,226 @@ fn a_failed_run_keeps_the_end_of_its_stderr() {
         String::from_utf8_lossy(&out.stderr).contains("--show-output shows a program's output")
     );
 }
+
+/// Finding 15: `tune --` with nothing after it (a script's empty `$CMD`) swept the built-in
+/// workload for minutes; it is a usage error before anything runs, `--dry-run` included.
+#[test]
+fn nothing_after_the_double_dash_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    for args in [
+        vec![
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--runs",
+            "1",
+            "--dry-run",
+            "--",
+        ],
+        vec!["tune", "--out", dir.to_str().unwrap(), "--"],
+        vec!["tune", "--"],
+    ] {
+        let started = Instant::now();
+        let out = util::coretune().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err,
+            "coretune: nothing after --: give the command to measure \
+             (coretune tune [OPTIONS] -- CMD ARGS...)\n",
+            "{args:?}"
+        );
+        assert!(!dir.exists(), "{args:?} made its folder");
+        assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
+    }
+}
+
+/// Finding 29: `--runs -1` got clap's tip "to pass '-1' as a value, use '-- -1'", wrong for
+/// `tune`, where `--` starts the command; each numeric option now says what it takes.
+#[test]
+fn a_negative_number_says_what_the_option_takes_not_to_use_double_dash() {
+    for (option, value, says) in [
+        ("--runs", "-1", "'--runs <N>': give a whole number ≥ 1"),
+        ("--warmup", "-2", "'--warmup <N>': give a whole number ≥ 0"),
+        (
+            "--tolerance",
+            "-1",
+            "'--tolerance <PCT>': give a percentage from 0 to 100",
+        ),
+        (
+            "--timeout",
+            "-1",
+            "'--timeout <SECS>': give a positive number of seconds",
+        ),
+        (
+            "--min-time",
+            "-1",
+            "'--min-time <SECS>': give a number of seconds, 0 or more",
+        ),
+        (
+            "--threads",
+            "-1",
+            "--threads: '-1': thread counts must be at least 1",
+        ),
+        (
+            "--instances",
+            "-1",
+            "--instances: '-1': instance counts must be at least 1",
+        ),
+        ("--runs", "0", "'--runs <N>': give a whole number ≥ 1"),
+    ] {
+        let out = util::coretune()
+            .args(["tune", option, value, "--dry-run", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{option} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{option} {value}: {err}");
+        assert!(!err.contains("tip:") && !err.contains("'-- "), "{err}");
+        let lines = err
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+            .count();
+        assert_eq!(lines, 1, "{option} {value}: {err}");
+    }
+}
+
+/// Finding 24: `--place os,os` doubled the runs and `--cpus all --cpus 0-1` on a 2-CPU machine
+/// was reported as "restricting to '0-1' gains 47%"; duplicates are measured once, under their
+/// first spelling, and a note says so once.
+#[test]
+fn duplicate_grid_values_are_measured_once_under_their_first_spelling() {
+    let every = String::from_utf8(
+        util::coretune()
+            .args(["cpus", "all"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dup");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os,os",
+            "--cpus",
+            "all",
+            "--cpus",
+        ])
+        .arg(&every)
+        .args([
+            "--cpus",
+            "all",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--exhaustive",
+            "--out",
+        ])
+        .arg(&dir)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for note in [
+        "coretune: note: --place os is given twice: measured once\n".to_owned(),
+        format!(
+            "coretune: note: --cpus '{every}' is the same CPUs as 'all' on this machine \
+             ({every}): measured once, as 'all'\n"
+        ),
+        "coretune: note: --cpus 'all' is given twice: measured once\n".to_owned(),
+    ] {
+        assert_eq!(err.matches(&note).count(), 1, "{note}: {err}");
+    }
+    let s = util::summary(&dir);
+    let configs = s["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 1, "{s}");
+    assert_eq!(configs[0]["cpus"], "all");
+    assert_eq!(configs[0]["runs"], 1);
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 1);
+    // The plan says the same.
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--dry-run",
+            "--threads",
+            "1",
+            "--place",
+            "os,os,compact",
+            "--cpus",
+        ])
+        .arg(&every)
+        .args(["--cpus", "all", "--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("placements os, compact\n"), "{plan}");
+    assert!(plan.contains(&format!("cpus       {every}\n")), "{plan}");
+}
+
+/// Finding 28: `--dry-run` printed a plan for `--mem preferred:numa:0-1`, which the sweep (and
+/// `place`) refuse; both now check memory policies the same way.
+#[test]
+fn dry_run_refuses_a_memory_policy_the_sweep_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    let machine = "pack:2 numa:2 core:4 pu:2";
+    for args in [
+        vec![
+            "tune",
+            "--input",
+            machine,
+            "--dry-run",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ],
+        vec![
+            "tune",
+            "--input",
+            machine,
+            "--dry-run",
+            "--json",
+            "--threads",
+            "1",
+        ],
+        vec![
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+    ] {
+        let out = util::coretune()
+            .args(&args)
+            .args(["--mem", "none,preferred:numa:0-1", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--mem 'preferred:numa:0-1'"),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.exists());
+    }
+}

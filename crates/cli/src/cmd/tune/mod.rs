@@ -45,6 +45,7 @@ use args::{Folder, Job, Machine, SweepOptions, TuneOptions};
 pub(crate) use args::TuneArgs;
 
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    args::check_escape(args, std::env::args_os())?;
     let TuneOptions {
         job,
         quiet,
@@ -89,6 +90,7 @@ fn measure(
             let spec = folder.spec();
             let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
             check_grid(&runner, &spec.design.grid)?;
+            show_instance_warnings(&spec.design.grid, &topo);
             (folder, runner)
         }
         Folder::New {
@@ -183,8 +185,10 @@ fn new_sweep<'t>(
     machine: MachineCounts,
 ) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
     let runner = Runner::new(topo, sweep.target.clone(), settings.clone(), machine)?;
-    let grid = sweep.grid(runner.default_grid(), machine)?;
+    let mut grid = sweep.grid(runner.default_grid(), machine)?;
+    show_merged(&grid.merge_duplicates(topo));
     check_grid(&runner, &grid)?;
+    show_instance_warnings(&grid, topo);
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
@@ -211,7 +215,12 @@ fn plan_only(
         }
         Target::Command { .. } => Grid::default_for(machine),
     };
-    let plan = sweep.design(sweep.grid(default, machine)?);
+    let mut grid = sweep.grid(default, machine)?;
+    // Checked as the sweep checks it, so that a plan is never printed for what would be refused.
+    show_merged(&grid.merge_duplicates(topo));
+    show_cpus_warnings(grid.check(topo)?);
+    show_instance_warnings(&grid, topo);
+    let plan = sweep.design(grid);
     let estimate = plan.estimate(topo, binding, machine, one)?;
     let text = if json {
         report::plan::json(&topology_summary(topo), target, &plan, &estimate)?
@@ -225,9 +234,7 @@ fn plan_only(
 /// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
 /// reason when pinned placements cannot reach the program's threads one by one.
 fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
-    for (cpus, warning) in runner.check(grid)? {
-        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
-    }
+    show_cpus_warnings(runner.check(grid)?);
     runner.check_program(grid)?;
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
@@ -242,6 +249,27 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
         eprintln!("coretune: warning: {note}");
     }
     Ok(())
+}
+
+/// The grid values measured once though given twice ([`Grid::merge_duplicates`]).
+fn show_merged(notes: &[String]) {
+    for note in notes {
+        eprintln!("coretune: note: {note}");
+    }
+}
+
+/// What each CPU set of the grid is worth knowing for ([`Grid::check`]).
+fn show_cpus_warnings(warnings: Vec<(String, coretune_core::cpuset::Warning)>) {
+    for (cpus, warning) in warnings {
+        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+}
+
+/// Copies that share PUs or get parts of different sizes ([`Grid::instance_warnings`]).
+fn show_instance_warnings(grid: &Grid, topo: &Topology) {
+    for warning in grid.instance_warnings(topo) {
+        eprintln!("coretune: warning: {warning}");
+    }
 }
 
 /// The first Ctrl-C asks the sweep to stop after the run in flight; the second quits at once
