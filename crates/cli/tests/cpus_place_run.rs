@@ -757,3 +757,34 @@ fn likwid_lists_inside_a_domain_keep_the_order_likwid_pin_prints() {
         "{err}"
     );
 }
+
+/// Finding 25: `run --threads 0` exported OMP_NUM_THREADS=0 (libgomp refuses it, tokio panics on
+/// TOKIO_WORKER_THREADS=0) and `--threads 1000000000` was accepted; both are refused before the
+/// program starts, as `place` and `tune` refuse them.
+#[test]
+fn run_refuses_zero_threads_and_more_than_the_thread_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    for threads in ["0", "65537", "1000000000", "-1"] {
+        let out = coretune()
+            .args(["run", "--threads", threads, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--threads {threads}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{threads}' for '--threads <THREADS>': give a whole number from 1 \
+                 to 65536"
+            )),
+            "{threads}: {err}"
+        );
+        assert!(!marker.exists(), "--threads {threads} started the program");
+    }
+    let out = coretune()
+        .args(["run", "--threads", "65536", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}

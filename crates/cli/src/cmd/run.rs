@@ -32,7 +32,8 @@ pub(crate) struct RunArgs {
     physical: bool,
     /// Thread count to announce through OMP_NUM_THREADS, RAYON_NUM_THREADS and the others
     /// (with --pid: how many places to plan; default, the threads the process has).
-    #[arg(long, short = 't')]
+    #[arg(long, short = 't', allow_negative_numbers = true,
+          value_parser = crate::numbers::whole(1, coretune_core::placement::MAX_THREADS))]
     threads: Option<usize>,
     /// Placement policy for --threads: the main thread on the first place, the k-th thread it
     /// creates on place k+1, through the preloaded pinning library (or OpenMP's places, or the
