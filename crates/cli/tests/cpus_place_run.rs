@@ -788,3 +788,89 @@ fn run_refuses_zero_threads_and_more_than_the_thread_cap() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
 }
+
+/// Finding 22: `--mem preferred:0` (numactl's way to name node 0) was "'0' is not a location",
+/// and a node that is not there leaked hwloc's internals ("object #1 depth -3 below cpuset …");
+/// node numbers are NUMA nodes by OS index, as numactl takes them, and a missing node is said
+/// as `coretune cpus` says it. In `tune --mem` a bad item is named alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn mem_takes_numactl_s_node_numbers_and_a_missing_node_reads_as_cpus_says() {
+    for (policy, shown) in [
+        ("preferred:0", " prefer:0 "),
+        ("interleave:0", " interleave:0 "),
+        ("bind:0", " bind:0 "),
+    ] {
+        let out = coretune()
+            .args(["run", "--mem", policy, "--", "cat", "/proc/self/numa_maps"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{policy}: {out:?}");
+        let maps = String::from_utf8_lossy(&out.stdout);
+        assert!(maps.lines().any(|l| l.contains(shown)), "{policy}: {maps}");
+    }
+    // On a 2-node machine described by hwloc, the numbers are the nodes numactl would use.
+    let two = "numa:2 core:2 pu:1";
+    for (policy, numactl) in [
+        ("interleave:0,1", "--interleave=0-1"),
+        ("bind:0-1", "--membind=0-1"),
+        ("preferred:1", "--preferred=1"),
+    ] {
+        let json = util::json(&[
+            "place", "--input", two, "-t", "2", "--mem", policy, "--json",
+        ]);
+        assert_eq!(json["mem"]["numactl"], numactl, "{policy}");
+    }
+
+    // Nodes that are not there: the words `coretune cpus` uses, one line, status 2.
+    // One past the machine's nodes (as the kernel lists them).
+    let last = std::fs::read_dir("/sys/devices/system/node")
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix("node")
+                .is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+        .count();
+    let missing = format!("numa:{last}");
+    let cpus_says =
+        String::from_utf8(coretune().args(["cpus", &missing]).output().unwrap().stderr).unwrap();
+    let cpus_says = cpus_says
+        .trim()
+        .strip_prefix("coretune: cpus: ")
+        .unwrap()
+        .to_owned();
+    for (args, says) in [
+        (
+            vec!["run", "--mem", &*format!("bind:{missing}"), "--", "true"],
+            cpus_says.clone(),
+        ),
+        (
+            vec!["run", "--mem", &*format!("preferred:{last}"), "--", "true"],
+            format!("'{last}': no numa has OS index {last}"),
+        ),
+        (
+            vec![
+                "tune",
+                "--dry-run",
+                "--mem",
+                &*format!("local,bind:{missing}"),
+                "--",
+                "true",
+            ],
+            cpus_says.clone(),
+        ),
+        (
+            vec!["tune", "--dry-run", "--mem", "local,bogus", "--", "true"],
+            "--mem: unknown memory policy 'bogus' (".to_owned(),
+        ),
+    ] {
+        let out = coretune().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&says), "{args:?}: {err} (wanted {says})");
+        assert!(!err.contains("depth") && !err.contains("nodeset"), "{err}");
+    }
+}

@@ -569,7 +569,8 @@ impl<'de> Deserialize<'de> for Mem {
 }
 
 /// `tune --mem`'s list: policies separated by commas, where a comma inside a policy's node
-/// list stays there (`none,interleave:numa:0,2,bind` is three).
+/// list stays there (`none,interleave:numa:0,2,bind` is three; `interleave:0,1` one). A word
+/// after a policy without nodes (`local,bogus`) is a policy of its own, and the error names it.
 ///
 /// # Errors
 ///
@@ -592,7 +593,7 @@ pub fn parse_mems(list: &str) -> Result<Vec<Mem>, MemError> {
     let mut parts: Vec<String> = Vec::new();
     for word in list.split(',') {
         match parts.last_mut() {
-            Some(last) if !starts_policy(word) => {
+            Some(last) if !starts_policy(word) && last.contains(':') => {
                 last.push(',');
                 last.push_str(word);
             }
@@ -1025,7 +1026,16 @@ mod test {
         let mems = parse_mems("none,interleave:numa:0,2,bind,local,none").unwrap();
         let text: Vec<String> = mems.iter().map(ToString::to_string).collect();
         assert_eq!(text, ["none", "interleave:numa:0,2", "bind", "local"]);
+        let text: Vec<String> = parse_mems("interleave:0,1,bind:0-1,preferred:0")
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(text, ["interleave:0,1", "bind:0-1", "preferred:0"]);
         assert!(parse_mems("none,bogus").is_err());
+        // The bad item alone, not the list it is in.
+        let err = parse_mems("local,bogus").unwrap_err().to_string();
+        assert!(err.starts_with("unknown memory policy 'bogus' ("), "{err}");
         // Old configurations (no `mem`) read back as the OS's default, and write no `mem`.
         let c: Config =
             serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)

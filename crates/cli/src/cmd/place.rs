@@ -43,7 +43,8 @@ pub(crate) struct PlaceArgs {
     bind: Binding,
     /// The memory policy to go with it, as `run --mem` takes it: local, interleave or
     /// interleave:NODES, bind or bind:NODES (the nodes near the placement's CPUs without NODES),
-    /// preferred:NODE; shown as numactl's options and in the run line.
+    /// preferred:NODE (NODES: 0-1 as numactl numbers nodes, numa:0-1, package:1, near); shown
+    /// as numactl's options and in the run line.
     #[arg(long, value_name = "POLICY")]
     mem: Option<MemPolicy>,
     /// Print the placement as JSON.

@@ -53,7 +53,8 @@ pub(crate) struct TuneArgs {
     throttle: Option<String>,
     /// Memory policies to try, as run --mem takes them: none (the OS's first touch), local,
     /// interleave or interleave:NODES, bind or bind:NODES (near the CPUs used without NODES),
-    /// preferred:NODE; comma-separated (default: none).
+    /// preferred:NODE (NODES: 0-1 as numactl numbers nodes, numa:0-1, package:1, near);
+    /// comma-separated (default: none).
     #[arg(long, value_name = "LIST")]
     mem: Option<String>,
     /// Instance counts to try, as --threads takes them (1-4, 1,2,4): each run starts that many
