@@ -52,8 +52,8 @@ pub(crate) struct RunArgs {
     skip: Option<SkipMask>,
     /// Memory policy the program starts with, as numactl sets it: local (--localalloc),
     /// interleave or interleave:NODES (every node without NODES), bind or bind:NODES (--membind;
-    /// the nodes near the CPUs it runs on without NODES), preferred:NODE. NODES: numa:0-1,
-    /// package:1, near.
+    /// the nodes near the CPUs it runs on without NODES), preferred:NODE. NODES: 0-1 (nodes by
+    /// OS index, as numactl numbers them), numa:0-1, package:1, near.
     #[arg(long, value_name = "POLICY", conflicts_with = "pid")]
     mem: Option<MemPolicy>,
     /// Rebind (--cpus) or re-pin one by one (--place, in the order the threads were created)
