@@ -217,7 +217,16 @@ impl MetricSpec {
                 .ok()
                 .or_else(|| self.duration(&t))
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| missing(&format!("'{}' is not a number", s.trim())))
+                .ok_or_else(|| match self.unit_needed(&t) {
+                    // Found, but a duration coretune was not told how to read.
+                    Some(advice) => format!(
+                        "metric {} in {}: '{}' has a unit: {advice}",
+                        self.name,
+                        self.from,
+                        s.trim()
+                    ),
+                    None => missing(&format!("'{}' is not a number", s.trim())),
+                })
         };
         match &self.read {
             MetricRead::Regex(re) => {
@@ -261,22 +270,47 @@ impl MetricSpec {
     /// unit that suits it) in this metric's time `--unit`; `None` when the metric has no time
     /// unit or the text is not one.
     fn duration(&self, text: &str) -> Option<f64> {
-        let scale = |unit: &str| -> Option<f64> {
-            Some(match unit {
-                "ns" => 1e-9,
-                "us" | "µs" => 1e-6,
-                "ms" => 1e-3,
-                "s" => 1.0,
-                "m" | "min" => 60.0,
-                "h" => 3600.0,
-                _ => return None,
-            })
-        };
-        let to = scale(self.unit.as_deref()?)?;
-        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let (value, unit) = text.split_at(split);
-        Some(value.parse::<f64>().ok()? * scale(unit.trim())? / to)
+        let to = time_scale(self.unit.as_deref()?)?;
+        let (value, unit) = split_duration(text)?;
+        Some(value * time_scale(unit)? / to)
     }
+
+    /// What to add when `text` is a duration (`850.00us`) this metric cannot read because its
+    /// `--unit` is missing or is not a time unit: `add --unit p99=ms`.
+    fn unit_needed(&self, text: &str) -> Option<String> {
+        let (_, unit) = split_duration(text)?;
+        time_scale(unit)?;
+        Some(match &self.unit {
+            None => format!(
+                "add --unit {}=ms (or us, s: the unit its values are shown in)",
+                self.name
+            ),
+            Some(own) => format!(
+                "--unit {}={own} is not a time unit to convert it to (ns, us, ms, s, min, h)",
+                self.name
+            ),
+        })
+    }
+}
+
+/// Seconds in a time unit (`ms`: 0.001); `None` for anything else.
+fn time_scale(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    })
+}
+
+/// A number followed by a unit (`850.00us`: 850.0 and `us`).
+fn split_duration(text: &str) -> Option<(f64, &str)> {
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (value, unit) = text.split_at(split);
+    Some((value.parse::<f64>().ok()?, unit.trim()))
 }
 
 /// A jq path (`.`, `.a`, `.a.b`, `.a[0].b`, `."odd key"`) as a JSON pointer; `None` when it is
@@ -602,6 +636,7 @@ mod test {
         let mut p99 = spec(r"p99=99%\s+(\S+)");
         // Without a time unit the text must be a number.
         assert!(p99.read_from("99%  850.00us").is_err());
+        assert!(p99.read_from("99%  850.00us ok").is_err());
         p99.unit = Some("ms".into());
         for (text, ms) in [
             ("99%  850.00us", 0.85),
@@ -614,6 +649,29 @@ mod test {
         assert_eq!(p99.read_from("99%  7"), Ok(7.0));
         let e = p99.read_from("99%  3.0MB").unwrap_err();
         assert!(e.contains("'3.0MB' is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_duration_without_a_time_unit_says_to_add_one_not_that_it_is_missing() {
+        let mut p99 = spec(r"p99=99%\s+(\S+)");
+        assert_eq!(
+            p99.read_from("     99%  850.00us").unwrap_err(),
+            "metric p99 in stdout: '850.00us' has a unit: add --unit p99=ms (or us, s: the unit \
+             its values are shown in)"
+        );
+        p99.unit = Some("req/s".into());
+        let e = p99.read_from("99%  1.2s").unwrap_err();
+        assert!(
+            e.contains("'1.2s' has a unit: --unit p99=req/s is not a time unit"),
+            "{e}"
+        );
+        // Not a duration: still not a number.
+        p99.unit = None;
+        let e = p99.read_from("99%  3.0MB").unwrap_err();
+        assert!(
+            e.contains("not found in stdout: '3.0MB' is not a number"),
+            "{e}"
+        );
     }
 
     #[test]
