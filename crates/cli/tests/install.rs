@@ -462,3 +462,85 @@ fn bash_completion_offers_the_values_of_enum_options() {
     let sizes = complete("coretune bench sum --size ''", 4);
     assert!(sizes.contains("small"), "--size offers {sizes:?}");
 }
+
+/// Finding 32: `coretune bench <TAB>` and `tune <TAB>` offered no workload, `--objective <TAB>`
+/// and `--metric-from <TAB>` only file names. They offer the workloads, the objectives (with
+/// what each is, and that a metric's name is one too), and `stdout`/`stderr` beside file names.
+#[test]
+fn completions_offer_workloads_objectives_and_where_metrics_come_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coretune.bash");
+    fs::write(&path, stdout(&["completions", "bash"])).unwrap();
+    let complete = |words: &str, cword: usize| -> BTreeSet<String> {
+        let out = StdCommand::new("bash")
+            .arg("-c")
+            .arg(format!(
+                r#"source "$1" && COMP_WORDS=({words}) COMP_CWORD={cword} &&
+                   _coretune coretune "${{COMP_WORDS[$COMP_CWORD]}}" "${{COMP_WORDS[$COMP_CWORD-1]}}" &&
+                   printf '%s\n' "${{COMPREPLY[@]}}""#
+            ))
+            .arg("bash")
+            .arg(&path)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    for words in ["coretune bench ''", "coretune tune ''"] {
+        let offered = complete(words, 2);
+        for workload in ["raymesh", "membw", "mixed", "sum", "spawn"] {
+            assert!(offered.contains(workload), "{words}: {offered:?}");
+        }
+    }
+    let objectives = complete("coretune tune --objective ''", 3);
+    assert_eq!(
+        objectives,
+        ["cpu", "rss", "throughput", "time"]
+            .map(String::from)
+            .into(),
+        "--objective"
+    );
+    let sources = complete("coretune tune --metric-from ''", 3);
+    for word in ["stdout", "stderr", "coretune.bash"] {
+        assert!(sources.contains(word), "--metric-from offers {sources:?}");
+    }
+    let sources = complete("coretune tune --metric-from std", 3);
+    assert_eq!(sources, ["stderr", "stdout"].map(String::from).into());
+
+    // The other shells' scripts say the same (no zsh or fish here to run them).
+    let zsh = stdout(&["completions", "zsh"]);
+    assert!(
+        zsh.contains("]:FROM:{_values metric-from stdout stderr; _files}'"),
+        "zsh --metric-from"
+    );
+    assert!(
+        zsh.contains(r#"throughput\:"work (or runs) per second"#),
+        "zsh --objective"
+    );
+    assert!(
+        zsh.contains("spawn:(raymesh membw mixed sum spawn)'"),
+        "zsh workload"
+    );
+    let fish = stdout(&["completions", "fish"]);
+    let line = fish
+        .lines()
+        .find(|l| l.contains(" -l metric-from "))
+        .unwrap();
+    assert!(line.contains(" -r -F -a \"stdout\\t"), "{line}");
+    // `--help` names the objectives and says a metric is one too.
+    let help = stdout(&["tune", "--help"])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "time, cpu (CPU seconds), rss (peak memory), throughput (work per second) or a --metric's name"
+        ),
+        "{help}"
+    );
+}

@@ -42,6 +42,14 @@ pub enum MetricSource {
     File(String),
 }
 
+impl MetricSource {
+    /// The two words that are not file names, with what each means (for help and completion).
+    pub const KEYWORDS: [(&'static str, &'static str); 2] = [
+        ("stdout", "the program's standard output"),
+        ("stderr", "its standard error"),
+    ];
+}
+
 impl FromStr for MetricSource {
     type Err = MetricError;
     fn from_str(s: &str) -> Result<Self, MetricError> {
@@ -414,6 +422,18 @@ pub struct Objective {
 }
 
 impl Objective {
+    /// The objectives every run has, by the names `--objective` takes, with what each is (for
+    /// help and completion); a `--metric`'s name is an objective too.
+    pub const BUILT_IN: [(&'static str, &'static str); 4] = [
+        ("time", "wall time, lower is better"),
+        ("cpu", "user + system CPU seconds, lower is better"),
+        ("rss", "peak memory, lower is better"),
+        (
+            "throughput",
+            "work (or runs) per second, all instances together, higher is better",
+        ),
+    ];
+
     /// Wall time, the default objective.
     pub fn time() -> Self {
         Self {

@@ -37,6 +37,7 @@ use crate::workload_args::WorkloadArgs;
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
     /// Built-in workload: raymesh (default), membw, mixed, sum, spawn. Not used with `-- CMD`.
+    #[arg(value_parser = crate::choices::workloads(), hide_possible_values = true)]
     workload: Option<String>,
     /// Thread counts: numbers, ranges (1-8, 2-32:2) and cores, pus, K*pus (default: 1 to 4 × PUs).
     #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
@@ -156,7 +157,8 @@ pub(crate) struct TuneArgs {
     metric: Vec<String>,
     /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
     /// substituted; removed before each run so that an old one never counts).
-    #[arg(long, value_name = "FROM", default_value = "stdout")]
+    #[arg(long, value_name = "FROM", default_value = "stdout", value_hint = clap::ValueHint::FilePath,
+          value_parser = crate::choices::offered(&MetricSource::KEYWORDS), hide_possible_values = true)]
     metric_from: String,
     /// A metric for which higher is better (events/s, requests/s); lower is better otherwise.
     #[arg(long, value_name = "NAME")]
@@ -165,9 +167,11 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "NAME=UNIT")]
     unit: Vec<String>,
     /// What the search and the recommendation optimise: time, cpu (CPU seconds), rss (peak
-    /// memory) or a metric; two or more (comma-separated) add their Pareto front, the
-    /// recommendation taken on the first. Default: the first --metric, else time.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    /// memory), throughput (work per second) or a --metric's name; two or more
+    /// (comma-separated) add their Pareto front, the recommendation taken on the first.
+    /// Default: the first --metric, else time (throughput with --instances).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', hide_possible_values = true,
+          value_parser = crate::choices::offered(&Objective::BUILT_IN))]
     objective: Vec<String>,
     /// Measure a server under a load generator instead of a program that ends: its command
     /// (through sh -c, with the placeholders), started anew for each run with the configuration,
