@@ -216,7 +216,7 @@ fn man_pages_render_with_man_where_it_is_installed() {
     );
     for (page, expected) in [
         ("coretune.1", "coretune - How many threads"),
-        ("coretune-tune.1", "coretune tune [--threads]"),
+        ("coretune-tune.1", "coretune tune [--threads <LIST>]"),
     ] {
         let out = StdCommand::new("man")
             .arg("-l")
@@ -543,4 +543,85 @@ fn completions_offer_workloads_objectives_and_where_metrics_come_from() {
         ),
         "{help}"
     );
+}
+
+/// Finding 33: the man pages had no EXAMPLES but coretune(1)'s, their synopses named options
+/// without values (`[--threads] [--place]`), and calc's and distrib's pages carried the sweep's
+/// EXIT STATUS table. Every page now has examples — command lines the README shows, so they
+/// stay true — a synopsis with each option's value, and calc and distrib say what hwloc's tools
+/// exit with.
+#[test]
+fn every_man_page_has_examples_from_the_readme_values_in_its_synopsis_and_its_own_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    util::assert_ok(
+        &util::coretune()
+            .args(["man", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap(),
+    );
+    let readme = fs::read_to_string(repository_root().join("README.md")).unwrap();
+    // roff's escapes, undone: what the reader sees.
+    let plain = |roff: &str| {
+        roff.replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "")
+            .replace("\\-", "-")
+            .replace("\\e", "\\")
+    };
+    for name in file_names(dir.path()) {
+        let page = fs::read_to_string(dir.path().join(&name)).unwrap();
+        let section = |heading: &str| -> String {
+            let start = page
+                .find(&format!("\n{heading}\n"))
+                .unwrap_or_else(|| panic!("{name}: no {heading}"));
+            let body = &page[start + heading.len() + 2..];
+            body[..body.find("\n.SH ").unwrap_or(body.len())].to_owned()
+        };
+        let examples = section(".SH EXAMPLES");
+        let commands: Vec<String> = examples
+            .lines()
+            .filter(|l| l.starts_with("\\fBcoretune"))
+            .map(plain)
+            .collect();
+        assert!(!commands.is_empty(), "{name}: no example");
+        for command in &commands {
+            assert!(
+                readme.contains(command.as_str()),
+                "{name}: '{command}' is not in the README"
+            );
+        }
+        let synopsis = plain(&section(".SH SYNOPSIS"));
+        let exit = plain(&section(".SH \"EXIT STATUS\""));
+        match name.as_str() {
+            "coretune-tune.1" => {
+                for option in [
+                    "[--threads <LIST>]",
+                    "[--runs <N>]",
+                    "[--monitor [<MS>]]",
+                    "[--exhaustive]",
+                ] {
+                    assert!(synopsis.contains(option), "{name}: {synopsis}");
+                }
+                assert!(
+                    synopsis.ends_with("[-h|--help] [WORKLOAD] [-- <CMD>...]"),
+                    "{name}: {synopsis}"
+                );
+            }
+            "coretune-place.1" => {
+                assert!(
+                    synopsis.ends_with(" -t|--threads <THREADS>"),
+                    "{name}: {synopsis}"
+                );
+            }
+            "coretune-calc.1" | "coretune-distrib.1" => {
+                assert!(exit.starts_with("As hwloc-"), "{name}: {exit}");
+                assert!(!exit.contains("sweep"), "{name}: {exit}");
+            }
+            _ => assert!(
+                exit.contains("no configuration of a sweep"),
+                "{name}: {exit}"
+            ),
+        }
+    }
 }
