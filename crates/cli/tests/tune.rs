@@ -1204,3 +1204,91 @@ fn dry_run_refuses_a_memory_policy_the_sweep_refuses() {
         assert!(!dir.exists());
     }
 }
+
+/// `coretune ARGS` on a terminal (util-linux `script` gives it one) with `TERM=term`: what the
+/// terminal got, stdout and stderr together.
+#[cfg(target_os = "linux")]
+fn on_a_terminal(args: &[&str], term: &str) -> String {
+    let quote = |w: &str| format!("'{}'", w.replace('\'', r"'\''"));
+    let line = std::iter::once(
+        assert_cmd::cargo::cargo_bin("coretune")
+            .to_string_lossy()
+            .into_owned(),
+    )
+    .chain(args.iter().map(|w| (*w).to_owned()))
+    .map(|w| quote(&w))
+    .collect::<Vec<_>>()
+    .join(" ");
+    let out = StdCommand::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("TERM", term)
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Finding 35: `TERM=dumb` (Emacs' shell, some CI logs) got the table's colour codes, which such
+/// a terminal shows as text; and the progress bar's first frame was a full bar at "0/0 runs".
+#[cfg(target_os = "linux")]
+#[test]
+fn a_dumb_terminal_gets_no_colour_and_the_first_progress_frame_is_no_full_bar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, term: &str| {
+        let dir = tmp.path().join(name);
+        on_a_terminal(
+            &[
+                "tune",
+                "--threads",
+                "1,2",
+                "--place",
+                "os",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "--exhaustive",
+                "--out",
+                dir.to_str().unwrap(),
+                "--",
+                "sleep",
+                "0.2",
+            ],
+            term,
+        )
+    };
+    // An SGR sequence (colour or bold): ESC [ digits and semicolons, then m.
+    let has_sgr = |text: &str| {
+        text.split("\u{1b}[").skip(1).any(|rest| {
+            let end = rest.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+            end.is_some_and(|e| rest[e..].starts_with('m'))
+        })
+    };
+    let colour = sweep("xterm", "xterm-256color");
+    assert!(
+        has_sgr(&colour),
+        "a colour terminal gets colour: {colour:?}"
+    );
+    let dumb = sweep("dumb", "dumb");
+    assert!(!has_sgr(&dumb), "TERM=dumb: {dumb:?}");
+    assert!(dumb.contains("Recommendation:"), "{dumb:?}");
+    let report = on_a_terminal(
+        &["report", tmp.path().join("dumb").to_str().unwrap()],
+        "dumb",
+    );
+    assert!(!has_sgr(&report), "report, TERM=dumb: {report:?}");
+
+    // (indicatif draws no bar on a dumb terminal at all.)
+    assert!(!dumb.contains("0/0 runs"), "{dumb:?}");
+    assert!(!colour.contains("0/0 runs"), "{colour:?}");
+    let first = colour
+        .split(['\r', '\n'])
+        .find(|f| f.contains("stage 1"))
+        .unwrap();
+    assert!(
+        first.contains("stage 1: first run"),
+        "first frame: {first:?}"
+    );
+}

@@ -298,27 +298,45 @@ fn progress_bar(hidden: bool) -> ProgressBar {
     let bar = if hidden {
         ProgressBar::hidden()
     } else {
-        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
     };
+    // Until the first run ends, the stage's length is not known: a line that says what is
+    // going on, not a bar at "0/0 runs" (which indicatif draws full).
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{spinner} stage {prefix}: first run…")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
+    bar.set_prefix("1");
     bar
+}
+
+/// The bar once runs have ended.
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ")
 }
 
 /// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
 fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
-    if p.stage != stage.0 {
+    if stage.0 == usize::MAX {
+        bar.set_style(bar_style());
+    }
+    let new_stage = p.stage != stage.0;
+    if new_stage {
         *stage = (p.stage, p.done - 1);
-        bar.set_prefix((p.stage + 1).to_string());
     }
     let in_stage = p.done - stage.1;
-    bar.set_length((in_stage + p.remaining_in_stage) as u64);
-    bar.set_position(in_stage as u64);
+    // Length and position in one step, so that no frame shows one without the other.
+    bar.update(|s| {
+        s.set_len((in_stage + p.remaining_in_stage) as u64);
+        s.set_pos(in_stage as u64);
+    });
+    if new_stage {
+        bar.set_prefix((p.stage + 1).to_string());
+    }
     let wall = p
         .line
         .wall_s()
