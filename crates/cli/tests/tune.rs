@@ -1292,3 +1292,27 @@ fn a_dumb_terminal_gets_no_colour_and_the_first_progress_frame_is_no_full_bar() 
         "first frame: {first:?}"
     );
 }
+
+/// Finding 35: `--resume DIR --metric-from stderr` was accepted and silently ignored (the folder's
+/// own source is used); it is refused as every other sweep option is.
+#[test]
+fn resume_refuses_metric_from_as_it_refuses_the_other_sweep_options() {
+    for value in ["stderr", "stdout", "out.txt"] {
+        let out = util::coretune()
+            .args([
+                "tune",
+                "--resume",
+                "/nonexistent/sweep",
+                "--metric-from",
+                value,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("'--resume <DIR>' cannot be used with '--metric-from <FROM>'"),
+            "{value}: {err}"
+        );
+    }
+}

@@ -111,8 +111,8 @@ pub(crate) struct TuneArgs {
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
-        "metric", "higher_is_better", "unit", "objective", "server", "ready", "client",
-        "client_cpus", "ready_timeout",
+        "metric", "metric_from", "higher_is_better", "unit", "objective", "server", "ready",
+        "client", "client_cpus", "ready_timeout",
     ])]
     resume: Option<PathBuf>,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
