@@ -1316,3 +1316,41 @@ fn resume_refuses_metric_from_as_it_refuses_the_other_sweep_options() {
         );
     }
 }
+
+/// Finding 35: a sweep in a working directory where `coretune-results` cannot be made said
+/// "writing coretune-results: Permission denied" with no way out; it says where and to use
+/// `--out DIR`, before anything runs. (A file named `coretune-results` stands in for a read-only
+/// directory, which root could write to anyway.)
+#[cfg(unix)]
+#[test]
+fn a_sweep_that_cannot_make_its_folder_here_says_to_use_out() {
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(here.path().join("coretune-results"), "in the way").unwrap();
+    let marker = here.path().join("ran");
+    let out = util::coretune()
+        .current_dir(here.path())
+        .args([
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("coretune: cannot create coretune-results here: ")
+            && err.trim_end().ends_with("; use --out DIR"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!marker.exists());
+}
