@@ -874,3 +874,45 @@ fn mem_takes_numactl_s_node_numbers_and_a_missing_node_reads_as_cpus_says() {
         assert!(!err.contains("depth") && !err.contains("nodeset"), "{err}");
     }
 }
+
+/// Finding 35: `place --threads 2 --policy 0,1 --cpus pu:1` put both threads on CPU 1 without a
+/// word, though the user named CPU 0 in the list; it now warns which CPUs `--cpus` left out.
+#[test]
+fn cpus_that_leave_out_cpus_of_an_explicit_list_are_warned_about() {
+    let smt = "pack:2 core:2 pu:2";
+    let place = |list: &str, cpus: &str| {
+        let out = coretune()
+            .args([
+                "place", "--input", smt, "-t", "4", "--place", list, "--cpus", cpus, "--json",
+            ])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            util::thread_pus(&plan),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (pus, err) = place("0,1,5,4", "pack:1");
+    assert_eq!(pus, [[5], [4], [5], [4]].map(Vec::from));
+    assert!(
+        err.contains(
+            "coretune: warning: --cpus 'pack:1' leaves out CPUs 0-1 of --place '0,1,5,4': the \
+             threads written for them go round-robin over the rest of the list\n"
+        ),
+        "{err}"
+    );
+    // Nothing left out, nothing said.
+    let (_, err) = place("5,4", "pack:1");
+    assert!(!err.contains("leaves out"), "{err}");
+    // A policy is limited by --cpus by design.
+    let out = coretune()
+        .args([
+            "place", "--input", smt, "-t", "2", "--place", "compact", "--cpus", "pack:1",
+        ])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("leaves out"));
+}

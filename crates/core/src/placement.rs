@@ -259,6 +259,37 @@ impl FromStr for PlaceSpec {
     }
 }
 
+impl PlaceSpec {
+    /// The CPUs of an ordered list (`--place 0,1`) that `cpus` leaves out, in the list's order
+    /// and each once: [`plan_spec`] drops them, so the threads written for them go round-robin
+    /// over the rest of the list — worth a warning, since the user named them. Empty for a
+    /// policy, without `cpus`, or for a list that does not resolve here (planning says why).
+    pub fn left_out_by(
+        &self,
+        topology: &Topology,
+        cpus: Option<&CpuSet>,
+        physical: bool,
+    ) -> Vec<usize> {
+        let (PlaceSpec::List(text), Some(cpus)) = (self, cpus) else {
+            return Vec::new();
+        };
+        let options = crate::cpuset::ResolveOptions { physical };
+        let Ok(order) = text
+            .parse::<crate::cpuset::CpuSetExpr>()
+            .and_then(|expr| expr.ordered(topology, &options))
+        else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = Vec::new();
+        for cpu in order {
+            if !cpus.is_set(cpu) && !out.contains(&cpu) {
+                out.push(cpu);
+            }
+        }
+        out
+    }
+}
+
 impl fmt::Display for PlaceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
