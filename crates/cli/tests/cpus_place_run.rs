@@ -916,3 +916,24 @@ fn cpus_that_leave_out_cpus_of_an_explicit_list_are_warned_about() {
     util::assert_ok(&out);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("leaves out"));
 }
+
+/// Finding 35: `run --cpus 0` warned that the set "includes CPU 0" though CPU 0 was what the
+/// user asked for by name. The warning stays for sets that merely contain it.
+#[test]
+fn cpu_0_named_by_the_user_is_not_warned_about() {
+    let says_cpu0 = |args: &[&str]| {
+        let out = coretune().args(args).output().unwrap();
+        util::assert_ok(&out);
+        String::from_utf8_lossy(&out.stderr).contains("includes CPU 0")
+    };
+    for expr in ["0", "pu:0", "0,9", "5,0"] {
+        assert!(!says_cpu0(&["cpus", "--input", SYNTH, expr]), "{expr}");
+    }
+    for expr in ["0-3", "numa:0", "core:0", "pack:0"] {
+        assert!(says_cpu0(&["cpus", "--input", SYNTH, expr]), "{expr}");
+    }
+    // And where it started: `run`, on this machine.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        assert!(!says_cpu0(&["run", "--cpus", "0", "--", "true"]));
+    }
+}
