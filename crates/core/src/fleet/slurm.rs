@@ -107,8 +107,7 @@ impl Slurm {
             String::from_utf8_lossy(bytes)
                 .lines()
                 .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .last()
+                .rfind(|l| !l.is_empty())
                 .map(str::to_owned)
         };
         let answer = last(&out.stdout);
