@@ -2,9 +2,41 @@
 //! parsed with a message that says what the option takes ("give a whole number ≥ 1"), negative
 //! numbers included. An option that takes one sets `allow_negative_numbers`, so that clap hands
 //! `-1` to the parser instead of reading it as an unknown flag and advising `-- -1` (wrong for
-//! `tune` and `run`, where `--` starts the command).
+//! `tune` and `run`, where `--` starts the command). `main` prints such an error as coretune's
+//! other errors are, one line: `coretune: --runs -1: give a whole number ≥ 1` ([`one_line`]).
 
 use clap::builder::{StringValueParser, TypedValueParser};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+/// What a numeric option takes, said when its value is not that.
+#[derive(Debug)]
+pub(crate) struct Wanted(String);
+
+impl std::fmt::Display for Wanted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Wanted {}
+
+/// A clap error about a numeric option's value as one line (`--runs -1: give a whole number
+/// ≥ 1`); `None` for every other error, which clap prints itself.
+pub(crate) fn one_line(err: &clap::Error) -> Option<String> {
+    if err.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let wanted = std::error::Error::source(err)?.downcast_ref::<Wanted>()?;
+    let text = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    // `--runs <N>`: the option's name.
+    let arg = text(ContextKind::InvalidArg)?;
+    let option = arg.split_whitespace().next().unwrap_or(&arg).to_owned();
+    let value = text(ContextKind::InvalidValue)?;
+    Some(format!("{option} {value}: {wanted}"))
+}
 
 /// A whole number from `min` to `max` (`usize::MAX`: no upper bound).
 pub(crate) fn whole(min: usize, max: usize) -> impl TypedValueParser<Value = usize> {
@@ -16,7 +48,7 @@ pub(crate) fn whole(min: usize, max: usize) -> impl TypedValueParser<Value = usi
         };
         match text.trim().parse::<usize>() {
             Ok(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(wanted),
+            _ => Err(Wanted(wanted)),
         }
     })
 }
@@ -28,7 +60,7 @@ pub(crate) fn seconds() -> impl TypedValueParser<Value = f64> {
             .parse::<f64>()
             .ok()
             .filter(|&s| std::time::Duration::try_from_secs_f64(s).is_ok_and(|d| !d.is_zero()))
-            .ok_or("give a positive number of seconds")
+            .ok_or_else(|| Wanted("give a positive number of seconds".to_owned()))
     })
 }
 
@@ -39,7 +71,7 @@ pub(crate) fn seconds_or_zero() -> impl TypedValueParser<Value = f64> {
             .parse::<f64>()
             .ok()
             .filter(|&s| std::time::Duration::try_from_secs_f64(s).is_ok())
-            .ok_or("give a number of seconds, 0 or more")
+            .ok_or_else(|| Wanted("give a number of seconds, 0 or more".to_owned()))
     })
 }
 
@@ -50,7 +82,7 @@ pub(crate) fn percent() -> impl TypedValueParser<Value = f64> {
             .parse::<f64>()
             .ok()
             .filter(|p| (0.0..100.0).contains(p))
-            .ok_or("give a percentage from 0 to 100")
+            .ok_or_else(|| Wanted("give a percentage from 0 to 100".to_owned()))
     })
 }
 
@@ -75,18 +107,15 @@ mod test {
     }
 
     fn error(args: &[&str]) -> String {
-        Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
-            .unwrap_err()
-            .to_string()
+        let err =
+            Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap_err();
+        one_line(&err).unwrap_or_else(|| err.to_string())
     }
 
     #[test]
-    fn negative_and_out_of_range_numbers_say_what_the_option_takes() {
+    fn negative_and_out_of_range_numbers_say_what_the_option_takes_in_one_line() {
         for (args, want) in [
-            (
-                ["--runs", "-1"],
-                "invalid value '-1' for '--runs <RUNS>': give a whole number ≥ 1",
-            ),
+            (["--runs", "-1"], "give a whole number ≥ 1"),
             (["--runs", "0"], "give a whole number ≥ 1"),
             (["--runs", "x"], "give a whole number ≥ 1"),
             (["--threads", "9"], "give a whole number from 1 to 8"),
@@ -101,8 +130,11 @@ mod test {
             (["--tolerance", "100"], "give a percentage from 0 to 100"),
         ] {
             let err = error(&args);
-            assert!(err.contains(want), "{args:?}: {err}");
-            assert!(!err.contains("tip:"), "{args:?}: {err}");
+            assert!(
+                err.starts_with(&format!("{} {}: ", args[0], args[1])),
+                "{args:?}: {err}"
+            );
+            assert!(err.ends_with(want), "{args:?}: {err}");
         }
         let ok = Cli::try_parse_from(["t", "--runs", "3", "--min-time", "0", "--tolerance", "2.5"])
             .unwrap();
@@ -110,5 +142,8 @@ mod test {
             (ok.runs, ok.min_time, ok.tolerance),
             (Some(3), Some(0.0), Some(2.5))
         );
+        // Other errors are clap's own.
+        let other = Cli::try_parse_from(["t", "--bogus"]).unwrap_err();
+        assert!(one_line(&other).is_none());
     }
 }

@@ -1024,34 +1024,42 @@ fn nothing_after_the_double_dash_is_refused_before_anything_runs() {
 #[test]
 fn a_negative_number_says_what_the_option_takes_not_to_use_double_dash() {
     for (option, value, says) in [
-        ("--runs", "-1", "'--runs <N>': give a whole number ≥ 1"),
-        ("--warmup", "-2", "'--warmup <N>': give a whole number ≥ 0"),
+        (
+            "--runs",
+            "-1",
+            "coretune: --runs -1: give a whole number ≥ 1",
+        ),
+        (
+            "--warmup",
+            "-2",
+            "coretune: --warmup -2: give a whole number ≥ 0",
+        ),
         (
             "--tolerance",
             "-1",
-            "'--tolerance <PCT>': give a percentage from 0 to 100",
+            "coretune: --tolerance -1: give a percentage from 0 to 100",
         ),
         (
             "--timeout",
             "-1",
-            "'--timeout <SECS>': give a positive number of seconds",
+            "coretune: --timeout -1: give a positive number of seconds",
         ),
         (
             "--min-time",
             "-1",
-            "'--min-time <SECS>': give a number of seconds, 0 or more",
+            "coretune: --min-time -1: give a number of seconds, 0 or more",
         ),
         (
             "--threads",
             "-1",
-            "--threads: '-1': thread counts must be at least 1",
+            "coretune: --threads: '-1': thread counts must be at least 1",
         ),
         (
             "--instances",
             "-1",
-            "--instances: '-1': instance counts must be at least 1",
+            "coretune: --instances: '-1': instance counts must be at least 1",
         ),
-        ("--runs", "0", "'--runs <N>': give a whole number ≥ 1"),
+        ("--runs", "0", "coretune: --runs 0: give a whole number ≥ 1"),
     ] {
         let out = util::coretune()
             .args(["tune", option, value, "--dry-run", "--", "true"])
@@ -1059,13 +1067,7 @@ fn a_negative_number_says_what_the_option_takes_not_to_use_double_dash() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{option} {value}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{option} {value}: {err}");
-        assert!(!err.contains("tip:") && !err.contains("'-- "), "{err}");
-        let lines = err
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
-            .count();
-        assert_eq!(lines, 1, "{option} {value}: {err}");
+        assert_eq!(err, format!("{says}\n"), "{option} {value}");
     }
 }
 

@@ -121,8 +121,12 @@ pub(crate) struct TuneArgs {
     #[arg(long)]
     dry_run: bool,
     /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
-    #[arg(long, value_name = "SECS", requires = "dry_run", allow_negative_numbers = true,
-          value_parser = numbers::seconds())]
+    #[arg(
+        long,
+        value_name = "SECS",
+        requires = "dry_run",
+        allow_negative_numbers = true
+    )]
     estimate_one: Option<f64>,
     #[command(flatten)]
     input: TopologyArgs,
@@ -191,8 +195,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     client_cpus: Option<String>,
     /// The longest a server may take to be ready, in seconds.
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
-          value_parser = numbers::seconds())]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     ready_timeout: Option<f64>,
     #[command(flatten)]
     slurm: SlurmArgs,
