@@ -1,7 +1,8 @@
 //! Option values that are one of a list the core library defines (`--place`, `--bind`, `--to`,
 //! `--size`): parsed by the type's own `FromStr`, so its aliases (`rr`, `close`, `hex`…) and its
 //! error messages stay, and listed to clap as possible values, so `--help` shows them and the
-//! completion scripts offer them instead of file names.
+//! completion scripts offer them instead of file names. Values that are suggestions rather than
+//! the only ones (a workload's name, `--objective`, `--metric-from`) are [`offered`].
 
 use std::ffi::OsStr;
 use std::fmt::Display;
@@ -53,6 +54,54 @@ where
                 .iter()
                 .map(|name| PossibleValue::new(name.clone())),
         ))
+    }
+}
+
+/// A value parser that takes any text and offers `values` (name, what it is) in completions:
+/// for options whose names are suggestions, not the only values (a workload's name checked
+/// later with its own message, an objective that may also be a metric's name, `stdout` or a
+/// file). Their help lists them only where the option's own text does.
+pub(crate) fn offered(values: &[(&'static str, &'static str)]) -> Offered {
+    Offered {
+        values: values.to_vec(),
+    }
+}
+
+/// [`offered`] for the built-in workloads, by name (checked later, with the list in the error).
+pub(crate) fn workloads() -> Offered {
+    Offered {
+        values: coretune_core::workload::NAMES
+            .iter()
+            .map(|&name| (name, ""))
+            .collect(),
+    }
+}
+
+/// See [`offered`].
+#[derive(Clone, Debug)]
+pub(crate) struct Offered {
+    values: Vec<(&'static str, &'static str)>,
+}
+
+impl TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.values.iter().map(
+            |&(name, help)| match help {
+                "" => PossibleValue::new(name),
+                help => PossibleValue::new(name).help(help),
+            },
+        )))
     }
 }
 

@@ -108,10 +108,22 @@ pub(crate) fn saved_tree_to_xml(
         .output()
         .with_context(|| format!("{label}: cannot run coretune to read the tree"))?;
     if !out.status.success() {
+        // hwloc's own lines, then the child's error about "this machine" (the tree, here): one
+        // line, as every error is.
         let stderr = String::from_utf8_lossy(&out.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .map(|l| {
+                l.trim()
+                    .trim_start_matches("coretune: ")
+                    .trim_start_matches("could not discover this machine's topology: ")
+                    .trim_end_matches('.')
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
         bail!(
             "{label}: hwloc could not read the tree: {}",
-            stderr.trim().trim_start_matches("coretune: ")
+            said.join("; ")
         );
     }
     let xml = String::from_utf8(out.stdout).context("hwloc's XML export is not UTF-8")?;

@@ -11,6 +11,7 @@ mod choices;
 mod cmd;
 mod exit;
 mod input;
+mod numbers;
 mod report;
 mod workload_args;
 
@@ -100,7 +101,17 @@ fn main() -> ExitCode {
         env!("OUT_DIR"),
         "/libcoretune_pin.so"
     )));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => match numbers::one_line(&err) {
+            // A number out of range: one line, as every other bad input.
+            Some(line) => {
+                eprintln!("coretune: {line}");
+                return ExitCode::from(exit::ERROR);
+            }
+            None => err.exit(),
+        },
+    };
     // `run` and `watch` start a program: like env, taskset and timeout they end with 127 when
     // it is not found and 126 when it cannot be executed.
     let starts_program = matches!(cli.command, Command::Run(_) | Command::Watch(_));

@@ -184,3 +184,27 @@ fn help_and_version_name_coretune() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("hwloc-distrib 2.9.0"));
 }
+
+/// Finding 35: `calc --input-format fsroot -i /tmp core:0` (a folder that is no saved /sys tree)
+/// ended with Rust's debug text: "hwloc_topology_load failed with errno Some(Errno { code: 22,
+/// … })". hwloc-calc 2.9 prints `0x0` there; coretune stops, with hwloc's words on one line.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_folder_that_is_no_saved_tree_is_one_readable_line() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = util::coretune()
+        .args(["calc", "--input-format", "fsroot", "-i"])
+        .arg(empty.path())
+        .arg("core:0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(": hwloc could not read the tree: ")
+            && err.contains("hwloc_topology_load failed: Invalid argument"),
+        "{err}"
+    );
+    assert!(!err.contains("Some(") && !err.contains("Errno {"), "{err}");
+}

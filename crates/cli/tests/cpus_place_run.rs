@@ -702,3 +702,236 @@ fn run_mem_sets_the_memory_policy_the_program_starts_with() {
         assert_eq!(lines, 1, "{stderr}");
     }
 }
+
+/// Finding 9: a likwid list inside a domain keeps the order written (`S0:1,0` is 1,0 as
+/// `likwid-pin -p` prints it, not 0,1), across `@` too; a descending range counts down; every
+/// domain `likwid-pin -p` lists exists (`D0` included); the printed likwid-pin equivalent is the
+/// same list; a malformed placement names what is wrong with it.
+#[test]
+fn likwid_lists_inside_a_domain_keep_the_order_likwid_pin_prints() {
+    if !util::installed("likwid-pin") {
+        return;
+    }
+    let likwid = |args: &[&str]| {
+        let out = StdCommand::new("likwid-pin").args(args).output().unwrap();
+        assert!(out.status.success(), "likwid-pin {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Every domain likwid-pin knows on this machine, as coretune must know it.
+    let listing = likwid(&["-p"]);
+    let domains: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("Domain ")?.strip_suffix(':'))
+        .collect();
+    assert!(domains.contains(&"D0"), "{listing}");
+    let mut cases: Vec<String> = ["S0:1,0", "N:1,0@N:1", "C0:1,0", "N:1-0", "D0:0-1", "M0:1,0"]
+        .map(String::from)
+        .to_vec();
+    cases.extend(domains.iter().map(|d| format!("{d}:0")));
+    for expr in &cases {
+        let theirs = likwid(&["-p", "-c", expr]);
+        let theirs = theirs.lines().last().unwrap_or_default().trim().to_owned();
+        let want: Vec<Vec<usize>> = theirs
+            .split(',')
+            .map(|c| vec![c.parse::<usize>().unwrap()])
+            .collect();
+        let threads = want.len().to_string();
+        let plan = util::json(&["place", "-t", &threads, "--place", expr, "--json"]);
+        assert_eq!(util::thread_pus(&plan), want, "--place {expr}");
+        let text = stdout(&["place", "-t", &threads, "--place", expr]);
+        assert!(
+            text.contains(&format!("likwid-pin: likwid-pin -c {theirs} CMD")),
+            "{expr}: {text}"
+        );
+    }
+    // Wrong: one line that says what is wrong with the list, then what --place takes.
+    let out = coretune()
+        .args(["place", "-t", "2", "--place", "N:1-x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown placement 'N:1-x': likwid expression 'N:1-x': '1-x' is not a list")
+            && err.contains("likwid-pin's -c"),
+        "{err}"
+    );
+}
+
+/// Finding 25: `run --threads 0` exported OMP_NUM_THREADS=0 (libgomp refuses it, tokio panics on
+/// TOKIO_WORKER_THREADS=0) and `--threads 1000000000` was accepted; both are refused before the
+/// program starts, as `place` and `tune` refuse them.
+#[test]
+fn run_refuses_zero_threads_and_more_than_the_thread_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    for threads in ["0", "65537", "1000000000", "-1"] {
+        let out = coretune()
+            .args(["run", "--threads", threads, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--threads {threads}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err,
+            format!("coretune: --threads {threads}: give a whole number from 1 to 65536\n"),
+            "{threads}"
+        );
+        assert!(!marker.exists(), "--threads {threads} started the program");
+    }
+    let out = coretune()
+        .args(["run", "--threads", "65536", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Finding 22: `--mem preferred:0` (numactl's way to name node 0) was "'0' is not a location",
+/// and a node that is not there leaked hwloc's internals ("object #1 depth -3 below cpuset …");
+/// node numbers are NUMA nodes by OS index, as numactl takes them, and a missing node is said
+/// as `coretune cpus` says it. In `tune --mem` a bad item is named alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn mem_takes_numactl_s_node_numbers_and_a_missing_node_reads_as_cpus_says() {
+    for (policy, shown) in [
+        ("preferred:0", " prefer:0 "),
+        ("interleave:0", " interleave:0 "),
+        ("bind:0", " bind:0 "),
+    ] {
+        let out = coretune()
+            .args(["run", "--mem", policy, "--", "cat", "/proc/self/numa_maps"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{policy}: {out:?}");
+        let maps = String::from_utf8_lossy(&out.stdout);
+        assert!(maps.lines().any(|l| l.contains(shown)), "{policy}: {maps}");
+    }
+    // On a 2-node machine described by hwloc, the numbers are the nodes numactl would use.
+    let two = "numa:2 core:2 pu:1";
+    for (policy, numactl) in [
+        ("interleave:0,1", "--interleave=0-1"),
+        ("bind:0-1", "--membind=0-1"),
+        ("preferred:1", "--preferred=1"),
+    ] {
+        let json = util::json(&[
+            "place", "--input", two, "-t", "2", "--mem", policy, "--json",
+        ]);
+        assert_eq!(json["mem"]["numactl"], numactl, "{policy}");
+    }
+
+    // Nodes that are not there: the words `coretune cpus` uses, one line, status 2.
+    // One past the machine's nodes (as the kernel lists them).
+    let last = std::fs::read_dir("/sys/devices/system/node")
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix("node")
+                .is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+        .count();
+    let missing = format!("numa:{last}");
+    let cpus_says =
+        String::from_utf8(coretune().args(["cpus", &missing]).output().unwrap().stderr).unwrap();
+    let cpus_says = cpus_says
+        .trim()
+        .strip_prefix("coretune: cpus: ")
+        .unwrap()
+        .to_owned();
+    for (args, says) in [
+        (
+            vec!["run", "--mem", &*format!("bind:{missing}"), "--", "true"],
+            cpus_says.clone(),
+        ),
+        (
+            vec!["run", "--mem", &*format!("preferred:{last}"), "--", "true"],
+            format!("'{last}': no numa has OS index {last}"),
+        ),
+        (
+            vec![
+                "tune",
+                "--dry-run",
+                "--mem",
+                &*format!("local,bind:{missing}"),
+                "--",
+                "true",
+            ],
+            cpus_says.clone(),
+        ),
+        (
+            vec!["tune", "--dry-run", "--mem", "local,bogus", "--", "true"],
+            "--mem: unknown memory policy 'bogus' (".to_owned(),
+        ),
+    ] {
+        let out = coretune().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&says), "{args:?}: {err} (wanted {says})");
+        assert!(!err.contains("depth") && !err.contains("nodeset"), "{err}");
+    }
+}
+
+/// Finding 35: `place --threads 2 --policy 0,1 --cpus pu:1` put both threads on CPU 1 without a
+/// word, though the user named CPU 0 in the list; it now warns which CPUs `--cpus` left out.
+#[test]
+fn cpus_that_leave_out_cpus_of_an_explicit_list_are_warned_about() {
+    let smt = "pack:2 core:2 pu:2";
+    let place = |list: &str, cpus: &str| {
+        let out = coretune()
+            .args([
+                "place", "--input", smt, "-t", "4", "--place", list, "--cpus", cpus, "--json",
+            ])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            util::thread_pus(&plan),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (pus, err) = place("0,1,5,4", "pack:1");
+    assert_eq!(pus, [[5], [4], [5], [4]].map(Vec::from));
+    assert!(
+        err.contains(
+            "coretune: warning: --cpus 'pack:1' leaves out CPUs 0-1 of --place '0,1,5,4': the \
+             threads written for them go round-robin over the rest of the list\n"
+        ),
+        "{err}"
+    );
+    // Nothing left out, nothing said.
+    let (_, err) = place("5,4", "pack:1");
+    assert!(!err.contains("leaves out"), "{err}");
+    // A policy is limited by --cpus by design.
+    let out = coretune()
+        .args([
+            "place", "--input", smt, "-t", "2", "--place", "compact", "--cpus", "pack:1",
+        ])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("leaves out"));
+}
+
+/// Finding 35: `run --cpus 0` warned that the set "includes CPU 0" though CPU 0 was what the
+/// user asked for by name. The warning stays for sets that merely contain it.
+#[test]
+fn cpu_0_named_by_the_user_is_not_warned_about() {
+    let says_cpu0 = |args: &[&str]| {
+        let out = coretune().args(args).output().unwrap();
+        util::assert_ok(&out);
+        String::from_utf8_lossy(&out.stderr).contains("includes CPU 0")
+    };
+    for expr in ["0", "pu:0", "0,9", "5,0"] {
+        assert!(!says_cpu0(&["cpus", "--input", SYNTH, expr]), "{expr}");
+    }
+    for expr in ["0-3", "numa:0", "core:0", "pack:0"] {
+        assert!(says_cpu0(&["cpus", "--input", SYNTH, expr]), "{expr}");
+    }
+    // And where it started: `run`, on this machine.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        assert!(!says_cpu0(&["run", "--cpus", "0", "--", "true"]));
+    }
+}

@@ -141,3 +141,72 @@ fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
     );
     assert!(text.contains("instead: `run --place`"), "{text}");
 }
+
+/// Finding 31: doctor said `ok Slurm sbatch, squeue, scontrol, sacct in /usr/bin` where every
+/// Slurm command failed ("Could not establish a configuration source"): it only looked for the
+/// commands. It now asks the controller (`scontrol ping`) and says why Slurm is not usable.
+/// Slurm's commands are stand-ins here (the real cluster is `slurm.rs`'s), so no controller is
+/// needed; the real `scontrol` is asked too where it is installed, about a cluster that is not.
+#[test]
+fn doctor_asks_slurm_s_controller_and_says_why_it_is_not_usable() {
+    let slurm_line = |path: &std::ffi::OsStr, conf: Option<&str>| {
+        let mut cmd = util::coretune();
+        cmd.args(["doctor", "--json"]).env("PATH", path);
+        if let Some(conf) = conf {
+            cmd.env("SLURM_CONF", conf);
+        }
+        let out = cmd.output().unwrap();
+        assert_ok(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let check = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["topic"] == "Slurm")
+            .unwrap()
+            .clone();
+        (
+            check["ok"].as_bool().unwrap(),
+            check["found"].as_str().unwrap().to_owned(),
+        )
+    };
+    let bin = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("sbatch", "exit 0");
+    write("squeue", "exit 0");
+    for (scontrol, ok, found) in [
+        (
+            "echo 'scontrol: error: fetch_config: DNS SRV lookup failed' >&2\n\
+             echo 'scontrol: fatal: Could not establish a configuration source' >&2; exit 1",
+            false,
+            "not usable: scontrol ping: Could not establish a configuration source (sbatch, \
+             squeue, scontrol",
+        ),
+        (
+            "echo 'Slurmctld(primary) at head is DOWN'; exit 1",
+            false,
+            "not usable: scontrol ping: Slurmctld(primary) at head is DOWN (sbatch",
+        ),
+        (
+            "echo 'Slurmctld(primary) at head is UP'",
+            true,
+            "; Slurmctld(primary) at head is UP",
+        ),
+    ] {
+        write("scontrol", scontrol);
+        let (is_ok, text) = slurm_line(bin.path().as_os_str(), None);
+        assert_eq!(is_ok, ok, "{text}");
+        assert!(text.contains(found), "{text}");
+    }
+    if util::installed("scontrol") {
+        let path = std::env::var_os("PATH").unwrap();
+        let (is_ok, text) = slurm_line(&path, Some("/nonexistent/slurm.conf"));
+        assert!(!is_ok, "{text}");
+        assert!(text.starts_with("not usable: scontrol ping: "), "{text}");
+    }
+}

@@ -216,7 +216,7 @@ fn man_pages_render_with_man_where_it_is_installed() {
     );
     for (page, expected) in [
         ("coretune.1", "coretune - How many threads"),
-        ("coretune-tune.1", "coretune tune [--threads]"),
+        ("coretune-tune.1", "coretune tune [--threads <LIST>]"),
     ] {
         let out = StdCommand::new("man")
             .arg("-l")
@@ -461,4 +461,167 @@ fn bash_completion_offers_the_values_of_enum_options() {
     assert!(binds.contains("core"), "--bind offers {binds:?}");
     let sizes = complete("coretune bench sum --size ''", 4);
     assert!(sizes.contains("small"), "--size offers {sizes:?}");
+}
+
+/// Finding 32: `coretune bench <TAB>` and `tune <TAB>` offered no workload, `--objective <TAB>`
+/// and `--metric-from <TAB>` only file names. They offer the workloads, the objectives (with
+/// what each is, and that a metric's name is one too), and `stdout`/`stderr` beside file names.
+#[test]
+fn completions_offer_workloads_objectives_and_where_metrics_come_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coretune.bash");
+    fs::write(&path, stdout(&["completions", "bash"])).unwrap();
+    let complete = |words: &str, cword: usize| -> BTreeSet<String> {
+        let out = StdCommand::new("bash")
+            .arg("-c")
+            .arg(format!(
+                r#"source "$1" && COMP_WORDS=({words}) COMP_CWORD={cword} &&
+                   _coretune coretune "${{COMP_WORDS[$COMP_CWORD]}}" "${{COMP_WORDS[$COMP_CWORD-1]}}" &&
+                   printf '%s\n' "${{COMPREPLY[@]}}""#
+            ))
+            .arg("bash")
+            .arg(&path)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    for words in ["coretune bench ''", "coretune tune ''"] {
+        let offered = complete(words, 2);
+        for workload in ["raymesh", "membw", "mixed", "sum", "spawn"] {
+            assert!(offered.contains(workload), "{words}: {offered:?}");
+        }
+    }
+    let objectives = complete("coretune tune --objective ''", 3);
+    assert_eq!(
+        objectives,
+        ["cpu", "rss", "throughput", "time"]
+            .map(String::from)
+            .into(),
+        "--objective"
+    );
+    let sources = complete("coretune tune --metric-from ''", 3);
+    for word in ["stdout", "stderr", "coretune.bash"] {
+        assert!(sources.contains(word), "--metric-from offers {sources:?}");
+    }
+    let sources = complete("coretune tune --metric-from std", 3);
+    assert_eq!(sources, ["stderr", "stdout"].map(String::from).into());
+
+    // The other shells' scripts say the same (no zsh or fish here to run them).
+    let zsh = stdout(&["completions", "zsh"]);
+    assert!(
+        zsh.contains("]:FROM:{_values metric-from stdout stderr; _files}'"),
+        "zsh --metric-from"
+    );
+    assert!(
+        zsh.contains(r#"throughput\:"work (or runs) per second"#),
+        "zsh --objective"
+    );
+    assert!(
+        zsh.contains("spawn:(raymesh membw mixed sum spawn)'"),
+        "zsh workload"
+    );
+    let fish = stdout(&["completions", "fish"]);
+    let line = fish
+        .lines()
+        .find(|l| l.contains(" -l metric-from "))
+        .unwrap();
+    assert!(line.contains(" -r -F -a \"stdout\\t"), "{line}");
+    // `--help` names the objectives and says a metric is one too.
+    let help = stdout(&["tune", "--help"])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "time, cpu (CPU seconds), rss (peak memory), throughput (work per second) or a --metric's name"
+        ),
+        "{help}"
+    );
+}
+
+/// Finding 33: the man pages had no EXAMPLES but coretune(1)'s, their synopses named options
+/// without values (`[--threads] [--place]`), and calc's and distrib's pages carried the sweep's
+/// EXIT STATUS table. Every page now has examples — command lines the README shows, so they
+/// stay true — a synopsis with each option's value, and calc and distrib say what hwloc's tools
+/// exit with.
+#[test]
+fn every_man_page_has_examples_from_the_readme_values_in_its_synopsis_and_its_own_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    util::assert_ok(
+        &util::coretune()
+            .args(["man", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap(),
+    );
+    let readme = fs::read_to_string(repository_root().join("README.md")).unwrap();
+    // roff's escapes, undone: what the reader sees.
+    let plain = |roff: &str| {
+        roff.replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "")
+            .replace("\\-", "-")
+            .replace("\\e", "\\")
+    };
+    for name in file_names(dir.path()) {
+        let page = fs::read_to_string(dir.path().join(&name)).unwrap();
+        let section = |heading: &str| -> String {
+            let start = page
+                .find(&format!("\n{heading}\n"))
+                .unwrap_or_else(|| panic!("{name}: no {heading}"));
+            let body = &page[start + heading.len() + 2..];
+            body[..body.find("\n.SH ").unwrap_or(body.len())].to_owned()
+        };
+        let examples = section(".SH EXAMPLES");
+        let commands: Vec<String> = examples
+            .lines()
+            .filter(|l| l.starts_with("\\fBcoretune"))
+            .map(plain)
+            .collect();
+        assert!(!commands.is_empty(), "{name}: no example");
+        for command in &commands {
+            assert!(
+                readme.contains(command.as_str()),
+                "{name}: '{command}' is not in the README"
+            );
+        }
+        let synopsis = plain(&section(".SH SYNOPSIS"));
+        let exit = plain(&section(".SH \"EXIT STATUS\""));
+        match name.as_str() {
+            "coretune-tune.1" => {
+                for option in [
+                    "[--threads <LIST>]",
+                    "[--runs <N>]",
+                    "[--monitor [<MS>]]",
+                    "[--exhaustive]",
+                ] {
+                    assert!(synopsis.contains(option), "{name}: {synopsis}");
+                }
+                assert!(
+                    synopsis.ends_with("[-h|--help] [WORKLOAD] [-- <CMD>...]"),
+                    "{name}: {synopsis}"
+                );
+            }
+            "coretune-place.1" => {
+                assert!(
+                    synopsis.ends_with(" -t|--threads <THREADS>"),
+                    "{name}: {synopsis}"
+                );
+            }
+            "coretune-calc.1" | "coretune-distrib.1" => {
+                assert!(exit.starts_with("As hwloc-"), "{name}: {exit}");
+                assert!(!exit.contains("sweep"), "{name}: {exit}");
+            }
+            _ => assert!(
+                exit.contains("no configuration of a sweep"),
+                "{name}: {exit}"
+            ),
+        }
+    }
 }

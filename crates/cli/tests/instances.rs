@@ -383,11 +383,11 @@ fn bad_instance_lists_are_refused_in_one_line() {
     for (args, says) in [
         (
             &["--instances", "0", "--", "true"][..],
-            "--instances: '0' is not a positive number of instances",
+            "--instances: instance counts must be at least 1",
         ),
         (
             &["--instances", "two", "--", "true"][..],
-            "--instances: 'two' is not a positive number",
+            "--instances: 'two': not an instance count, range",
         ),
         (
             &[
@@ -413,4 +413,119 @@ fn bad_instance_lists_are_refused_in_one_line() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// Finding 20: `--instances` takes ranges as `--threads` does, has the same cap (a billion
+/// copies was accepted and 2000 forked at once on 2 CPUs), and says before the sweep, in the plan
+/// as in the sweep, when copies share PUs (oversubscribed) or the split is uneven.
+#[test]
+fn instance_counts_take_ranges_are_capped_and_an_uneven_or_oversubscribed_split_is_said() {
+    let plan = |input: &str, instances: &str| {
+        let out = util::coretune()
+            .args([
+                "tune",
+                "--dry-run",
+                "--json",
+                "--threads",
+                "1",
+                "--place",
+                "os",
+            ])
+            .args(["--cpus", "all", "--input", input, "--instances", instances])
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let counts = json["plan"]["grid"]["instances"].clone();
+        (counts, String::from_utf8(out.stderr).unwrap())
+    };
+    let four = "pack:1 core:4 pu:1";
+    let (counts, err) = plan(four, "1-3");
+    assert_eq!(counts, serde_json::json!([1, 2, 3]), "{err}");
+    assert_eq!(
+        err,
+        "coretune: warning: 3 instances on 4 PUs: uneven split: CPUs 0 | 1 | 2-3\n"
+    );
+    let (counts, err) = plan(four, "2-8:2");
+    assert_eq!(counts, serde_json::json!([2, 4, 6, 8]), "{err}");
+    assert!(
+        err.contains("6 instances on 4 PUs: oversubscribed, copies share PUs: CPUs ")
+            && err.contains("8 instances on 4 PUs: oversubscribed"),
+        "{err}"
+    );
+    // Even splits say nothing.
+    assert_eq!(plan(four, "1,2,4").1, "");
+    // Many copies stay one line each.
+    let (_, err) = plan("pack:1 core:2 pu:1", "1000");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1000 instances on 2 PUs: oversubscribed"),
+        "{err}"
+    );
+    assert!(err.contains("… (1000 parts)"), "{err}");
+
+    for (list, says) in [
+        (
+            "1000000000",
+            "'1000000000' is more than coretune plans for (65536 instances)",
+        ),
+        (
+            "1-70000",
+            "'70000' is more than coretune plans for (65536 instances)",
+        ),
+        ("-1", "'-1': instance counts must be at least 1"),
+        ("3-1", "'3-1': range ends before it starts"),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--dry-run", "--threads", "1", "--instances", list])
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{list}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--instances: {says}")),
+            "{list}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{list}: {err}");
+    }
+
+    // The sweep itself says it too, before it runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let pus = own_cpus();
+    let n = util::coretune()
+        .args(["cpus", "--to", "count", &pus])
+        .output()
+        .unwrap();
+    let more = String::from_utf8(n.stdout)
+        .unwrap()
+        .trim()
+        .parse::<usize>()
+        .unwrap()
+        + 1;
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            &more.to_string(),
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ])
+        .args(["--cpus", "all", "--runs", "1", "--warmup", "0", "--out"])
+        .arg(tmp.path().join("s"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning: {more} instances on {} PUs: oversubscribed",
+            more - 1
+        )),
+        "{err}"
+    );
 }

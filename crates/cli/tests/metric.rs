@@ -595,3 +595,38 @@ fn memory_policies_are_a_grid_dimension() {
         assert!(err.contains(message), "{err}");
     }
 }
+
+/// Finding 30: a wrk-style latency (`850.00us`) read without `--unit` was "metric p99 not found
+/// in stdout: '850.00us' is not a number", though it was found; it now says to add the unit, in
+/// the run's error and in the line that ends the sweep.
+#[test]
+fn a_duration_read_without_a_unit_says_to_add_one_not_that_it_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dir) = sweep(
+        tmp.path(),
+        "wrk",
+        "echo '  Latency Distribution'; echo '     99%  850.00us'",
+        &["--metric", r"p99=\s99%\s+(\S+)"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let says = "metric p99 in stdout: '850.00us' has a unit: add --unit p99=ms";
+    assert!(stderr.contains(says), "{stderr}");
+    assert!(!stderr.contains("not found"), "{stderr}");
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert!(
+        runs[0]["error"].as_str().unwrap().contains(says),
+        "{}",
+        runs[0]
+    );
+    // With the unit it is read.
+    let (out, dir) = sweep(
+        tmp.path(),
+        "wrk-ms",
+        "echo '     99%  850.00us'",
+        &["--metric", r"p99=\s99%\s+(\S+)", "--unit", "p99=ms"],
+    );
+    util::assert_ok(&out);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs[0]["record"]["metrics"]["p99"], 0.85, "{}", runs[0]);
+}

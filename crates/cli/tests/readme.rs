@@ -252,3 +252,33 @@ fn commands_are_read_from_the_readme_as_a_shell_would() {
         "{lines:?}"
     );
 }
+
+/// Finding 33: the README's `--dry-run` transcript said "Plan for …" where coretune printed
+/// "Design for …". The transcript is what the command prints, line for line (the estimate comes
+/// from `--estimate-one`, so nothing in it depends on this machine).
+#[test]
+fn the_dry_run_transcript_is_what_coretune_prints() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let prompt = "$ coretune tune --input 'pack:2 core:8 pu:2' --dry-run --estimate-one 10\n";
+    let shown = readme
+        .split(prompt)
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    assert!(shown.starts_with("Plan for "), "{shown}");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--input",
+            "pack:2 core:8 pu:2",
+            "--dry-run",
+            "--estimate-one",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), shown);
+}

@@ -1315,3 +1315,378 @@ fn a_program_off_its_cpus_or_with_another_memory_policy_fails_its_run_as_a_misma
     let checked = runs[0]["record"]["audit"]["checked"].to_string();
     assert!(checked.contains("memory policy bind:0"), "{}", runs[0]);
 }
+
+/// Finding 15: `tune --` with nothing after it (a script's empty `$CMD`) swept the built-in
+/// workload for minutes; it is a usage error before anything runs, `--dry-run` included.
+#[test]
+fn nothing_after_the_double_dash_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    for args in [
+        vec![
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--runs",
+            "1",
+            "--dry-run",
+            "--",
+        ],
+        vec!["tune", "--out", dir.to_str().unwrap(), "--"],
+        vec!["tune", "--"],
+    ] {
+        let started = Instant::now();
+        let out = util::coretune().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err,
+            "coretune: nothing after --: give the command to measure \
+             (coretune tune [OPTIONS] -- CMD ARGS...)\n",
+            "{args:?}"
+        );
+        assert!(!dir.exists(), "{args:?} made its folder");
+        assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
+    }
+}
+
+/// Finding 29: `--runs -1` got clap's tip "to pass '-1' as a value, use '-- -1'", wrong for
+/// `tune`, where `--` starts the command; each numeric option now says what it takes.
+#[test]
+fn a_negative_number_says_what_the_option_takes_not_to_use_double_dash() {
+    for (option, value, says) in [
+        (
+            "--runs",
+            "-1",
+            "coretune: --runs -1: give a whole number ≥ 1",
+        ),
+        (
+            "--warmup",
+            "-2",
+            "coretune: --warmup -2: give a whole number ≥ 0",
+        ),
+        (
+            "--tolerance",
+            "-1",
+            "coretune: --tolerance -1: give a percentage from 0 to 100",
+        ),
+        (
+            "--timeout",
+            "-1",
+            "coretune: --timeout -1: give a positive number of seconds",
+        ),
+        (
+            "--min-time",
+            "-1",
+            "coretune: --min-time -1: give a number of seconds, 0 or more",
+        ),
+        (
+            "--threads",
+            "-1",
+            "coretune: --threads: '-1': thread counts must be at least 1",
+        ),
+        (
+            "--instances",
+            "-1",
+            "coretune: --instances: '-1': instance counts must be at least 1",
+        ),
+        ("--runs", "0", "coretune: --runs 0: give a whole number ≥ 1"),
+    ] {
+        let out = util::coretune()
+            .args(["tune", option, value, "--dry-run", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{option} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err, format!("{says}\n"), "{option} {value}");
+    }
+}
+
+/// Finding 24: `--place os,os` doubled the runs and `--cpus all --cpus 0-1` on a 2-CPU machine
+/// was reported as "restricting to '0-1' gains 47%"; duplicates are measured once, under their
+/// first spelling, and a note says so once.
+#[test]
+fn duplicate_grid_values_are_measured_once_under_their_first_spelling() {
+    let every = String::from_utf8(
+        util::coretune()
+            .args(["cpus", "all"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dup");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os,os",
+            "--cpus",
+            "all",
+            "--cpus",
+        ])
+        .arg(&every)
+        .args([
+            "--cpus",
+            "all",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--exhaustive",
+            "--out",
+        ])
+        .arg(&dir)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for note in [
+        "coretune: note: --place os is given twice: measured once\n".to_owned(),
+        format!(
+            "coretune: note: --cpus '{every}' is the same CPUs as 'all' on this machine \
+             ({every}): measured once, as 'all'\n"
+        ),
+        "coretune: note: --cpus 'all' is given twice: measured once\n".to_owned(),
+    ] {
+        assert_eq!(err.matches(&note).count(), 1, "{note}: {err}");
+    }
+    let s = util::summary(&dir);
+    let configs = s["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 1, "{s}");
+    assert_eq!(configs[0]["cpus"], "all");
+    assert_eq!(configs[0]["runs"], 1);
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 1);
+    // The plan says the same.
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--dry-run",
+            "--threads",
+            "1",
+            "--place",
+            "os,os,compact",
+            "--cpus",
+        ])
+        .arg(&every)
+        .args(["--cpus", "all", "--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("placements os, compact\n"), "{plan}");
+    assert!(plan.contains(&format!("cpus       {every}\n")), "{plan}");
+}
+
+/// Finding 28: `--dry-run` printed a plan for `--mem preferred:numa:0-1`, which the sweep (and
+/// `place`) refuse; both now check memory policies the same way.
+#[test]
+fn dry_run_refuses_a_memory_policy_the_sweep_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    let machine = "pack:2 numa:2 core:4 pu:2";
+    for args in [
+        vec![
+            "tune",
+            "--input",
+            machine,
+            "--dry-run",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ],
+        vec![
+            "tune",
+            "--input",
+            machine,
+            "--dry-run",
+            "--json",
+            "--threads",
+            "1",
+        ],
+        vec![
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+    ] {
+        let out = util::coretune()
+            .args(&args)
+            .args(["--mem", "none,preferred:numa:0-1", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--mem 'preferred:numa:0-1'"),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.exists());
+    }
+}
+
+/// `coretune ARGS` on a terminal (util-linux `script` gives it one) with `TERM=term`: what the
+/// terminal got, stdout and stderr together.
+#[cfg(target_os = "linux")]
+fn on_a_terminal(args: &[&str], term: &str) -> String {
+    let quote = |w: &str| format!("'{}'", w.replace('\'', r"'\''"));
+    let line = std::iter::once(
+        assert_cmd::cargo::cargo_bin("coretune")
+            .to_string_lossy()
+            .into_owned(),
+    )
+    .chain(args.iter().map(|w| (*w).to_owned()))
+    .map(|w| quote(&w))
+    .collect::<Vec<_>>()
+    .join(" ");
+    let out = StdCommand::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("TERM", term)
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Finding 35: `TERM=dumb` (Emacs' shell, some CI logs) got the table's colour codes, which such
+/// a terminal shows as text; and the progress bar's first frame was a full bar at "0/0 runs".
+#[cfg(target_os = "linux")]
+#[test]
+fn a_dumb_terminal_gets_no_colour_and_the_first_progress_frame_is_no_full_bar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, term: &str| {
+        let dir = tmp.path().join(name);
+        on_a_terminal(
+            &[
+                "tune",
+                "--threads",
+                "1,2",
+                "--place",
+                "os",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "--exhaustive",
+                "--out",
+                dir.to_str().unwrap(),
+                "--",
+                "sleep",
+                "0.2",
+            ],
+            term,
+        )
+    };
+    // An SGR sequence (colour or bold): ESC [ digits and semicolons, then m.
+    let has_sgr = |text: &str| {
+        text.split("\u{1b}[").skip(1).any(|rest| {
+            let end = rest.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+            end.is_some_and(|e| rest[e..].starts_with('m'))
+        })
+    };
+    let colour = sweep("xterm", "xterm-256color");
+    assert!(
+        has_sgr(&colour),
+        "a colour terminal gets colour: {colour:?}"
+    );
+    let dumb = sweep("dumb", "dumb");
+    assert!(!has_sgr(&dumb), "TERM=dumb: {dumb:?}");
+    assert!(dumb.contains("Recommendation:"), "{dumb:?}");
+    let report = on_a_terminal(
+        &["report", tmp.path().join("dumb").to_str().unwrap()],
+        "dumb",
+    );
+    assert!(!has_sgr(&report), "report, TERM=dumb: {report:?}");
+
+    // (indicatif draws no bar on a dumb terminal at all.)
+    assert!(!dumb.contains("0/0 runs"), "{dumb:?}");
+    assert!(!colour.contains("0/0 runs"), "{colour:?}");
+    let first = colour
+        .split(['\r', '\n'])
+        .find(|f| f.contains("stage 1"))
+        .unwrap();
+    assert!(
+        first.contains("stage 1: first run"),
+        "first frame: {first:?}"
+    );
+}
+
+/// Finding 35: `--resume DIR --metric-from stderr` was accepted and silently ignored (the folder's
+/// own source is used); it is refused as every other sweep option is.
+#[test]
+fn resume_refuses_metric_from_as_it_refuses_the_other_sweep_options() {
+    for value in ["stderr", "stdout", "out.txt"] {
+        let out = util::coretune()
+            .args([
+                "tune",
+                "--resume",
+                "/nonexistent/sweep",
+                "--metric-from",
+                value,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("'--resume <DIR>' cannot be used with '--metric-from <FROM>'"),
+            "{value}: {err}"
+        );
+    }
+}
+
+/// Finding 35: a sweep in a working directory where `coretune-results` cannot be made said
+/// "writing coretune-results: Permission denied" with no way out; it says where and to use
+/// `--out DIR`, before anything runs. (A file named `coretune-results` stands in for a read-only
+/// directory, which root could write to anyway.)
+#[cfg(unix)]
+#[test]
+fn a_sweep_that_cannot_make_its_folder_here_says_to_use_out() {
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(here.path().join("coretune-results"), "in the way").unwrap();
+    let marker = here.path().join("ran");
+    let out = util::coretune()
+        .current_dir(here.path())
+        .args([
+            "tune",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("coretune: cannot create coretune-results here: ")
+            && err.trim_end().ends_with("; use --out DIR"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!marker.exists());
+}

@@ -213,3 +213,51 @@ fn the_programs_standard_output_is_left_alone() {
     assert_eq!(lines[0].split_whitespace().count(), 3, "{stdout}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("samples over"));
 }
+
+/// Finding 35: in a working directory where `coretune-results` cannot be made, `watch` failed
+/// with "writing coretune-results: Permission denied" before starting the program, though its
+/// summary is printed anyway. It now says why and how to keep them, and watches; with `--out`
+/// that cannot be made it stops, since the folder was asked for. (A file named
+/// `coretune-results` stands in for a read-only directory, which root could write to anyway.)
+#[cfg(unix)]
+#[test]
+fn watch_in_a_directory_it_cannot_write_to_still_watches_and_says_how_to_keep_the_samples() {
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(here.path().join("coretune-results"), "in the way").unwrap();
+    let out = util::coretune()
+        .current_dir(here.path())
+        .args(["watch", "--interval", "20", "--", "sleep", "0.2"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("coretune: warning: cannot create coretune-results here: ")
+            && err.contains("(--out DIR keeps them)"),
+        "{err}"
+    );
+    assert!(err.contains("Busiest CPUs: "), "{err}");
+    assert!(
+        err.contains("Samples and plots: not kept (--out DIR keeps them)"),
+        "{err}"
+    );
+    // --json still prints the summary on stdout.
+    let out = util::coretune()
+        .current_dir(here.path())
+        .args(["watch", "--json", "--interval", "20", "--", "true"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    util::assert_valid(&util::schema("watch.schema.json"), &summary, "watch --json");
+    // A folder asked for and not made is an error, before the program starts.
+    let marker = here.path().join("ran");
+    let out = util::coretune()
+        .current_dir(here.path())
+        .args(["watch", "--out", "coretune-results/w", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!marker.exists());
+}

@@ -5,8 +5,8 @@
 //! is where a user sees why.
 //!
 //! Each check does what the feature itself does (loads the topology, opens the perf event,
-//! subscribes to the connector, looks the commands up on `PATH`), so the answer is the one the
-//! feature would get.
+//! subscribes to the connector, looks Slurm's commands up on `PATH` and asks its controller), so
+//! the answer is the one the feature would get.
 
 use std::path::{Path, PathBuf};
 
@@ -195,10 +195,19 @@ fn proc_connector() -> Result<String, String> {
     }
 }
 
-/// Slurm's commands on `PATH`, as `tune --slurm` finds them.
+/// How long `doctor` waits for Slurm's controller to answer (`scontrol ping`): a controller that
+/// answers does so in milliseconds; Slurm's own `MessageTimeout` (10 s by default) is longer
+/// than a check should hang.
+const SLURM_PING: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Slurm's commands on `PATH`, as `tune --slurm` finds them, and whether its controller answers
+/// (`scontrol ping`): commands that cannot reach a controller submit nothing.
 fn slurm() -> Result<String, String> {
     let slurm = Slurm::find().map_err(|e| e.to_string())?;
-    Ok(slurm.describe())
+    match slurm.ping(SLURM_PING) {
+        Ok(answer) => Ok(format!("{}; {answer}", slurm.describe())),
+        Err(why) => Err(format!("not usable: {why} ({})", slurm.describe())),
+    }
 }
 
 #[cfg(test)]

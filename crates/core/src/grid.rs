@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::cpuset::{CpuSetError, CpuSetExpr, ResolveOptions, Warning};
 use crate::memory::{MemError, MemPolicy};
-use crate::placement::{Binding, Placement, PlacementError, Policy, plan};
+use crate::placement::{Binding, MAX_THREADS, Placement, PlacementError, Policy, plan};
 use crate::topology::CpuBudget;
 use crate::topology::Topology;
 
@@ -569,7 +569,8 @@ impl<'de> Deserialize<'de> for Mem {
 }
 
 /// `tune --mem`'s list: policies separated by commas, where a comma inside a policy's node
-/// list stays there (`none,interleave:numa:0,2,bind` is three).
+/// list stays there (`none,interleave:numa:0,2,bind` is three; `interleave:0,1` one). A word
+/// after a policy without nodes (`local,bogus`) is a policy of its own, and the error names it.
 ///
 /// # Errors
 ///
@@ -592,7 +593,7 @@ pub fn parse_mems(list: &str) -> Result<Vec<Mem>, MemError> {
     let mut parts: Vec<String> = Vec::new();
     for word in list.split(',') {
         match parts.last_mut() {
-            Some(last) if !starts_policy(word) => {
+            Some(last) if !starts_policy(word) && last.contains(':') => {
                 last.push(',');
                 last.push_str(word);
             }
@@ -609,26 +610,16 @@ pub fn parse_mems(list: &str) -> Result<Vec<Mem>, MemError> {
     Ok(out)
 }
 
-/// `tune --instances`'s list: instance counts separated by commas, ascending and without
-/// duplicates.
+/// `tune --instances`'s list, written as thread counts are ([`parse_threads`]'s numbers, ranges
+/// `1-4`, `1..4` and steps `1-8:2`, without the `cores`/`pus` tokens): instance counts, ascending
+/// and without duplicates, each from 1 to [`MAX_THREADS`] (the thread cap: every copy is at
+/// least one thread).
 ///
 /// # Errors
 ///
-/// The first item that is not a positive number, or an empty list.
+/// A message naming the first item that is not a positive count, or an empty list.
 pub fn parse_instances(list: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match item.parse::<usize>() {
-            Ok(n) if n > 0 => out.push(n),
-            _ => return Err(format!("'{item}' is not a positive number of instances")),
-        }
-    }
-    if out.is_empty() {
-        return Err("no values".into());
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    parse_counts(list, None, "instance")
 }
 
 /// The grid: every combination of its axes.
@@ -726,6 +717,141 @@ impl Grid {
             .flat_map(|f| self.threads.iter().map(move |&t| f.at(t)))
             .collect()
     }
+
+    /// Measures once what is given twice: a placement named twice (`--place os,os`), and CPU
+    /// sets that name the same CPUs on `topology` (`all` and `0-1` on a 2-CPU machine,
+    /// `all ~pu:0` and `all ~0`), keeping the first spelling. Returns one line per value
+    /// merged away, saying into which. A CPU set that does not resolve here is kept, for
+    /// [`Grid::check`] to refuse.
+    pub fn merge_duplicates(&mut self, topology: &Topology) -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        let mut note = |line: String| {
+            if !notes.contains(&line) {
+                notes.push(line);
+            }
+        };
+        let mut places: Vec<Policy> = Vec::new();
+        for &place in &self.places {
+            if places.contains(&place) {
+                note(format!("--place {place} is given twice: measured once"));
+            } else {
+                places.push(place);
+            }
+        }
+        self.places = places;
+        let mut kept: Vec<(Cpus, Option<CpuSet>)> = Vec::new();
+        for cpus in std::mem::take(&mut self.cpus) {
+            let set = match cpus.resolve(topology) {
+                Ok((set, _)) => Some(set.unwrap_or_else(|| topology.cpuset())),
+                Err(_) => None,
+            };
+            let same = kept
+                .iter()
+                .find(|(k, s)| *k == cpus || (set.is_some() && *s == set));
+            match (same, &set) {
+                (Some((first, _)), _) if *first == cpus => {
+                    note(format!("--cpus '{cpus}' is given twice: measured once"));
+                }
+                (Some((first, _)), Some(set)) => note(format!(
+                    "--cpus '{cpus}' is the same CPUs as '{first}' on this machine ({}): \
+                     measured once, as '{first}'",
+                    crate::sys::format_list(&crate::sys::set_to_vec(set))
+                )),
+                _ => kept.push((cpus, set)),
+            }
+        }
+        self.cpus = kept.into_iter().map(|(cpus, _)| cpus).collect();
+        notes
+    }
+
+    /// Checks every CPU set and memory policy of the grid on `topology` before anything runs,
+    /// as a run would use them, and returns the warnings each CPU set raises (CPU 0 included,
+    /// SMT siblings split, ...) with its text. The sweep ([`crate::Runner::check`]) and
+    /// `--dry-run` both check through this.
+    ///
+    /// # Errors
+    ///
+    /// The first CPU set that does not resolve here, or the first memory policy that does not
+    /// apply here (a node it names is not there, `preferred` over several nodes).
+    pub fn check(&self, topology: &Topology) -> Result<Vec<(String, Warning)>, ConfigError> {
+        let mut warnings = Vec::new();
+        for cpus in &self.cpus {
+            let (_, w) = cpus.resolve(topology).map_err(|error| ConfigError::Cpus {
+                cpus: cpus.to_string(),
+                error,
+            })?;
+            warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
+        }
+        for mem in &self.mems {
+            if let Some(policy) = mem.policy() {
+                policy
+                    .plan(topology, &topology.cpuset(), false)
+                    .map_err(ConfigError::Mem)?;
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// What to say before a sweep about how its instances split the CPUs on `topology`: for
+    /// each instance count and CPU set, more copies than PUs (`3 instances on 2 PUs:
+    /// oversubscribed, copies share PUs: CPUs 0 | 0 | 1`, as `run` says of threads) or parts of
+    /// different sizes (`3 instances on 4 PUs: uneven split: CPUs 0-1 | 2 | 3`). A CPU set that
+    /// does not resolve says nothing here ([`Grid::check`] refuses it).
+    pub fn instance_warnings(&self, topology: &Topology) -> Vec<String> {
+        /// Parts listed before the rest are counted (65536 copies stay one line).
+        const SHOWN: usize = 8;
+        let mut out = Vec::new();
+        for cpus in &self.cpus {
+            for &instances in self.instances.iter().filter(|&&n| n > 1) {
+                let config = Config {
+                    threads: 1,
+                    place: Policy::Os,
+                    cpus: cpus.clone(),
+                    throttle: ThrottleSpec::None,
+                    mem: Mem::Default,
+                    instances,
+                };
+                let Ok(parts) = config.parts(topology) else {
+                    continue;
+                };
+                let mut union = CpuSet::new();
+                for part in &parts {
+                    union |= part;
+                }
+                let pus = union.weight().unwrap_or(0);
+                let sizes: Vec<usize> = parts.iter().filter_map(CpuSet::weight).collect();
+                let oversubscribed = instances > pus;
+                let uneven = sizes.iter().min() != sizes.iter().max();
+                if !oversubscribed && !uneven {
+                    continue;
+                }
+                let mut lists: Vec<String> = parts
+                    .iter()
+                    .take(SHOWN)
+                    .map(|p| crate::sys::format_list(&crate::sys::set_to_vec(p)))
+                    .collect();
+                if parts.len() > SHOWN {
+                    lists.push(format!("… ({} parts)", parts.len()));
+                }
+                let within = if cpus.is_all() {
+                    String::new()
+                } else {
+                    format!(" of --cpus '{cpus}'")
+                };
+                let how = if oversubscribed {
+                    "oversubscribed, copies share PUs"
+                } else {
+                    "uneven split"
+                };
+                out.push(format!(
+                    "{instances} instances on {}{within}: {how}: CPUs {}",
+                    crate::sys::counted(pus, "PU"),
+                    lists.join(" | ")
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// What thread-count tokens (`cores`, `pus`) and throttle values mean on a machine.
@@ -761,38 +887,77 @@ impl MachineCounts {
 
 /// Parses a thread-count list: numbers, ranges `a-b` or `a..b` (inclusive), ranges with a step
 /// `a-b:s`, and the tokens `cores`, `pus` and `K*cores` / `K*pus`, comma-separated
-/// (`1-4,6,8,cores,2*pus`). The result is sorted and without duplicates.
+/// (`1-4,6,8,cores,2*pus`). The result is sorted and without duplicates, each count from 1 to
+/// [`MAX_THREADS`] (what a placement plans for).
 ///
 /// # Errors
 ///
 /// A message naming the offending item.
 pub fn parse_threads(spec: &str, machine: MachineCounts) -> Result<Vec<usize>, String> {
+    parse_counts(spec, Some(machine), "thread")
+}
+
+/// [`parse_threads`] and [`parse_instances`]: counts of `noun`s, with the machine's `cores`
+/// and `pus` tokens when `machine` is given.
+fn parse_counts(
+    spec: &str,
+    machine: Option<MachineCounts>,
+    noun: &str,
+) -> Result<Vec<usize>, String> {
+    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    let tokens = if machine.is_some() {
+        ", cores or pus"
+    } else {
+        ""
+    };
     let token = |t: &str| -> Result<usize, String> {
         let t = t.trim();
-        let (k, name) = match t.split_once('*') {
-            Some((k, name)) => (
+        let (k, name) = match (t.split_once('*'), machine) {
+            (Some((k, name)), Some(_)) => (
                 k.trim()
                     .parse::<usize>()
                     .map_err(|_| format!("'{t}': expected K*cores or K*pus"))?,
                 name.trim(),
             ),
-            None => (1, t),
+            _ => (1, t),
         };
-        let base = match name {
-            "cores" => machine.cores,
-            "pus" => machine.pus,
-            n => {
-                if k != 1 || t.contains('*') {
+        let base = match (name, machine) {
+            ("cores", Some(m)) => m.cores,
+            ("pus", Some(m)) => m.pus,
+            (n, _) => {
+                if machine.is_some() && (k != 1 || t.contains('*')) {
                     return Err(format!("'{t}': expected K*cores or K*pus"));
                 }
                 n.parse::<usize>()
-                    .map_err(|_| format!("'{t}': not a thread count, range, cores or pus"))?
+                    .map_err(|_| format!("'{t}': not {article} {noun} count, range{tokens}"))?
             }
         };
-        Ok(k * base)
+        let n = k.saturating_mul(base);
+        if n > MAX_THREADS {
+            let value = if t == n.to_string() {
+                String::new()
+            } else {
+                format!(" ({n})")
+            };
+            return Err(format!(
+                "'{t}'{value} is more than coretune plans for ({MAX_THREADS} {noun}s)"
+            ));
+        }
+        Ok(n)
     };
     let mut out = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // `-1` reads as a range without its start; it is a negative number.
+        if item
+            .strip_prefix('-')
+            .is_some_and(|n| n.parse::<usize>().is_ok())
+        {
+            return Err(format!("'{item}': {noun} counts must be at least 1"));
+        }
         let (range, step) = match item.split_once(':') {
             Some((r, s)) => (
                 r,
@@ -808,7 +973,8 @@ pub fn parse_threads(spec: &str, machine: MachineCounts) -> Result<Vec<usize>, S
             Some((a, b)) => {
                 if a.trim().is_empty() || b.trim().is_empty() {
                     return Err(format!(
-                        "'{item}': a range needs both ends (e.g. 1-8, 2-pus)"
+                        "'{item}': a range needs both ends (e.g. 1-8{})",
+                        if machine.is_some() { ", 2-pus" } else { "" }
                     ));
                 }
                 let (a, b) = (token(a)?, token(b)?);
@@ -821,10 +987,10 @@ pub fn parse_threads(spec: &str, machine: MachineCounts) -> Result<Vec<usize>, S
         }
     }
     if out.contains(&0) {
-        return Err("thread counts must be at least 1".into());
+        return Err(format!("{noun} counts must be at least 1"));
     }
     if out.is_empty() {
-        return Err(format!("'{spec}': no thread counts"));
+        return Err(format!("'{spec}': no {noun} counts"));
     }
     out.sort_unstable();
     out.dedup();
@@ -860,7 +1026,16 @@ mod test {
         let mems = parse_mems("none,interleave:numa:0,2,bind,local,none").unwrap();
         let text: Vec<String> = mems.iter().map(ToString::to_string).collect();
         assert_eq!(text, ["none", "interleave:numa:0,2", "bind", "local"]);
+        let text: Vec<String> = parse_mems("interleave:0,1,bind:0-1,preferred:0")
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(text, ["interleave:0,1", "bind:0-1", "preferred:0"]);
         assert!(parse_mems("none,bogus").is_err());
+        // The bad item alone, not the list it is in.
+        let err = parse_mems("local,bogus").unwrap_err().to_string();
+        assert!(err.starts_with("unknown memory policy 'bogus' ("), "{err}");
         // Old configurations (no `mem`) read back as the OS's default, and write no `mem`.
         let c: Config =
             serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)
@@ -884,7 +1059,7 @@ mod test {
     #[test]
     fn instances_split_the_cpus_as_hwloc_distrib_does() {
         assert_eq!(parse_instances("4,1,2,2").unwrap(), [1, 2, 4]);
-        for bad in ["0", "x", "", "1,-2"] {
+        for bad in ["0", "x", "", "1,-2", "pus", "70000"] {
             assert!(parse_instances(bad).is_err(), "{bad}");
         }
         let t = Topology::load(&crate::topology::TopologySource::Synthetic(
@@ -951,6 +1126,70 @@ mod test {
     }
 
     #[test]
+    fn instance_counts_take_ranges_as_thread_counts_do() {
+        assert_eq!(parse_instances("1-4").unwrap(), [1, 2, 3, 4]);
+        assert_eq!(parse_instances("1,2,4").unwrap(), [1, 2, 4]);
+        assert_eq!(parse_instances("2..8:2").unwrap(), [2, 4, 6, 8]);
+        assert_eq!(parse_instances("65536").unwrap(), [65536]);
+        for (bad, msg) in [
+            (
+                "1-70000",
+                "'70000' is more than coretune plans for (65536 instances)",
+            ),
+            ("-2", "'-2': instance counts must be at least 1"),
+            ("cores", "'cores': not an instance count, range"),
+            ("2*pus", "'2*pus': not an instance count"),
+        ] {
+            let err = parse_instances(bad).unwrap_err();
+            assert!(err.contains(msg), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn duplicates_merge_into_their_first_spelling_and_splits_are_judged() {
+        let two = Topology::load(&crate::topology::TopologySource::Synthetic(
+            "core:2 pu:1".into(),
+        ))
+        .unwrap();
+        let mut grid = Grid::default_for(MachineCounts { cores: 2, pus: 2 });
+        grid.places = vec![Policy::Os, Policy::Compact, Policy::Os, Policy::Os];
+        grid.cpus = ["all", "0-1", "pu:1", "all ~pu:0", "numa:7"]
+            .iter()
+            .map(|c| c.parse().unwrap())
+            .collect();
+        let notes = grid.merge_duplicates(&two);
+        assert_eq!(
+            notes,
+            [
+                "--place os is given twice: measured once",
+                "--cpus '0-1' is the same CPUs as 'all' on this machine (0-1): measured once, \
+                 as 'all'",
+                "--cpus 'all ~pu:0' is the same CPUs as 'pu:1' on this machine (1): measured \
+                 once, as 'pu:1'",
+            ]
+        );
+        assert_eq!(grid.places, [Policy::Os, Policy::Compact]);
+        let cpus: Vec<&str> = grid.cpus.iter().map(Cpus::as_str).collect();
+        // What does not resolve stays, for `check` to refuse.
+        assert_eq!(cpus, ["all", "pu:1", "numa:7"]);
+        assert!(grid.check(&two).is_err());
+        grid.cpus.pop();
+        assert!(grid.check(&two).is_ok());
+
+        grid.instances = vec![1, 2, 3];
+        assert_eq!(
+            grid.instance_warnings(&two),
+            [
+                "3 instances on 2 PUs: oversubscribed, copies share PUs: CPUs 0 | 0 | 1",
+                "2 instances on 1 PU of --cpus 'pu:1': oversubscribed, copies share PUs: CPUs \
+                 1 | 1",
+                "3 instances on 1 PU of --cpus 'pu:1': oversubscribed, copies share PUs: CPUs \
+                 1 | 1 | 1",
+            ]
+        );
+    }
+
+    #[test]
     fn thread_lists() {
         assert_eq!(
             parse_threads("1-4,6,8", LAPTOP).unwrap(),
@@ -972,7 +1211,13 @@ mod test {
             ("1-4:0", "step must be"),
             ("", "no thread counts"),
             ("1-", "'1-': a range needs both ends"),
-            ("-4", "'-4': a range needs both ends"),
+            ("-4", "'-4': thread counts must be at least 1"),
+            ("-1-4", "'-1-4': a range needs both ends"),
+            (
+                "70000",
+                "'70000' is more than coretune plans for (65536 threads)",
+            ),
+            ("1-4000000000", "more than coretune plans for"),
         ] {
             let err = parse_threads(bad, LAPTOP).unwrap_err();
             assert!(err.contains(msg), "{bad}: {err}");

@@ -8,10 +8,12 @@
 //! | `bind[:NODES]` | `--membind=NODES` | only on the nodes (those near the CPUs used without `:NODES`) |
 //! | `preferred:NODE` | `--preferred=NODE` | on the node while it has free memory |
 //!
-//! **NODES** is a location as `hwloc-calc --nodeset-output` reads it — `numa:0-1`, `numa:2`
-//! (a CPU-less memory node too), `package:1` (the nodes of that package), a CPU list (the nodes
-//! under those CPUs) — or `near`: the nodes local to the CPUs the program runs on. Nodes are
-//! written and applied by OS index, as the kernel and numactl number them.
+//! **NODES** is numactl's node numbers — `0`, `0,1`, `0-1`: NUMA nodes by OS index, as numactl
+//! and the kernel number them — or a location as `hwloc-calc --nodeset-output` reads it —
+//! `numa:0-1`, `numa:2` (a CPU-less memory node too), `package:1` (the nodes of that package) —
+//! or `near`: the nodes local to the CPUs the program runs on. A node that is not there is
+//! refused as `coretune cpus` refuses it (`'numa:1': index 1 past the last numa (there are 1)`).
+//! Nodes are written and applied by OS index, as the kernel and numactl number them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -267,6 +269,12 @@ impl MemPolicy {
         let calc = Calc::new(topology);
         let mut set = hwlocality::bitmap::Bitmap::new();
         for word in location.split_whitespace() {
+            if let Some(numbers) = node_numbers(word) {
+                for index in self.existing_nodes(topology, word, &numbers)? {
+                    set.set(index);
+                }
+                continue;
+            }
             let mut msgs = Vec::new();
             let recognized = calc
                 .apply(&mut set, word, &settings, &mut msgs)
@@ -275,15 +283,50 @@ impl MemPolicy {
                 Message::Stderr(line) => Some(line.clone()),
                 _ => None,
             }) {
-                return Err(self.nodes_error(format!("'{word}': {line}")));
+                // hwloc-calc's complaint speaks of depths and bitmaps; coretune's own reading of
+                // the same location says which object is missing, as `coretune cpus` does.
+                let options = crate::cpuset::ResolveOptions { physical };
+                let reason = match crate::cpuset::resolve(word, topology, &options) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("'{word}': {line}"),
+                };
+                return Err(self.nodes_error(reason));
             }
             if !recognized {
-                return Err(self.nodes_error(format!("'{word}' is not a location")));
+                return Err(self.nodes_error(format!(
+                    "'{word}' is neither node numbers (0-1) nor a location (numa:0-1)"
+                )));
             }
         }
         let mut nodes = NodeSet::from(set);
         nodes &= topology.hwloc().nodeset();
         Ok(nodes)
+    }
+
+    /// `numbers` (OS indexes, from `word`), each the OS index of a NUMA node of `topology`.
+    fn existing_nodes(
+        &self,
+        topology: &Topology,
+        word: &str,
+        numbers: &[usize],
+    ) -> Result<Vec<usize>, MemError> {
+        let have: Vec<usize> = topology
+            .numa_nodes()
+            .iter()
+            .filter_map(|n| n.os_index)
+            .collect();
+        match numbers.iter().find(|i| !have.contains(i)) {
+            Some(&index) => Err(self.nodes_error(
+                crate::cpuset::CpuSetError::NoSuchOsIndex {
+                    part: word.to_owned(),
+                    kind: crate::cpuset::ObjKind::Numa,
+                    index,
+                    available: format_list(&have),
+                }
+                .to_string(),
+            )),
+            None => Ok(numbers.to_vec()),
+        }
     }
 
     fn nodes_error(&self, reason: String) -> MemError {
@@ -292,6 +335,16 @@ impl MemPolicy {
             reason,
         }
     }
+}
+
+/// numactl's node numbers (`0`, `0,1`, `0-1`): a Linux list of decimal numbers; `None` for
+/// anything else (a location such as `numa:0`, which hwloc-calc reads).
+fn node_numbers(word: &str) -> Option<Vec<usize>> {
+    word.bytes()
+        .all(|b| b.is_ascii_digit() || b == b',' || b == b'-')
+        .then(|| crate::sys::parse_list(word))
+        .flatten()
+        .filter(|nodes| !nodes.is_empty())
 }
 
 #[cfg(test)]
@@ -386,6 +439,36 @@ mod test {
         let one = topo("pack:1 core:2 pu:1");
         let note = plan(&one, "interleave", "0").unwrap().note.unwrap();
         assert!(note.ends_with("no effect"), "{note}");
+    }
+
+    #[test]
+    fn numactl_node_numbers_are_nodes_by_os_index_and_missing_nodes_read_as_cpus_says() {
+        let t = topo("pack:2 [numa] core:2 pu:1");
+        assert_eq!(
+            plan(&t, "preferred:1", "0").unwrap().numactl(),
+            "--preferred=1"
+        );
+        assert_eq!(
+            plan(&t, "interleave:0,1", "0").unwrap().numactl(),
+            "--interleave=0-1"
+        );
+        assert_eq!(
+            plan(&t, "bind:0-1", "0").unwrap().numactl(),
+            "--membind=0-1"
+        );
+        assert_eq!(
+            plan(&t, "bind:2", "0").unwrap_err().to_string(),
+            "--mem 'bind:2': '2': no numa has OS index 2 (they have 0-1)"
+        );
+        assert_eq!(
+            plan(&t, "interleave:0,5", "0").unwrap_err().to_string(),
+            "--mem 'interleave:0,5': '0,5': no numa has OS index 5 (they have 0-1)"
+        );
+        // A location past the last node: coretune's words, not hwloc's depths and bitmaps.
+        assert_eq!(
+            plan(&t, "bind:numa:2", "0").unwrap_err().to_string(),
+            "--mem 'bind:numa:2': 'numa:2': index 2 past the last numa (there are 2)"
+        );
     }
 
     #[test]

@@ -201,10 +201,17 @@ pub enum PlacementError {
     UnknownBinding(String),
     /// `--place` is neither a policy nor a CPU list.
     #[error(
-        "unknown placement '{0}': give a policy (os, compact, spread, cores, round-robin) or an \
-         ordered CPU list as likwid-pin's -c takes it (0,2,1,3, S0:0-1@S1:0-1, E:N:4:1:2)"
+        "unknown placement '{input}': {reason}give a policy (os, compact, spread, cores, \
+         round-robin) or an ordered CPU list as likwid-pin's -c takes it (0,2,1,3, \
+         S0:0-1@S1:0-1, E:N:4:1:2)"
     )]
-    UnknownPlace(String),
+    UnknownPlace {
+        /// The value as written.
+        input: String,
+        /// What is wrong with it read as a CPU list, ending in `"; "` (empty for a word that
+        /// is no CPU list at all, such as a misspelt policy).
+        reason: String,
+    },
     /// A `--place` CPU list does not resolve on this topology.
     #[error(transparent)]
     List(#[from] crate::cpuset::CpuSetError),
@@ -232,8 +239,54 @@ impl FromStr for PlaceSpec {
         }
         match s.parse::<crate::cpuset::CpuSetExpr>() {
             Ok(_) => Ok(PlaceSpec::List(s.to_owned())),
-            Err(_) => Err(PlacementError::UnknownPlace(s.to_owned())),
+            Err(e) => {
+                // A word without digits or a colon is a misspelt policy, not a broken list: what
+                // the list syntax would say about it helps nobody.
+                let listish = s.contains(':') || s.bytes().any(|b| b.is_ascii_digit());
+                let reason = match e {
+                    _ if !listish => String::new(),
+                    crate::cpuset::CpuSetError::Syntax { part, reason, .. } if part == s => {
+                        format!("{reason}; ")
+                    }
+                    other => format!("{other}; "),
+                };
+                Err(PlacementError::UnknownPlace {
+                    input: s.to_owned(),
+                    reason,
+                })
+            }
         }
+    }
+}
+
+impl PlaceSpec {
+    /// The CPUs of an ordered list (`--place 0,1`) that `cpus` leaves out, in the list's order
+    /// and each once: [`plan_spec`] drops them, so the threads written for them go round-robin
+    /// over the rest of the list — worth a warning, since the user named them. Empty for a
+    /// policy, without `cpus`, or for a list that does not resolve here (planning says why).
+    pub fn left_out_by(
+        &self,
+        topology: &Topology,
+        cpus: Option<&CpuSet>,
+        physical: bool,
+    ) -> Vec<usize> {
+        let (PlaceSpec::List(text), Some(cpus)) = (self, cpus) else {
+            return Vec::new();
+        };
+        let options = crate::cpuset::ResolveOptions { physical };
+        let Ok(order) = text
+            .parse::<crate::cpuset::CpuSetExpr>()
+            .and_then(|expr| expr.ordered(topology, &options))
+        else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = Vec::new();
+        for cpu in order {
+            if !cpus.is_set(cpu) && !out.contains(&cpu) {
+                out.push(cpu);
+            }
+        }
+        out
     }
 }
 

@@ -159,9 +159,20 @@ fn cpu_kinds_and_hybrid_names() {
 #[test]
 fn warnings_name_cpus_and_reasons() {
     let topo = util::load("amd-epyc-7451-zen1-2p-8numa-16l3-96pu-sysfs.xml");
-    let r = coretune_core::cpuset::resolve("0 1 48", &topo, &ResolveOptions::default()).unwrap();
+    let r = coretune_core::cpuset::resolve("0-1 48", &topo, &ResolveOptions::default()).unwrap();
     let text: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
     assert!(matches!(r.warnings[0], Warning::IncludesCpu0), "{text:?}");
+    // CPU 0 named by itself is what the user asked for: no warning about it.
+    let named =
+        coretune_core::cpuset::resolve("0 1 48", &topo, &ResolveOptions::default()).unwrap();
+    assert!(
+        !named
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::IncludesCpu0)),
+        "{:?}",
+        named.warnings
+    );
     // Every CPU: CPU 0 is not a choice, so not a warning.
     let all = coretune_core::cpuset::resolve("all", &topo, &ResolveOptions::default()).unwrap();
     assert!(

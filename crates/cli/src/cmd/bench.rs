@@ -21,6 +21,7 @@ use crate::workload_args::WorkloadArgs;
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     /// The workload: raymesh, membw, mixed, sum or spawn.
+    #[arg(value_parser = crate::choices::workloads(), hide_possible_values = true)]
     workload: String,
     /// Worker threads (default: the PUs this process may use; sum: 64, as in the article).
     #[arg(long, value_name = "N")]

@@ -8,6 +8,10 @@
 //! issue #1335; it leaves out only hidden possible values). clap has no way to remove a
 //! subcommand or an argument from a `Command`, so the script is made from a copy of the built
 //! command tree that leaves the hidden ones out ([`without_hidden`]).
+//!
+//! An option that takes some words or a file name (`--metric-from stdout|stderr|FILE`) gets only
+//! the words from clap_complete; the bash, zsh and fish scripts are then changed to offer file
+//! names too ([`also_files`]).
 
 use std::io::{self, Write as _};
 use std::process::ExitCode;
@@ -46,7 +50,120 @@ pub(crate) fn script(shell: Shell, mut cli: clap::Command) -> anyhow::Result<Vec
     shell
         .try_generate(&visible, &mut script)
         .with_context(|| format!("generating the {shell} completion script"))?;
-    Ok(script)
+    let mut text = String::from_utf8(script).context("the completion script is not UTF-8")?;
+    for (long, value_name, values) in values_or_files(&visible) {
+        text = also_files(shell, &text, &long, &value_name, &values);
+    }
+    Ok(text.into_bytes())
+}
+
+/// The options (long name, value name, values) that offer some words and take a file name as
+/// well (`--metric-from`: `stdout`, `stderr` or a file): possible values and a file-path hint.
+/// clap_complete offers only the words for them.
+fn values_or_files(cmd: &clap::Command) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for arg in cmd.get_arguments() {
+        let (Some(long), clap::ValueHint::FilePath) = (arg.get_long(), arg.get_value_hint()) else {
+            continue;
+        };
+        let values: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| v.get_name().to_owned())
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let value_name = arg
+            .get_value_names()
+            .and_then(|names| names.first())
+            .map_or_else(|| long.to_uppercase(), ToString::to_string);
+        out.push((long.to_owned(), value_name, values));
+    }
+    for sub in cmd.get_subcommands() {
+        out.extend(values_or_files(sub));
+    }
+    out
+}
+
+/// `script` with option `--long`'s value completed from its `values` and from file names too,
+/// where the shell's script can say both (bash, zsh, fish; elvish's and PowerShell's scripts
+/// complete no option values at all).
+fn also_files(
+    shell: Shell,
+    script: &str,
+    long: &str,
+    value_name: &str,
+    values: &[String],
+) -> String {
+    let words = values.join(" ");
+    match shell {
+        Shell::Bash => {
+            // In the option's case branch: the words, then the file names. The branch splits
+            // on newlines only (IFS, for file names with spaces), which would keep the word list
+            // one word: it is split on spaces in its own subshell.
+            let words_only = format!("COMPREPLY=($(compgen -W \"{words}\" -- \"${{cur}}\"))");
+            let both = format!(
+                "COMPREPLY=($(IFS=' '; compgen -W \"{words}\" -- \"${{cur}}\") \
+                 $(compgen -f \"${{cur}}\"))"
+            );
+            let branch = format!("--{long})");
+            let mut out = String::new();
+            let mut rest = script;
+            while let Some(at) = rest.find(&branch) {
+                let (before, after) = rest.split_at(at);
+                out.push_str(before);
+                // Only within this branch (it ends at `;;`).
+                let end = after.find(";;").unwrap_or(after.len());
+                out.push_str(&after[..end].replacen(&words_only, &both, 1));
+                rest = &after[end..];
+            }
+            out.push_str(rest);
+            out
+        }
+        Shell::Zsh => {
+            // `'--long=[help]:NAME:((a\:"…" b\:"…"))'`: the action becomes the words and the files.
+            let start = format!("'--{long}=[");
+            let mut out = String::new();
+            let mut rest = script;
+            while let Some(at) = rest.find(&start) {
+                let (before, after) = rest.split_at(at);
+                out.push_str(before);
+                let action = format!("]:{value_name}:((");
+                match (after.find(&action), after.find("))'")) {
+                    (Some(a), Some(end)) if a < end => {
+                        out.push_str(&after[..a]);
+                        out.push_str(&format!(
+                            "]:{value_name}:{{_values {long} {words}; _files}}'"
+                        ));
+                        rest = &after[end + 3..];
+                    }
+                    _ => {
+                        out.push_str(&after[..start.len()]);
+                        rest = &after[start.len()..];
+                    }
+                }
+            }
+            out.push_str(rest);
+            out
+        }
+        Shell::Fish => {
+            // `-f` keeps file names out; `-F` lets them in beside the words.
+            let option = format!(" -l {long} ");
+            script
+                .split_inclusive('\n')
+                .map(|line| {
+                    if line.contains(&option) {
+                        line.replacen(" -r -f -a ", " -r -F -a ", 1)
+                    } else {
+                        line.to_owned()
+                    }
+                })
+                .collect()
+        }
+        _ => script.to_owned(),
+    }
 }
 
 /// A copy of `cmd` (part of the built tree under `root`) without its hidden subcommands and

@@ -65,12 +65,17 @@ fn add_pages(
     pages: &mut Vec<(String, Vec<u8>)>,
 ) -> anyhow::Result<()> {
     let man = Man::new(cmd.clone()).source(source);
-    let mut page = Vec::new();
-    man.render(&mut page)
+    let mut rendered = Vec::new();
+    man.render(&mut rendered)
         .with_context(|| format!("rendering the man page of {}", cmd.get_name()))?;
-    page.extend_from_slice(EXIT_STATUS.as_bytes());
+    let rendered =
+        String::from_utf8(rendered).context("clap_mangen wrote a page that is not UTF-8")?;
+    let mut page = with_synopsis(&rendered, &synopsis(cmd)).into_bytes();
+    // `coretune rules watch`, not `watch`: two commands have that name.
+    let name = cmd.get_bin_name().unwrap_or_else(|| cmd.get_name());
+    page.extend_from_slice(exit_status(name).as_bytes());
+    page.extend_from_slice(examples(name).as_bytes());
     if pages.is_empty() {
-        page.extend_from_slice(EXAMPLES.as_bytes());
         page.extend_from_slice(SEE_ALSO.as_bytes());
     } else {
         page.extend_from_slice(b".SH \"SEE ALSO\"\n\\fBcoretune\\fR(1)\n");
@@ -82,7 +87,147 @@ fn add_pages(
     Ok(())
 }
 
-/// The README's "Errors and exit status" table, on every page.
+/// `text` escaped for roff: a backslash written as `\e`, a hyphen as `\-` (a minus sign, as
+/// clap_mangen writes option names, so that they can be searched and copied).
+fn roff_escape(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// The SYNOPSIS line of `cmd`'s page: every visible option with the value it takes
+/// (`[\fB\-\-threads\fR \fI<LIST>\fR]`; clap_mangen writes the option names alone), the
+/// required ones unbracketed after the others, then the positional arguments and the
+/// subcommand, in roff.
+fn synopsis(cmd: &clap::Command) -> String {
+    let name = cmd.get_bin_name().unwrap_or_else(|| cmd.get_name());
+    let mut words = vec![format!("\\fB{}\\fR", roff_escape(name))];
+    let mut options: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .collect();
+    // Optional ones first, as clap_mangen orders them (a stable sort keeps the definition order).
+    options.sort_by_key(|a| a.is_required_set());
+    for arg in options {
+        let flag = match (arg.get_short(), arg.get_long()) {
+            (Some(short), Some(long)) => format!(
+                "\\fB\\-{}\\fR|\\fB\\-\\-{}\\fR",
+                roff_escape(&short.to_string()),
+                roff_escape(long)
+            ),
+            (Some(short), None) => format!("\\fB\\-{}\\fR", roff_escape(&short.to_string())),
+            (None, Some(long)) => format!("\\fB\\-\\-{}\\fR", roff_escape(long)),
+            (None, None) => continue,
+        };
+        let value = arg
+            .get_num_args()
+            .filter(|n| n.takes_values())
+            .map(|n| {
+                let names = arg.get_value_names().map_or_else(
+                    || arg.get_id().as_str().to_uppercase(),
+                    |names| {
+                        names
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    },
+                );
+                let value = format!("\\fI<{}>\\fR", roff_escape(&names));
+                if n.min_values() == 0 {
+                    format!(" [{value}]")
+                } else {
+                    format!(" {value}")
+                }
+            })
+            .unwrap_or_default();
+        words.push(if arg.is_required_set() {
+            format!("{flag}{value}")
+        } else {
+            format!("[{flag}{value}]")
+        });
+    }
+    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let names = arg.get_value_names().map_or_else(
+            || arg.get_id().as_str().to_uppercase(),
+            |names| {
+                names
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+        );
+        let many = if arg.get_num_args().is_some_and(|n| n.max_values() > 1) {
+            "..."
+        } else {
+            ""
+        };
+        // As clap's usage writes them: `<WORKLOAD>` required, `[WORKLOAD]` not, `[-- <CMD>...]`.
+        let name = format!("\\fI{}\\fR", roff_escape(&names));
+        words.push(match (arg.is_last_set(), arg.is_required_set()) {
+            (true, true) => format!("\\-\\- <{name}>{many}"),
+            (true, false) => format!("[\\-\\- <{name}>{many}]"),
+            (false, true) => format!("<{name}>{many}"),
+            (false, false) => format!("[{name}]{many}"),
+        });
+    }
+    if cmd.has_subcommands() {
+        words.push("\\fI<command>\\fR".to_owned());
+    }
+    words.join(" ")
+}
+
+/// `page` with the body of its SYNOPSIS section replaced by `synopsis`.
+fn with_synopsis(page: &str, synopsis: &str) -> String {
+    let heading = ".SH SYNOPSIS\n";
+    let Some(start) = page.find(heading).map(|at| at + heading.len()) else {
+        return page.to_owned();
+    };
+    let end = page[start..]
+        .find("\n.SH ")
+        .map_or(page.len(), |at| start + at + 1);
+    format!("{}{synopsis}\n{}", &page[..start], &page[end..])
+}
+
+/// The EXIT STATUS section of the page of command `name` (`coretune calc`…): hwloc's
+/// drop-ins end as hwloc's tools do; every other page has the README's table.
+fn exit_status(name: &str) -> &'static str {
+    match name {
+        "coretune calc" => CALC_EXIT_STATUS,
+        "coretune distrib" => DISTRIB_EXIT_STATUS,
+        _ => EXIT_STATUS,
+    }
+}
+
+/// calc's statuses: hwloc-calc's.
+const CALC_EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+As hwloc\-calc's:
+.TP
+\fB0\fR
+Done, also when a location names an object this machine does not have: hwloc\-calc's warning
+is printed on standard error.
+.TP
+\fB1\fR
+A command line hwloc\-calc refuses (an unknown option, a missing value) or a topology that
+cannot be loaded (\-\-input): one line on standard error says which.
+"#;
+
+/// distrib's statuses: hwloc-distrib's.
+const DISTRIB_EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+As hwloc\-distrib's:
+.TP
+\fB0\fR
+Done.
+.TP
+\fB1\fR
+A command line hwloc\-distrib refuses (an unknown option, a missing value) or a topology that
+cannot be loaded (\-\-input): one line on standard error says which.
+.TP
+\fB134\fR
+What hwloc\-distrib 2.9 aborts on (its assertion on 0 sets, or a set outside every PU with
+\-\-restrict\-flags), reproduced: the message hwloc prints, then SIGABRT's status.
+"#;
+
+/// The README's "Errors and exit status" table, on every page but calc's and distrib's.
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 \fB0\fR
@@ -110,27 +255,222 @@ run and watch otherwise end with the status of the program they started (128 + t
 killed it); calc and distrib with hwloc\-calc's and hwloc\-distrib's.
 "#;
 
-/// coretune(1)'s examples: the README's first steps.
-const EXAMPLES: &str = r#".SH EXAMPLES
-.TP
-\fBcoretune tune\fR
-Sweep threads \(mu placement \(mu CPU set on the built\-in workload and recommend one.
-.TP
-\fBcoretune tune \-\- xz \-T{threads} \-k \-c big.tar\fR
-The same for a program: {threads}, {cpus} and {place} are filled in for each run.
-.TP
-\fBcoretune run \-\-threads 4 \-\-place spread \-\- ./app\fR
-Run a program with each of its threads on its own place.
-.TP
-\fBcoretune cpus 'numa:0 ~pu:0' \-\-to taskset\fR
-Resolve a CPU\-set expression on this machine.
-.TP
-\fBcoretune compare before after \-\-fail\-above 5\fR
-A CI gate: fail when the second sweep is more than 5% slower.
-.TP
-\fBcoretune doctor\fR
-What this machine lets coretune do, and what it does instead where it cannot.
-"#;
+/// The EXAMPLES section of the page of command `name` (`coretune`, `coretune tune`, `coretune
+/// rules watch`): command lines from the README's examples
+/// (a test checks that each is there), each with what it does.
+fn examples(name: &str) -> String {
+    let examples: &[(&str, &str)] = match name {
+        "coretune" => &[
+            (
+                "coretune tune",
+                "Sweep threads \\(mu placement \\(mu CPU set on the built-in workload and recommend one.",
+            ),
+            (
+                "coretune tune --threads 1-8 --place os,spread -- ./render --threads {threads}",
+                "The same for a program: {threads}, {cpus} and {place} are filled in for each run.",
+            ),
+            (
+                "coretune run --threads 8 --place spread -- ./render --threads 8",
+                "Run a program with each of its threads on its own place.",
+            ),
+            (
+                "coretune cpus 'all ~pu:0' --to taskset",
+                "Every CPU but CPU 0, as taskset takes it.",
+            ),
+            (
+                "coretune compare before after --fail-above 5",
+                "A CI gate: fail when the second sweep is more than 5% slower.",
+            ),
+            (
+                "coretune doctor",
+                "What this machine lets coretune do, and what it does instead where it cannot.",
+            ),
+        ],
+        "coretune topo" => &[
+            (
+                "coretune topo",
+                "This machine: packages, NUMA nodes, L3 groups, cores, SMT and the CPU budget.",
+            ),
+            (
+                "coretune topo --xml",
+                "The topology as hwloc XML, to plan on another machine with --input.",
+            ),
+        ],
+        "coretune bench" => &[(
+            "coretune bench sum --threads 1 --place os --size small",
+            "One built-in workload in one configuration, its runs and their cost.",
+        )],
+        "coretune cpus" => &[
+            (
+                "coretune cpus 'all ~pu:0' --to taskset",
+                "Every CPU but CPU 0, as taskset takes it.",
+            ),
+            (
+                "coretune cpus --input 'pack:2 numa:2 core:4 pu:2' --to windows numa:1",
+                "NUMA node 1 of a machine described by hwloc, as start /affinity takes it.",
+            ),
+        ],
+        "coretune place" => &[
+            (
+                "coretune place --json --policy spread --threads 4",
+                "Where 4 threads go when spread (hwloc-distrib's answer), as JSON.",
+            ),
+            (
+                "coretune place --threads 3 --place 'S0:1,0'",
+                "An ordered list as likwid-pin -c takes it (the socket's second core, then its first), and how each tool says it.",
+            ),
+        ],
+        "coretune calc" => &[
+            (
+                "coretune calc --input topo.xml -I core numa:1",
+                "hwloc-calc's command line, unchanged: the cores of NUMA node 1.",
+            ),
+            (
+                "coretune calc --physical-output -I pu os=eth0",
+                "The CPUs near a network interface.",
+            ),
+        ],
+        "coretune distrib" => &[
+            (
+                "coretune distrib --input 'pack:2 core:4 pu:2' --single 5",
+                "hwloc-distrib's command line, unchanged: 5 sets, one PU each.",
+            ),
+            (
+                "coretune distrib --reverse --at core 3",
+                "3 sets of cores, from the last.",
+            ),
+        ],
+        "coretune run" => &[
+            (
+                "coretune run --threads 8 --place spread -- ./render --threads 8",
+                "Each of the program's threads on its own place, spread over the machine.",
+            ),
+            (
+                "coretune run --threads 4 --place cores --bind core -- ./app",
+                "Each thread on its whole core.",
+            ),
+            (
+                "coretune run --pid 4242 --place compact",
+                "Re-pin a running process, its threads in creation order.",
+            ),
+        ],
+        "coretune tune" => &[
+            (
+                "coretune tune",
+                "The built-in raymesh workload over the default grid, and a recommendation.",
+            ),
+            (
+                "coretune tune --threads 1-8 --place os,spread -- ./render --threads {threads}",
+                "A program, its thread count filled in for each run.",
+            ),
+            (
+                "coretune tune --resume coretune-results/2026-11-21T21-58-15",
+                "Continue an interrupted sweep where it stopped.",
+            ),
+            (
+                "coretune tune --input epyc.xml --dry-run --estimate-one 20",
+                "Plan another machine's sweep: its grid, runs and time.",
+            ),
+        ],
+        "coretune compare" => &[
+            (
+                "coretune compare before after --fail-above 5",
+                "Ratios B/A per configuration; exit 1 when B is more than 5% slower.",
+            ),
+            (
+                "coretune compare DIR/skylake DIR/epyc",
+                "Two node types of one fleet.",
+            ),
+        ],
+        "coretune report" => &[(
+            "coretune report DIR",
+            "Rebuild a results folder's summaries, plots and report.html from its runs.",
+        )],
+        "coretune watch" => &[
+            (
+                "coretune watch -- ./app --threads 8",
+                "Start a program and watch its CPUs and threads.",
+            ),
+            ("coretune watch --pid 4242", "Watch a running process."),
+            (
+                "coretune watch --json --interval 50 -- ./app",
+                "One JSON summary on standard output.",
+            ),
+        ],
+        "coretune rules" => &[
+            (
+                "coretune rules check rules.toml",
+                "Per rule, the running processes it matches and what would change.",
+            ),
+            (
+                "coretune rules apply rules.toml",
+                "Apply the rules once to the running processes.",
+            ),
+            (
+                "coretune rules watch rules.toml",
+                "The daemon: apply them to every process that starts.",
+            ),
+        ],
+        "coretune rules check" => &[(
+            "coretune rules check rules.toml",
+            "Per rule, the running processes it matches and what would change.",
+        )],
+        "coretune rules apply" => &[(
+            "coretune rules apply rules.toml",
+            "Apply the rules once to the running processes (--dry-run: only say).",
+        )],
+        "coretune rules watch" => &[(
+            "coretune rules watch rules.toml",
+            "The daemon: every process that starts.",
+        )],
+        "coretune reserve" => &[
+            ("coretune reserve", "Keep CPU 0 free of every process."),
+            (
+                "coretune reserve --dry-run",
+                "Say how and what would change.",
+            ),
+            (
+                "coretune reserve --undo",
+                "Put back exactly what was there.",
+            ),
+        ],
+        "coretune doctor" => &[(
+            "coretune doctor",
+            "What this machine lets coretune do, and what it does instead where it cannot.",
+        )],
+        "coretune completions" => &[
+            (
+                "coretune completions bash > ~/.local/share/bash-completion/completions/coretune",
+                "Install bash's completion for this user.",
+            ),
+            (
+                "coretune completions zsh > ~/.zfunc/_coretune",
+                "zsh's, into a folder of fpath.",
+            ),
+        ],
+        "coretune man" => &[
+            (
+                "coretune man | man -l -",
+                "Read coretune(1) without installing it.",
+            ),
+            (
+                "coretune man --out man1",
+                "coretune.1 and one page per command into man1/.",
+            ),
+        ],
+        _ => &[],
+    };
+    let mut out = String::from(".SH EXAMPLES\n");
+    for (command, what) in examples {
+        // A description may already hold roff (`\(mu`): only hyphens are escaped in it.
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_escape(command),
+            what.replace('-', "\\-")
+        ));
+    }
+    out
+}
 
 /// coretune(1)'s related tools.
 const SEE_ALSO: &str = r#".SH "SEE ALSO"

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use coretune_core::cpuset::set_to_vec;
+use coretune_core::cpuset::{cpus_named, set_to_vec};
 use coretune_core::memory::MemPolicy;
 use coretune_core::topology::groups::windows_lines;
 use coretune_core::topology::groups::{GroupSource, ProcessorGroups};
@@ -43,7 +43,8 @@ pub(crate) struct PlaceArgs {
     bind: Binding,
     /// The memory policy to go with it, as `run --mem` takes it: local, interleave or
     /// interleave:NODES, bind or bind:NODES (the nodes near the placement's CPUs without NODES),
-    /// preferred:NODE; shown as numactl's options and in the run line.
+    /// preferred:NODE (NODES: 0-1 as numactl numbers nodes, numa:0-1, package:1, near); shown
+    /// as numactl's options and in the run line.
     #[arg(long, value_name = "POLICY")]
     mem: Option<MemPolicy>,
     /// Print the placement as JSON.
@@ -99,6 +100,15 @@ struct PlaceJson<'a> {
 pub(crate) fn run(args: &PlaceArgs) -> anyhow::Result<ExitCode> {
     let topo = args.topology.load_with_devices()?;
     let cpus = cpus_option(&topo, args.cpus.as_deref(), args.physical)?;
+    let left_out = args.policy.left_out_by(&topo, cpus.as_ref(), args.physical);
+    if let (false, Some(expr)) = (left_out.is_empty(), &args.cpus) {
+        eprintln!(
+            "coretune: warning: --cpus '{expr}' leaves out {} of --place '{}': the threads \
+             written for them go round-robin over the rest of the list",
+            cpus_named(&left_out),
+            args.policy
+        );
+    }
     let placement = plan_spec(
         &topo,
         args.threads,

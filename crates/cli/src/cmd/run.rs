@@ -32,7 +32,8 @@ pub(crate) struct RunArgs {
     physical: bool,
     /// Thread count to announce through OMP_NUM_THREADS, RAYON_NUM_THREADS and the others
     /// (with --pid: how many places to plan; default, the threads the process has).
-    #[arg(long, short = 't')]
+    #[arg(long, short = 't', allow_negative_numbers = true,
+          value_parser = crate::numbers::whole(1, coretune_core::placement::MAX_THREADS))]
     threads: Option<usize>,
     /// Placement policy for --threads: the main thread on the first place, the k-th thread it
     /// creates on place k+1, through the preloaded pinning library (or OpenMP's places, or the
@@ -51,8 +52,8 @@ pub(crate) struct RunArgs {
     skip: Option<SkipMask>,
     /// Memory policy the program starts with, as numactl sets it: local (--localalloc),
     /// interleave or interleave:NODES (every node without NODES), bind or bind:NODES (--membind;
-    /// the nodes near the CPUs it runs on without NODES), preferred:NODE. NODES: numa:0-1,
-    /// package:1, near.
+    /// the nodes near the CPUs it runs on without NODES), preferred:NODE. NODES: 0-1 (nodes by
+    /// OS index, as numactl numbers them), numa:0-1, package:1, near.
     #[arg(long, value_name = "POLICY", conflicts_with = "pid")]
     mem: Option<MemPolicy>,
     /// Rebind (--cpus) or re-pin one by one (--place, in the order the threads were created)

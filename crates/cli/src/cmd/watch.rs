@@ -4,6 +4,9 @@
 //!
 //! The folder (`--out`, default `coretune-results/watch-<time>/`) gets `watch.jsonl` (one
 //! sample per line, appended as taken), `summary.json`, `utilisation.svg` and `residency.svg`.
+//! Where the default folder cannot be made (a read-only working directory), `watch` says so and
+//! watches all the same, keeping nothing but the summary it prints: the summary is what it is
+//! run for. A folder given with `--out` that cannot be made is an error.
 //! The summary is printed at the end: as one JSON object with `--json`
 //! (`docs/watch.schema.json`), else the busiest CPUs, the threads that migrated most and CPU 0's
 //! share of interrupts. With `--json` the program's own standard output goes to standard error,
@@ -20,7 +23,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::program::watch;
 use coretune_core::program::watch::{Sampler, WatchSummary, cpu_places};
-use coretune_core::sweep::{RunView, claim_timestamped_dir};
+use coretune_core::sweep::{RunView, SweepError, claim_timestamped_dir};
 use coretune_core::{Topology, TopologySource};
 
 use crate::report::svg::{residency_plot, utilisation_plot};
@@ -61,15 +64,30 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         coretune_core::program::find_program(program)?;
     }
     let dir = match &args.out {
-        Some(d) => d.clone(),
-        None => claim_timestamped_dir(Path::new("coretune-results"), "watch-")?,
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            Some(d.clone())
+        }
+        None => match claim_timestamped_dir(Path::new("coretune-results"), "watch-") {
+            Ok(d) => Some(d),
+            Err(SweepError::NoFolderHere { base, error }) => {
+                eprintln!(
+                    "coretune: warning: cannot create {} here: {error}; watching without \
+                     keeping the samples and plots (--out DIR keeps them)",
+                    base.display()
+                );
+                None
+            }
+            Err(e) => return Err(e.into()),
+        },
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let log_path = dir.join("watch.jsonl");
-    let mut log = std::io::BufWriter::new(
-        std::fs::File::create(&log_path)
-            .with_context(|| format!("creating {}", log_path.display()))?,
-    );
+    let log_path = dir.as_ref().map(|d| d.join("watch.jsonl"));
+    let mut log = match &log_path {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -103,10 +121,12 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     loop {
         std::thread::sleep(interval);
         let sample = sampler.sample()?;
-        serde_json::to_writer(&mut log, &sample)?;
-        log.write_all(b"\n")?;
-        log.flush()
-            .with_context(|| format!("writing {}", log_path.display()))?;
+        if let (Some(log), Some(path)) = (log.as_mut(), &log_path) {
+            serde_json::to_writer(&mut *log, &sample)?;
+            log.write_all(b"\n")?;
+            log.flush()
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
         samples.push(sample);
         let ended = match child.as_mut() {
             Some(c) => match c.try_wait().context("waiting for the program")? {
@@ -128,9 +148,11 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
 
     let summary = watch::summarize(&samples);
-    let summary_path = dir.join("summary.json");
-    std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
-        .with_context(|| format!("writing {}", summary_path.display()))?;
+    if let Some(dir) = &dir {
+        let summary_path = dir.join("summary.json");
+        std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
+            .with_context(|| format!("writing {}", summary_path.display()))?;
+    }
     let places = Topology::load(&TopologySource::Live)
         .map(|t| cpu_places(&t))
         .unwrap_or_default();
@@ -156,13 +178,16 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         places,
         throttle_traces: Vec::new(),
     };
-    for (name, svg) in [
-        ("utilisation.svg", utilisation_plot(&view)?),
-        ("residency.svg", residency_plot(&view)?),
-    ] {
-        if let Some(svg) = svg {
-            let path = dir.join(name);
-            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(dir) = &dir {
+        for (name, svg) in [
+            ("utilisation.svg", utilisation_plot(&view)?),
+            ("residency.svg", residency_plot(&view)?),
+        ] {
+            if let Some(svg) = svg {
+                let path = dir.join(name);
+                std::fs::write(&path, svg)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
         }
     }
 
@@ -173,7 +198,7 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     } else {
         // On standard error, as `time` and `perf stat` print theirs: standard output stays
         // the program's (`coretune watch -- xz -c f > f.xz`).
-        print_summary(&mut std::io::stderr().lock(), &summary, &dir)?;
+        print_summary(&mut std::io::stderr().lock(), &summary, dir.as_deref())?;
     }
     Ok(match status {
         Some(s) => ExitCode::from(u8::try_from(coretune_core::program::exit_code(s)).unwrap_or(1)),
@@ -194,7 +219,7 @@ fn shorten(s: &str, max: usize) -> String {
 fn print_summary(
     out: &mut impl std::io::Write,
     s: &WatchSummary,
-    dir: &std::path::Path,
+    dir: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     writeln!(out, "{} samples over {:.1} s", s.samples, s.duration_s)?;
     let mut cpus = s.cpus.clone();
@@ -246,7 +271,12 @@ fn print_summary(
         )?;
     }
     if s.threads.len() > 10 {
-        writeln!(out, "  ... {} more in summary.json", s.threads.len() - 10)?;
+        let more = if dir.is_some() {
+            " more in summary.json"
+        } else {
+            " more (not kept: no folder)"
+        };
+        writeln!(out, "  ... {}{more}", s.threads.len() - 10)?;
     }
     let share = |x: Option<f64>| x.map_or("no interrupts".into(), |v| format!("{:.0}%", v * 100.0));
     writeln!(
@@ -255,6 +285,9 @@ fn print_summary(
         share(s.interrupts.cpu0_share),
         share(s.softirqs.cpu0_share)
     )?;
-    writeln!(out, "Samples and plots: {}", dir.display())?;
+    match dir {
+        Some(dir) => writeln!(out, "Samples and plots: {}", dir.display())?,
+        None => writeln!(out, "Samples and plots: not kept (--out DIR keeps them)")?,
+    }
     Ok(())
 }

@@ -38,7 +38,7 @@ pub(crate) fn text(
     let g = &plan.grid;
     let join = |v: Vec<String>, sep: &str| v.join(sep);
     let mut s = String::new();
-    let _ = writeln!(s, "Design for {topology}: {}", target.label());
+    let _ = writeln!(s, "Plan for {topology}: {}", target.label());
     let min_time = if plan.min_time.is_zero() {
         String::new()
     } else {

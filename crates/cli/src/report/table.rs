@@ -1,5 +1,6 @@
 //! The terminal table: one row per configuration with speedup and efficiency, the recommended
-//! one marked; colour when stdout is a terminal and `NO_COLOR` is not set, plain otherwise.
+//! one marked; colour when stdout is a terminal that is not `TERM=dumb` and `NO_COLOR` is not
+//! set, plain otherwise.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
@@ -9,17 +10,25 @@ use anstyle::{AnsiColor, Style};
 use coretune_core::SweepReport;
 use coretune_core::sweep::ConfigRow;
 
-/// Whether the table on stdout is coloured: a terminal, and no `NO_COLOR` (no-color.org: set
-/// to anything but the empty string turns colour off).
+/// Whether the table on stdout is coloured: a terminal, not a dumb one (`TERM=dumb`: Emacs'
+/// shell buffers, some CI logs, which show escape codes as text), and no `NO_COLOR`
+/// (no-color.org: set to anything but the empty string turns colour off).
 pub(crate) fn color_stdout() -> bool {
     color_for(
         std::io::stdout().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("TERM").as_deref(),
     )
 }
 
-fn color_for(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
+fn color_for(
+    terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
+    terminal
+        && no_color.is_none_or(std::ffi::OsStr::is_empty)
+        && term != Some(std::ffi::OsStr::new("dumb"))
 }
 
 /// Renders the table, the recommendation, its reason and how to apply it.
@@ -206,9 +215,13 @@ mod test {
 
     #[test]
     fn no_color_turns_colour_off_unless_empty() {
-        assert!(color_for(true, None));
-        assert!(color_for(true, Some(OsStr::new(""))));
-        assert!(!color_for(true, Some(OsStr::new("1"))));
-        assert!(!color_for(false, None));
+        let xterm = Some(OsStr::new("xterm-256color"));
+        assert!(color_for(true, None, xterm));
+        assert!(color_for(true, Some(OsStr::new("")), xterm));
+        assert!(!color_for(true, Some(OsStr::new("1")), xterm));
+        assert!(!color_for(false, None, xterm));
+        // A terminal that says it is dumb shows escape codes as text.
+        assert!(!color_for(true, None, Some(OsStr::new("dumb"))));
+        assert!(color_for(true, None, None));
     }
 }

@@ -8,14 +8,18 @@
 //! S0:0-1@S1:0-1                            several, joined with @
 //! ```
 //!
-//! The **domains** are likwid's: `N` the node, `S<i>` socket i, `D<i>` die i, `C<i>` the i-th
-//! last-level cache, `M<i>` NUMA node i. Each lists its hardware threads core by core, each
-//! core's threads together (likwid's `processorList`), counting only CPUs this process may use.
-//! An **index list** counts in likwid's logical order, *physical cores first*: the first thread
-//! of every core of the domain, then the second of every core, and so on (`cpulist_sort`), so
-//! `S0:0-3` is four cores, not two cores and their SMT siblings. An **`E:` expression** walks
-//! the processor list itself (siblings together): `count` threads in chunks of `chunk`, the
-//! chunks `stride` apart, from `offset`. **Scatter** takes each domain's logical list in turn.
+//! The **domains** are likwid's, the ones `likwid-pin -p` lists: `N` the node, `S<i>` socket i,
+//! `D<i>` die i (each socket is one die where hwloc reports no dies, as likwid counts them),
+//! `C<i>` the i-th last-level cache, `M<i>` NUMA node i. Each lists its hardware threads core by
+//! core, each core's threads together (likwid's `processorList`), counting only CPUs this
+//! process may use. An **index list** counts in likwid's logical order, *physical cores first*:
+//! the first thread of every core of the domain, then the second of every core, and so on
+//! (`cpulist_sort`), so `S0:0-3` is four cores, not two cores and their SMT siblings. The list
+//! keeps the order written, as likwid-pin does: `S0:1,0` is the domain's second thread, then its
+//! first, and a descending range counts down (`N:3-0`). An **`E:` expression** walks the
+//! processor list itself (siblings together): `count` threads in chunks of `chunk`, the chunks
+//! `stride` apart, from `offset`. **Scatter** takes each domain's logical list in turn. A CPU
+//! named twice stays twice (`N:1,0@N:1` is 1,0,1 for likwid-pin: three threads, two on CPU 1).
 
 use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
@@ -29,7 +33,7 @@ pub enum LikwidSel {
     Logical {
         /// The domain (`N`, `S0`, `C1`, `M0`, `D0`).
         domain: String,
-        /// The positions, as written (`0-3,5`).
+        /// The positions, in the order written (`0-3,5`; `1,0`; `3-0` counts down).
         positions: Vec<usize>,
     },
     /// `E:DOMAIN:COUNT[:CHUNK:STRIDE[:OFFSET]]`.
@@ -134,8 +138,10 @@ fn parse_one(text: &str) -> Result<LikwidSel, String> {
             })
         }
         ["L", domain, list] | [domain, list] if is_domain(domain) => {
-            let positions = crate::sys::parse_list(list).ok_or_else(|| {
-                format!("likwid expression '{text}': '{list}' is not a list of positions (0-3,5)")
+            let positions = positions(list).ok_or_else(|| {
+                format!(
+                    "likwid expression '{text}': '{list}' is not a list of positions (0-3,5 or 1,0)"
+                )
             })?;
             Ok(LikwidSel::Logical {
                 domain: (*domain).to_owned(),
@@ -147,6 +153,28 @@ fn parse_one(text: &str) -> Result<LikwidSel, String> {
              or KIND:scatter (domains N, S0, C0, M0, D0)"
         )),
     }
+}
+
+/// A domain's index list in the order written, as likwid reads it: numbers and ranges separated
+/// by commas, a range counting down when its end is below its start (`3-0` is 3,2,1,0), a
+/// position named twice kept twice. `None` when malformed or past [`super::MAX_CPU`].
+fn positions(list: &str) -> Option<Vec<usize>> {
+    let number = |s: &str| s.parse::<usize>().ok().filter(|&n| n <= super::MAX_CPU);
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (number(a)?, number(b)?);
+                if a <= b {
+                    out.extend(a..=b);
+                } else {
+                    out.extend((b..=a).rev());
+                }
+            }
+            None => out.push(number(part)?),
+        }
+    }
+    Some(out)
 }
 
 /// One domain's hardware threads, core by core (likwid's processor list), each with its
@@ -176,7 +204,9 @@ impl Domain {
     }
 }
 
-/// Every domain of `topology`: N, then S, D, C and M in order.
+/// Every domain of `topology`: N, then S, D, C and M in order. Where hwloc reports no dies,
+/// each package is one die (likwid's `D` domains then equal its `S` domains, as `likwid-pin -p`
+/// lists them on such a machine).
 fn domains(topology: &Topology) -> Vec<Domain> {
     let allowed = topology.cpuset();
     // Each usable PU with its core's logical index and its position in that core.
@@ -210,9 +240,14 @@ fn domains(topology: &Topology) -> Vec<Domain> {
         .find(|&ty| !topology.objects(ty).is_empty());
     let mut numa = topology.objects(ObjectType::NUMANode);
     numa.sort_by_key(|n| n.os_index());
+    let packages = topology.objects(ObjectType::Package);
+    let dies = match topology.objects(ObjectType::Die) {
+        dies if dies.is_empty() => packages.clone(),
+        dies => dies,
+    };
     for (letter, objects) in [
-        ('S', topology.objects(ObjectType::Package)),
-        ('D', topology.objects(ObjectType::Die)),
+        ('S', packages),
+        ('D', dies),
         ('C', llc.map(|ty| topology.objects(ty)).unwrap_or_default()),
         ('M', numa),
     ] {
@@ -226,7 +261,8 @@ fn domains(topology: &Topology) -> Vec<Domain> {
     out
 }
 
-/// The CPUs (OS indexes) `sels` name on `topology`, in likwid's order, duplicates removed.
+/// The CPUs (OS indexes) `sels` name on `topology`, in likwid's order; a CPU named twice is
+/// there twice, as likwid-pin keeps it (`N:0@N:0` is two threads on CPU 0).
 ///
 /// # Errors
 ///
@@ -320,8 +356,6 @@ pub(crate) fn resolve(topology: &Topology, sels: &[LikwidSel]) -> Result<Vec<usi
             }
         }
     }
-    let mut seen = std::collections::BTreeSet::new();
-    out.retain(|c| seen.insert(*c));
     Ok(out)
 }
 
@@ -349,6 +383,19 @@ mod test {
         assert_eq!(cpus("S0:0-1@S1:0-1"), [0, 2, 4, 6]);
         assert_eq!(cpus("C1:2"), [5]);
         assert_eq!(cpus("M0:0-3"), [0, 2, 4, 6]);
+    }
+
+    #[test]
+    fn a_list_inside_a_domain_keeps_the_order_written_and_dies_default_to_sockets() {
+        // S0's logical order is 0 2 1 3: position 1 then position 0.
+        assert_eq!(cpus("S0:1,0"), [2, 0]);
+        assert_eq!(cpus("N:3-0"), [6, 4, 2, 0]);
+        assert_eq!(cpus("N:1,0@N:1"), [2, 0, 2]);
+        assert_eq!(cpus("C0:1,0"), [2, 0]);
+        // No dies in hwloc's view: each socket is one, as likwid counts them.
+        assert_eq!(cpus("D1:0-1"), cpus("S1:0-1"));
+        let err = resolve(&smt(), &parse("D2:0").unwrap()).unwrap_err();
+        assert!(err.contains("(it has N S0 S1 D0 D1 C0 C1 M0)"), "{err}");
     }
 
     #[test]

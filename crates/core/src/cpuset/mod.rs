@@ -256,8 +256,36 @@ impl CpuSetExpr {
                 usable: list_of(&topology.cpuset()),
             });
         }
-        let warnings = warnings(topology, &set);
+        let mut warnings = warnings(topology, &set);
+        if self.names_cpu0() {
+            // Asked for by name: the user knows it is CPU 0.
+            warnings.retain(|w| *w != Warning::IncludesCpu0);
+        }
         Ok(Resolved { set, warnings })
+    }
+
+    /// Whether a term adds CPU 0 by name: `0` as an item of a plain CPU list (`0`, `0,2`,
+    /// `0-0`) or `pu:0` — not a set that merely contains it (`0-3`, `numa:0`, `core:0`).
+    fn names_cpu0(&self) -> bool {
+        self.terms.iter().any(|term| {
+            if term.op != Op::Union {
+                return false;
+            }
+            let text = term
+                .text
+                .trim()
+                .trim_start_matches('+')
+                .to_ascii_lowercase();
+            let list = match &term.atom {
+                Atom::Cpus(_) => text.as_str(),
+                _ => match text.strip_prefix("pu:") {
+                    Some(list) => list,
+                    None => return false,
+                },
+            };
+            list.split(',')
+                .any(|item| matches!(item.trim(), "0" | "0-0"))
+        })
     }
 }
 

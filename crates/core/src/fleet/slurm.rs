@@ -64,6 +64,69 @@ impl Slurm {
         format!("sbatch, squeue, scontrol{sacct} in {}", dirs.join(", "))
     }
 
+    /// Whether a controller answers (`scontrol ping`, given at most `timeout`): its line
+    /// (`Slurmctld(primary) at head is UP`), or why not in one line — Slurm's own last message
+    /// (`Could not establish a configuration source` where no `slurm.conf` names one), a
+    /// controller that is `DOWN`, or no answer in time. Finding the commands on `PATH` says
+    /// nothing of whether a job can be submitted.
+    ///
+    /// # Errors
+    ///
+    /// The reason, one line, naming `scontrol ping`.
+    pub fn ping(&self, timeout: std::time::Duration) -> Result<String, String> {
+        use std::process::Stdio;
+        let mut child = Command::new(&self.scontrol)
+            .arg("ping")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("scontrol ping: {e}"))?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "scontrol ping: no answer within {} s",
+                        timeout.as_secs_f64()
+                    ));
+                }
+                Err(e) => return Err(format!("scontrol ping: {e}")),
+            }
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("scontrol ping: {e}"))?;
+        let last = |bytes: &[u8]| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .map(str::to_owned)
+        };
+        let answer = last(&out.stdout);
+        match answer {
+            Some(line) if out.status.success() && !line.contains("DOWN") => Ok(line),
+            Some(line) if line.contains("DOWN") => Err(format!("scontrol ping: {line}")),
+            _ => {
+                let why = last(&out.stderr).unwrap_or_else(|| format!("{}", out.status));
+                // `scontrol: fatal: Could not …`: the message without the program's prefixes.
+                let why = why
+                    .trim_start_matches("scontrol: ")
+                    .trim_start_matches("fatal: ")
+                    .trim_start_matches("error: ")
+                    .to_owned();
+                Err(format!("scontrol ping: {why}"))
+            }
+        }
+    }
+
     /// Submits the batch script at `script`; returns the job id.
     ///
     /// # Errors
@@ -208,6 +271,29 @@ fn parse_squeue(out: &str) -> Vec<QueueEntry> {
 
 #[cfg(test)]
 mod test {
+
+    /// A controller that does not answer in time is said so, and `ping` does not wait for it.
+    #[cfg(unix)]
+    #[test]
+    fn a_controller_that_does_not_answer_in_time_is_not_waited_for() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let scontrol = dir.path().join("scontrol");
+        std::fs::write(&scontrol, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        std::fs::set_permissions(&scontrol, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let slurm = Slurm {
+            sbatch: scontrol.clone(),
+            squeue: scontrol.clone(),
+            scontrol,
+            sacct: None,
+        };
+        let started = std::time::Instant::now();
+        let err = slurm
+            .ping(std::time::Duration::from_millis(200))
+            .unwrap_err();
+        assert_eq!(err, "scontrol ping: no answer within 0.2 s");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
     use super::*;
 
     #[test]

@@ -397,7 +397,21 @@ impl ChildProbe {
 
     /// [`ChildProbe::finish`] with the tree's own accounting when the OS keeps one.
     pub(crate) fn finish_with(self, tree: Option<ResourceUsage>) -> Measurement {
-        let wall = self.start.elapsed();
+        self.finish_from(None, tree)
+    }
+
+    /// [`ChildProbe::finish_with`], timed from `exec_ns` when the program said when it was about
+    /// to `exec` (`CLOCK_MONOTONIC`, nanoseconds: what coretune did to start it — its cgroup
+    /// among other things — is not the program's time), else from the probe's start.
+    pub(crate) fn finish_from(
+        self,
+        exec_ns: Option<u64>,
+        tree: Option<ResourceUsage>,
+    ) -> Measurement {
+        let wall = match exec_ns {
+            Some(ns) => Duration::from_nanos(sys::monotonic_ns().saturating_sub(ns)),
+            None => self.start.elapsed(),
+        };
         let usage = match tree {
             Some(tree) => own_usage(&tree),
             None => {

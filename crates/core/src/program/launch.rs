@@ -252,6 +252,12 @@ impl Launched {
         self.tree.wait(&mut self.child, timeout)
     }
 
+    /// When it was about to `exec` (`CLOCK_MONOTONIC`, nanoseconds), where the OS module
+    /// records it: a run is timed from there.
+    pub(crate) fn exec_ns(&self) -> Option<u64> {
+        self.tree.exec_ns()
+    }
+
     /// Whether every process it starts is tracked, daemons that leave its process group
     /// included (a cgroup leaf on Linux, a job object on Windows).
     pub(crate) fn catches_daemons(&self) -> bool {

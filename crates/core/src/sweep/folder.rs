@@ -325,13 +325,13 @@ pub fn timestamped_dir(base: &Path, prefix: &str) -> PathBuf {
 ///
 /// # Errors
 ///
-/// `base` or the folder cannot be created.
+/// [`SweepError::NoFolderHere`]: `base` or the folder cannot be created.
 pub fn claim_timestamped_dir(base: &Path, prefix: &str) -> Result<PathBuf, SweepError> {
-    let write = |path: &Path, error| SweepError::Write {
-        path: path.to_path_buf(),
+    let no_folder = |error| SweepError::NoFolderHere {
+        base: base.to_path_buf(),
         error,
     };
-    std::fs::create_dir_all(base).map_err(|e| write(base, e))?;
+    std::fs::create_dir_all(base).map_err(no_folder)?;
     let first = timestamped_dir(base, prefix);
     let mut n = 1;
     loop {
@@ -343,7 +343,7 @@ pub fn claim_timestamped_dir(base: &Path, prefix: &str) -> Result<PathBuf, Sweep
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
-            Err(e) => return Err(write(&dir, e)),
+            Err(e) => return Err(no_folder(e)),
         }
     }
 }

@@ -509,6 +509,15 @@ pub enum SweepError {
         /// The I/O error.
         error: std::io::Error,
     },
+    /// The default results folder cannot be made in the working directory (read-only, another
+    /// user's): the way out is to say where (`--out DIR`).
+    #[error("cannot create {} here: {error}; use --out DIR", base.display())]
+    NoFolderHere {
+        /// The folder the results go under by default (`coretune-results`).
+        base: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
     /// A results file could not be written.
     #[error("writing {}: {error}", path.display())]
     Write {

@@ -42,6 +42,14 @@ pub enum MetricSource {
     File(String),
 }
 
+impl MetricSource {
+    /// The two words that are not file names, with what each means (for help and completion).
+    pub const KEYWORDS: [(&'static str, &'static str); 2] = [
+        ("stdout", "the program's standard output"),
+        ("stderr", "its standard error"),
+    ];
+}
+
 impl FromStr for MetricSource {
     type Err = MetricError;
     fn from_str(s: &str) -> Result<Self, MetricError> {
@@ -217,7 +225,16 @@ impl MetricSpec {
                 .ok()
                 .or_else(|| self.duration(&t))
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| missing(&format!("'{}' is not a number", s.trim())))
+                .ok_or_else(|| match self.unit_needed(&t) {
+                    // Found, but a duration coretune was not told how to read.
+                    Some(advice) => format!(
+                        "metric {} in {}: '{}' has a unit: {advice}",
+                        self.name,
+                        self.from,
+                        s.trim()
+                    ),
+                    None => missing(&format!("'{}' is not a number", s.trim())),
+                })
         };
         match &self.read {
             MetricRead::Regex(re) => {
@@ -261,22 +278,47 @@ impl MetricSpec {
     /// unit that suits it) in this metric's time `--unit`; `None` when the metric has no time
     /// unit or the text is not one.
     fn duration(&self, text: &str) -> Option<f64> {
-        let scale = |unit: &str| -> Option<f64> {
-            Some(match unit {
-                "ns" => 1e-9,
-                "us" | "µs" => 1e-6,
-                "ms" => 1e-3,
-                "s" => 1.0,
-                "m" | "min" => 60.0,
-                "h" => 3600.0,
-                _ => return None,
-            })
-        };
-        let to = scale(self.unit.as_deref()?)?;
-        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let (value, unit) = text.split_at(split);
-        Some(value.parse::<f64>().ok()? * scale(unit.trim())? / to)
+        let to = time_scale(self.unit.as_deref()?)?;
+        let (value, unit) = split_duration(text)?;
+        Some(value * time_scale(unit)? / to)
     }
+
+    /// What to add when `text` is a duration (`850.00us`) this metric cannot read because its
+    /// `--unit` is missing or is not a time unit: `add --unit p99=ms`.
+    fn unit_needed(&self, text: &str) -> Option<String> {
+        let (_, unit) = split_duration(text)?;
+        time_scale(unit)?;
+        Some(match &self.unit {
+            None => format!(
+                "add --unit {}=ms (or us, s: the unit its values are shown in)",
+                self.name
+            ),
+            Some(own) => format!(
+                "--unit {}={own} is not a time unit to convert it to (ns, us, ms, s, min, h)",
+                self.name
+            ),
+        })
+    }
+}
+
+/// Seconds in a time unit (`ms`: 0.001); `None` for anything else.
+fn time_scale(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    })
+}
+
+/// A number followed by a unit (`850.00us`: 850.0 and `us`).
+fn split_duration(text: &str) -> Option<(f64, &str)> {
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (value, unit) = text.split_at(split);
+    Some((value.parse::<f64>().ok()?, unit.trim()))
 }
 
 /// A jq path (`.`, `.a`, `.a.b`, `.a[0].b`, `."odd key"`) as a JSON pointer; `None` when it is
@@ -380,6 +422,18 @@ pub struct Objective {
 }
 
 impl Objective {
+    /// The objectives every run has, by the names `--objective` takes, with what each is (for
+    /// help and completion); a `--metric`'s name is an objective too.
+    pub const BUILT_IN: [(&'static str, &'static str); 4] = [
+        ("time", "wall time, lower is better"),
+        ("cpu", "user + system CPU seconds, lower is better"),
+        ("rss", "peak memory, lower is better"),
+        (
+            "throughput",
+            "work (or runs) per second, all instances together, higher is better",
+        ),
+    ];
+
     /// Wall time, the default objective.
     pub fn time() -> Self {
         Self {
@@ -602,6 +656,7 @@ mod test {
         let mut p99 = spec(r"p99=99%\s+(\S+)");
         // Without a time unit the text must be a number.
         assert!(p99.read_from("99%  850.00us").is_err());
+        assert!(p99.read_from("99%  850.00us ok").is_err());
         p99.unit = Some("ms".into());
         for (text, ms) in [
             ("99%  850.00us", 0.85),
@@ -614,6 +669,29 @@ mod test {
         assert_eq!(p99.read_from("99%  7"), Ok(7.0));
         let e = p99.read_from("99%  3.0MB").unwrap_err();
         assert!(e.contains("'3.0MB' is not a number"), "{e}");
+    }
+
+    #[test]
+    fn a_duration_without_a_time_unit_says_to_add_one_not_that_it_is_missing() {
+        let mut p99 = spec(r"p99=99%\s+(\S+)");
+        assert_eq!(
+            p99.read_from("     99%  850.00us").unwrap_err(),
+            "metric p99 in stdout: '850.00us' has a unit: add --unit p99=ms (or us, s: the unit \
+             its values are shown in)"
+        );
+        p99.unit = Some("req/s".into());
+        let e = p99.read_from("99%  1.2s").unwrap_err();
+        assert!(
+            e.contains("'1.2s' has a unit: --unit p99=req/s is not a time unit"),
+            "{e}"
+        );
+        // Not a duration: still not a number.
+        p99.unit = None;
+        let e = p99.read_from("99%  3.0MB").unwrap_err();
+        assert!(
+            e.contains("not found in stdout: '3.0MB' is not a number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -168,6 +168,11 @@ pub(crate) enum Tree {
 pub(crate) struct Prepared {
     /// The cgroup v2 leaf the program joins before `exec`.
     pub(crate) cgroup: Option<std::path::PathBuf>,
+    /// Where the child writes, last thing before `exec`, the time it is about to `exec`
+    /// (`CLOCK_MONOTONIC`, nanoseconds; Linux): a run is timed from there, so that what
+    /// coretune does to start it (joining its cgroup can take milliseconds) is not the
+    /// program's time. The write end, closed in the parent once the child has started.
+    pub(crate) exec_clock: Option<(std::fs::File, std::fs::File)>,
 }
 
 /// What asked coretune to stop: each of them, once coretune has ended what it started, ends it
@@ -643,6 +648,7 @@ mod test {
                     Prepared,
                 ) -> io::Result<$os::ChildTree> = $os::ChildTree::adopt;
                 let _: fn(&$os::ChildTree) -> bool = $os::ChildTree::catches_daemons;
+                let _: fn(&$os::ChildTree) -> Option<u64> = $os::ChildTree::exec_ns;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::kill;
                 let _: fn(&$os::ChildTree) -> io::Result<()> = $os::ChildTree::terminate;
                 let _: fn(&$os::ChildTree) -> io::Result<Vec<TreeMember>> = $os::ChildTree::members;

@@ -132,6 +132,11 @@ impl ChildTree {
         Ok(Self)
     }
 
+    /// Programs are not timed from their `exec` here: from before they are started.
+    pub(crate) fn exec_ns(&self) -> Option<u64> {
+        None
+    }
+
     pub(crate) fn catches_daemons(&self) -> bool {
         false
     }

@@ -326,7 +326,7 @@ impl Topology {
                 description: description.clone(),
                 reason: e.to_string(),
             },
-            _ => TopologyError::Live(e.to_string()),
+            _ => TopologyError::Live(hwloc_reason(&e)),
         })?;
         Ok(Self {
             hwloc,
@@ -962,6 +962,14 @@ pub struct MissingPus {
     pub disallowed: Vec<usize>,
 }
 
+/// An hwloc call's failure in words (`hwloc_topology_load failed: Invalid argument`):
+/// hwlocality's own message shows the errno as Rust's debug text.
+fn hwloc_reason(e: &hwlocality::errors::RawHwlocError) -> String {
+    match e.errno {
+        Some(errno) => format!("{} failed: {errno}", e.api),
+        None => format!("{} failed", e.api),
+    }
+}
 #[cfg(test)]
 mod test {
     use super::*;

@@ -10,6 +10,7 @@
 //! stay as given until [`SweepOptions::grid`] lays them over the target's default grid.
 
 use crate::choices::one_of;
+use crate::numbers;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,9 +37,10 @@ use crate::workload_args::WorkloadArgs;
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
     /// Built-in workload: raymesh (default), membw, mixed, sum, spawn. Not used with `-- CMD`.
+    #[arg(value_parser = crate::choices::workloads(), hide_possible_values = true)]
     workload: Option<String>,
     /// Thread counts: numbers, ranges (1-8, 2-32:2) and cores, pus, K*pus (default: 1 to 4 × PUs).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
     threads: Option<String>,
     /// Placements to try (default: os,compact,spread,cores).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = one_of(Policy::ALL))]
@@ -52,13 +54,15 @@ pub(crate) struct TuneArgs {
     throttle: Option<String>,
     /// Memory policies to try, as run --mem takes them: none (the OS's first touch), local,
     /// interleave or interleave:NODES, bind or bind:NODES (near the CPUs used without NODES),
-    /// preferred:NODE; comma-separated (default: none).
+    /// preferred:NODE (NODES: 0-1 as numactl numbers nodes, numa:0-1, package:1, near);
+    /// comma-separated (default: none).
     #[arg(long, value_name = "LIST")]
     mem: Option<String>,
-    /// Instance counts to try: each run starts that many copies at once, each on its own part
-    /// of the CPUs as hwloc-distrib splits them (NUMA node, then L3, then core), with --threads
-    /// threads each; judged on their throughput together (default: 1).
-    #[arg(long, value_name = "LIST")]
+    /// Instance counts to try, as --threads takes them (1-4, 1,2,4): each run starts that many
+    /// copies at once, each on its own part of the CPUs as hwloc-distrib splits them (NUMA
+    /// node, then L3, then core), with --threads threads each; judged on their throughput
+    /// together (default: 1). More copies than PUs, or an uneven split, is said before the sweep.
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
     instances: Option<String>,
     /// Start the program's copies with a launcher instead: mpirun (Open MPI: -np INSTANCES,
     /// each rank bound to THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
@@ -74,22 +78,27 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "MASK")]
     skip: Option<SkipMask>,
     /// Measured runs per configuration.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = 3, value_name = "N", allow_negative_numbers = true,
+          value_parser = numbers::whole(1, usize::MAX))]
     runs: usize,
     /// Warm-up runs per configuration (logged, not summarised).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
+          value_parser = numbers::whole(0, usize::MAX))]
     warmup: usize,
     /// Add runs until each configuration has this many seconds measured (at most 10 × --runs).
-    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 0.0, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = numbers::seconds_or_zero())]
     min_time: f64,
     /// Longest a run may take, in seconds (a configuration that times out gets no more runs).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = numbers::seconds())]
     timeout: Option<f64>,
     /// Measure every configuration of the grid instead of searching it.
     #[arg(long)]
     exhaustive: bool,
     /// Configurations within this many percent of the fastest tie (ties go to the simplest).
-    #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT",
+          allow_negative_numbers = true, value_parser = numbers::percent())]
     tolerance: f64,
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
@@ -102,8 +111,8 @@ pub(crate) struct TuneArgs {
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
         "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
-        "metric", "higher_is_better", "unit", "objective", "server", "ready", "client",
-        "client_cpus", "ready_timeout",
+        "metric", "metric_from", "higher_is_better", "unit", "objective", "server", "ready",
+        "client", "client_cpus", "ready_timeout",
     ])]
     resume: Option<PathBuf>,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
@@ -112,7 +121,12 @@ pub(crate) struct TuneArgs {
     #[arg(long)]
     dry_run: bool,
     /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
-    #[arg(long, value_name = "SECS", requires = "dry_run")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        requires = "dry_run",
+        allow_negative_numbers = true
+    )]
     estimate_one: Option<f64>,
     #[command(flatten)]
     input: TopologyArgs,
@@ -147,7 +161,8 @@ pub(crate) struct TuneArgs {
     metric: Vec<String>,
     /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
     /// substituted; removed before each run so that an old one never counts).
-    #[arg(long, value_name = "FROM", default_value = "stdout")]
+    #[arg(long, value_name = "FROM", default_value = "stdout", value_hint = clap::ValueHint::FilePath,
+          value_parser = crate::choices::offered(&MetricSource::KEYWORDS), hide_possible_values = true)]
     metric_from: String,
     /// A metric for which higher is better (events/s, requests/s); lower is better otherwise.
     #[arg(long, value_name = "NAME")]
@@ -156,9 +171,11 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "NAME=UNIT")]
     unit: Vec<String>,
     /// What the search and the recommendation optimise: time, cpu (CPU seconds), rss (peak
-    /// memory) or a metric; two or more (comma-separated) add their Pareto front, the
-    /// recommendation taken on the first. Default: the first --metric, else time.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    /// memory), throughput (work per second) or a --metric's name; two or more
+    /// (comma-separated) add their Pareto front, the recommendation taken on the first.
+    /// Default: the first --metric, else time (throughput with --instances).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', hide_possible_values = true,
+          value_parser = crate::choices::offered(&Objective::BUILT_IN))]
     objective: Vec<String>,
     /// Measure a server under a load generator instead of a program that ends: its command
     /// (through sh -c, with the placeholders), started anew for each run with the configuration,
@@ -178,7 +195,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     client_cpus: Option<String>,
     /// The longest a server may take to be ready, in seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     ready_timeout: Option<f64>,
     #[command(flatten)]
     slurm: SlurmArgs,
@@ -398,7 +415,7 @@ impl SweepOptions {
             strategy: self.strategy,
             runs: self.runs,
             warmup: self.warmup,
-            // `check_settings` took only what a `Duration` holds.
+            // `--min-time`'s parser took only what a `Duration` holds.
             min_time: Duration::try_from_secs_f64(self.min_time).unwrap_or_default(),
             tolerance: self.tolerance,
             objectives: self.objectives.clone(),
@@ -406,14 +423,9 @@ impl SweepOptions {
     }
 }
 
-/// The numbers that are not grid values.
+/// The settings that are not grid values. (The plain numbers, `--runs`, `--tolerance`,
+/// `--timeout`, are checked as clap parses them: `crate::numbers`.)
 fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    if !(args.tolerance >= 0.0 && args.tolerance < 100.0) {
-        bail!("--tolerance must be a percentage from 0 to 100");
-    }
     launcher(args)?;
     if let Some(list) = &args.instances {
         let counts = parse_instances(list).map_err(|e| anyhow::anyhow!("--instances: {e}"))?;
@@ -425,15 +437,24 @@ fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
             );
         }
     }
-    // `try_from_secs_f64` also refuses what is finite but past a `Duration` (`1e30`).
-    if Duration::try_from_secs_f64(args.min_time).is_err() {
-        bail!("--min-time must be a number of seconds");
-    }
-    if args
-        .timeout
-        .is_some_and(|t| Duration::try_from_secs_f64(t).map_or(true, |d| d.is_zero()))
-    {
-        bail!("--timeout must be a positive number of seconds");
+    Ok(())
+}
+
+/// `tune --` with nothing after it (a script's `$CMD` that expanded to nothing): clap reads it as
+/// no command at all, which would sweep the built-in workload instead. `raw` is the whole
+/// command line as given; `--` in it, with no command parsed, can only be an empty one.
+///
+/// # Errors
+///
+/// A usage error, before anything runs.
+pub(super) fn check_escape(
+    args: &TuneArgs,
+    raw: impl IntoIterator<Item = std::ffi::OsString>,
+) -> anyhow::Result<()> {
+    if args.command.is_empty() && raw.into_iter().skip(1).any(|word| word == "--") {
+        bail!(
+            "nothing after --: give the command to measure (coretune tune [OPTIONS] -- CMD ARGS...)"
+        );
     }
     Ok(())
 }

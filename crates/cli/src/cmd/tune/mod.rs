@@ -46,6 +46,7 @@ use args::{Folder, Job, Machine, SweepOptions, TuneOptions};
 pub(crate) use args::TuneArgs;
 
 pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    args::check_escape(args, std::env::args_os())?;
     let TuneOptions {
         job,
         quiet,
@@ -90,6 +91,7 @@ fn measure(
             let spec = folder.spec();
             let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
             check_grid(&runner, &spec.design.grid)?;
+            show_instance_warnings(&spec.design.grid, &topo);
             (folder, runner)
         }
         Folder::New {
@@ -188,8 +190,10 @@ fn new_sweep<'t>(
     machine: MachineCounts,
 ) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
     let runner = Runner::new(topo, sweep.target.clone(), settings.clone(), machine)?;
-    let grid = sweep.grid(runner.default_grid(), machine)?;
+    let mut grid = sweep.grid(runner.default_grid(), machine)?;
+    show_merged(&grid.merge_duplicates(topo));
     check_grid(&runner, &grid)?;
+    show_instance_warnings(&grid, topo);
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
@@ -216,7 +220,12 @@ fn plan_only(
         }
         Target::Command { .. } => Grid::default_for(machine),
     };
-    let plan = sweep.design(sweep.grid(default, machine)?);
+    let mut grid = sweep.grid(default, machine)?;
+    // Checked as the sweep checks it, so that a plan is never printed for what would be refused.
+    show_merged(&grid.merge_duplicates(topo));
+    show_cpus_warnings(grid.check(topo)?);
+    show_instance_warnings(&grid, topo);
+    let plan = sweep.design(grid);
     let estimate = plan.estimate(topo, binding, machine, one)?;
     let text = if json {
         report::plan::json(&topology_summary(topo), target, &plan, &estimate)?
@@ -230,9 +239,7 @@ fn plan_only(
 /// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
 /// reason when pinned placements cannot reach the program's threads one by one.
 fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
-    for (cpus, warning) in runner.check(grid)? {
-        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
-    }
+    show_cpus_warnings(runner.check(grid)?);
     runner.check_program(grid)?;
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
@@ -247,6 +254,27 @@ fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
         eprintln!("coretune: warning: {note}");
     }
     Ok(())
+}
+
+/// The grid values measured once though given twice ([`Grid::merge_duplicates`]).
+fn show_merged(notes: &[String]) {
+    for note in notes {
+        eprintln!("coretune: note: {note}");
+    }
+}
+
+/// What each CPU set of the grid is worth knowing for ([`Grid::check`]).
+fn show_cpus_warnings(warnings: Vec<(String, coretune_core::cpuset::Warning)>) {
+    for (cpus, warning) in warnings {
+        eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
+    }
+}
+
+/// Copies that share PUs or get parts of different sizes ([`Grid::instance_warnings`]).
+fn show_instance_warnings(grid: &Grid, topo: &Topology) {
+    for warning in grid.instance_warnings(topo) {
+        eprintln!("coretune: warning: {warning}");
+    }
 }
 
 /// Set once a signal's handler is ending everything the sweep started to quit: the sweep's own
@@ -303,27 +331,45 @@ fn progress_bar(hidden: bool) -> ProgressBar {
     let bar = if hidden {
         ProgressBar::hidden()
     } else {
-        ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
     };
+    // Until the first run ends, the stage's length is not known: a line that says what is
+    // going on, not a bar at "0/0 runs" (which indicatif draws full).
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{spinner} stage {prefix}: first run…")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
+    bar.set_prefix("1");
     bar
+}
+
+/// The bar once runs have ended.
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{spinner} stage {prefix} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ")
 }
 
 /// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
 fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
-    if p.stage != stage.0 {
+    if stage.0 == usize::MAX {
+        bar.set_style(bar_style());
+    }
+    let new_stage = p.stage != stage.0;
+    if new_stage {
         *stage = (p.stage, p.done - 1);
-        bar.set_prefix((p.stage + 1).to_string());
     }
     let in_stage = p.done - stage.1;
-    bar.set_length((in_stage + p.remaining_in_stage) as u64);
-    bar.set_position(in_stage as u64);
+    // Length and position in one step, so that no frame shows one without the other.
+    bar.update(|s| {
+        s.set_len((in_stage + p.remaining_in_stage) as u64);
+        s.set_pos(in_stage as u64);
+    });
+    if new_stage {
+        bar.set_prefix((p.stage + 1).to_string());
+    }
     let wall = p
         .line
         .wall_s()

@@ -179,7 +179,13 @@ impl Runner<'_> {
             .map(|r| r.child.launched().usage())
             .reduce(|a, b| Some(a?.plus(b?)))
             .flatten();
-        let measurement = probe.finish_with(usage);
+        // Timed from the first copy's `exec`: not what coretune did to start it.
+        let exec_ns = running
+            .iter()
+            .map(|r| r.child.launched().exec_ns())
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().min());
+        let measurement = probe.finish_from(exec_ns, usage);
         // What each copy left running once it ended: ended here, and a mismatch of the run.
         for (k, r) in running.iter_mut().enumerate() {
             let left = r.child.end_leftovers();

@@ -270,23 +270,8 @@ impl<'t> Runner<'t> {
     ///
     /// The first CPU set that does not resolve here.
     pub fn check(&self, grid: &Grid) -> Result<Vec<(String, Warning)>, ConfigError> {
-        let mut warnings = Vec::new();
-        for cpus in &grid.cpus {
-            let (_, w) = cpus
-                .resolve(self.topology)
-                .map_err(|error| ConfigError::Cpus {
-                    cpus: cpus.to_string(),
-                    error,
-                })?;
-            warnings.extend(w.into_iter().map(|w| (cpus.to_string(), w)));
-        }
-        for mem in &grid.mems {
-            if let Some(policy) = mem.policy() {
-                policy
-                    .plan(self.topology, &self.topology.cpuset(), false)
-                    .map_err(ConfigError::Mem)?;
-            }
-        }
+        // The CPU sets and memory policies, as `--dry-run` checks them too.
+        let warnings = grid.check(self.topology)?;
         let client_cpus = match &self.prepared {
             Prepared::Command {
                 server: Some(server),

@@ -95,7 +95,11 @@ impl Runner<'_> {
             }
             Err(e) => return Outcome::Failed(format!("waiting for the client: {e}")),
         };
-        let wall = probe.elapsed();
+        // Timed from the client's `exec`, as a program's run is.
+        let wall = match child.launched().exec_ns() {
+            Some(ns) => Duration::from_nanos(crate::sys::monotonic_ns().saturating_sub(ns)),
+            None => probe.elapsed(),
+        };
         let left = child.end_leftovers();
         if !left.is_empty() {
             started.audit.mismatches.push(format!(

@@ -64,7 +64,46 @@ pub(crate) fn prepare_child(
             });
         }
     }
+    prepared.exec_clock = exec_clock(cmd);
     Ok(prepared)
+}
+
+/// A pipe the child writes the time it `exec`s to (`CLOCK_MONOTONIC` in nanoseconds, 8 bytes),
+/// as the last thing it does before `exec`: every other preparation is registered before. Both
+/// ends close on `exec`; `None` when no pipe can be made (the run is then timed from before
+/// the `fork`).
+fn exec_clock(cmd: &mut Command) -> Option<(std::fs::File, std::fs::File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `pipe2` writes two descriptors into the two-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return None;
+    }
+    // SAFETY: both descriptors were just returned by `pipe2` and are owned by nobody else.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    let fd = fds[1];
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // `clock_gettime` and `write`, both async-signal-safe, on a local and on the pipe's write
+    // end, which the child inherited (it closes at `exec`).
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut t = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut t);
+            let ns = u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+                + u64::try_from(t.tv_nsec).unwrap_or(0);
+            let bytes = ns.to_ne_bytes();
+            libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+            Ok(())
+        });
+    }
+    Some((read, write))
 }
 
 /// A started program and the processes it starts.
@@ -74,6 +113,8 @@ pub(crate) struct ChildTree {
     own_group: bool,
     /// Its cgroup leaf, when it joined one (then every process it started is listed there).
     leaf: Option<std::path::PathBuf>,
+    /// When it was about to `exec` (`CLOCK_MONOTONIC` nanoseconds), as it wrote it.
+    exec_ns: Option<u64>,
     /// The program's exit status and its own resource use (with the children it waited for),
     /// once reaped here with `wait4`: a run's CPU time and peak memory are its own, not the
     /// largest of every child coretune ever had (`RUSAGE_CHILDREN`'s peak).
@@ -106,12 +147,25 @@ impl ChildTree {
             }
         });
         contain::register(pid, if own_group { pid } else { 0 }, leaf.as_deref());
+        // The child has `exec`ed (the spawn returned): the time it wrote is there.
+        let exec_ns = prepared.exec_clock.and_then(|(mut read, write)| {
+            drop(write);
+            let mut bytes = [0u8; 8];
+            std::io::Read::read_exact(&mut read, &mut bytes).ok()?;
+            Some(u64::from_ne_bytes(bytes))
+        });
         Ok(Self {
             pid,
             own_group,
             leaf,
+            exec_ns,
             reaped: OnceLock::new(),
         })
+    }
+
+    /// When the program was about to `exec` (`CLOCK_MONOTONIC`, nanoseconds), as it said.
+    pub(crate) fn exec_ns(&self) -> Option<u64> {
+        self.exec_ns
     }
 
     /// Whether its processes are tracked by a cgroup leaf (a daemon that leaves the process

@@ -130,6 +130,11 @@ impl ChildTree {
     }
 
     /// A job object holds every process the program starts, daemons included.
+    /// Programs are not timed from their `exec` here: from before they are started.
+    pub(crate) fn exec_ns(&self) -> Option<u64> {
+        None
+    }
+
     pub(crate) fn catches_daemons(&self) -> bool {
         true
     }
