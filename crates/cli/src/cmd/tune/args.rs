@@ -61,8 +61,10 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "LIST")]
     instances: Option<String>,
     /// Start the program's copies with a launcher instead: mpirun (Open MPI: -np INSTANCES,
-    /// each rank bound to THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
-    /// allocation); --instances are the ranks, and the whole launch is timed.
+    /// each rank on THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
+    /// allocation); --instances are the ranks, and the whole launch is timed. --place, --cpus
+    /// and --mem become the launcher's options (--bind-to, --cpu-set, numactl in each rank) or
+    /// are refused before anything runs; values that start the same ranks are measured once.
     #[arg(long, value_name = "LAUNCHER", value_parser = clap::builder::PossibleValuesParser::new(Launcher::ALL))]
     launcher: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
@@ -262,6 +264,8 @@ pub(super) struct SweepOptions {
     tolerance: f64,
     /// `--objective`, resolved against `--metric`.
     objectives: Vec<Objective>,
+    /// `--launcher`: who starts the program's ranks.
+    pub(super) launcher: Option<Launcher>,
 }
 
 /// The grid axes the arguments name, as given.
@@ -382,6 +386,7 @@ impl SweepOptions {
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
             objectives: objectives(args)?,
+            launcher: launcher(args)?,
         })
     }
 
