@@ -143,8 +143,9 @@ pub(crate) struct TuneArgs {
     #[arg(long)]
     show_output: bool,
     /// A figure the program prints, read after each run: NAME=REGEX (its first group, or the
-    /// whole match) or NAME=json:.path (jq's path syntax); repeat for several. A run whose
-    /// output lacks one fails.
+    /// whole match, at its last match: a figure printed several times counts as printed last;
+    /// the regex matches within one line) or NAME=json:.path (jq's path syntax, in the whole
+    /// output or its last JSON line); repeat for several. A run whose output lacks one fails.
     #[arg(long, value_name = "NAME=RULE")]
     metric: Vec<String>,
     /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
