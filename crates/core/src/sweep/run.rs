@@ -699,8 +699,6 @@ impl<'t> Runner<'t> {
                 stderr_tail: stopped.stderr_tail,
             };
         }
-        let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-        let stderr = all(stderr);
         if crate::sys::stopped_by_request(status) {
             return Outcome::Stopped(format!(
                 "the client was ended by signal {}",
@@ -713,13 +711,12 @@ impl<'t> Runner<'t> {
                     "the client exited with status {}",
                     program::exit_code(status)
                 ),
-                stderr_tail: stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES)),
+                stderr_tail: stderr.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
             };
         }
-        let stdout = all(stdout).unwrap_or_default();
         finished(
             ChildProbe::with_usage(wall, stopped.usage),
-            self.read_metrics(c, &cpus, 0, &stdout, stderr),
+            self.read_metrics(c, &cpus, 0, stdout, stderr),
         )
     }
 
@@ -1006,9 +1003,7 @@ impl<'t> Runner<'t> {
             if metrics.is_empty() {
                 continue;
             }
-            let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-            let stdout = all(stdout_file).unwrap_or_default();
-            match self.read_metrics(c, &cpus, k, &stdout, all(stderr_file)) {
+            match self.read_metrics(c, &cpus, k, stdout_file, stderr_file) {
                 Ok(m) => read.push(m),
                 Err((error, stderr_tail)) => {
                     return Outcome::ProgramFailed {
@@ -1033,27 +1028,41 @@ impl<'t> Runner<'t> {
         outcome
     }
 
-    /// The metrics of a finished copy from its outputs (`cpus`: its CPU list and `instance` its
-    /// index, for a `--metric-from` file's placeholders), or why one is missing, with the end
-    /// of its stderr.
+    /// The metrics of a finished copy from its outputs (the unnamed files its stdout and
+    /// stderr went to, read as streams; `cpus`: its CPU list and `instance` its index, for a
+    /// `--metric-from` file's placeholders), or why one is missing, with the end of its stderr.
     fn read_metrics(
         &self,
         c: &Config,
         cpus: &str,
         instance: usize,
-        stdout: &str,
-        stderr: Option<String>,
+        stdout: Option<std::fs::File>,
+        stderr: Option<std::fs::File>,
     ) -> Result<BTreeMap<String, f64>, (String, Option<String>)> {
+        use std::io::{Read, Seek as _, SeekFrom};
+        // The program wrote through a copy of each file's descriptor, which shares its offset.
+        let from_start = |f: Option<std::fs::File>| -> Box<dyn Read> {
+            match f.and_then(|mut f| f.seek(SeekFrom::Start(0)).is_ok().then_some(f)) {
+                Some(f) => Box::new(f),
+                None => Box::new(std::io::empty()),
+            }
+        };
+        let tail = stderr
+            .as_ref()
+            .and_then(|f| f.try_clone().ok())
+            .and_then(|f| file_tail(f, STDERR_TAIL_BYTES));
         read_metrics(
             &self.settings.metrics,
-            stdout,
-            stderr.as_deref().unwrap_or_default(),
+            &mut from_start(stdout),
+            &mut from_start(stderr),
             &|name| {
                 let path = substitute_copy(name, c, cpus, instance);
-                std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
+                std::fs::File::open(&path)
+                    .map(|f| Box::new(f) as Box<dyn Read>)
+                    .map_err(|e| format!("--metric-from {path}: {e}"))
             },
         )
-        .map_err(|error| (error, stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES))))
+        .map_err(|error| (error, tail))
     }
 }
 
@@ -1198,22 +1207,6 @@ const SERVER_GRACE: Duration = Duration::from_secs(5);
 
 /// How much of a failed run's stderr `runs.jsonl` keeps: its end, where the reason usually is.
 pub(crate) const STDERR_TAIL_BYTES: u64 = 4096;
-
-/// The last `max` bytes of `text`, from a whole line when cut.
-fn tail_of(text: &str, max: u64) -> String {
-    let max = usize::try_from(max).unwrap_or(usize::MAX);
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let cut = &text[start..];
-    cut.split_once('\n')
-        .map_or(cut, |(_, rest)| rest)
-        .to_owned()
-}
 
 /// How often a pinned run of a program is sampled when `--monitor` does not say: often enough
 /// to see every thread of a run of a second several times, rarely enough to cost nothing
