@@ -630,3 +630,76 @@ fn a_duration_read_without_a_unit_says_to_add_one_not_that_it_is_missing() {
     let runs = util::read_jsonl(&dir.join("runs.jsonl"));
     assert_eq!(runs[0]["record"]["metrics"]["p99"], 0.85, "{}", runs[0]);
 }
+
+/// Finding 17 (#35): a metric printed several times (interim figures, then the final one) was
+/// read at its first match, the warm-up's.
+#[test]
+fn a_metric_printed_several_times_is_judged_on_its_last_match() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dir) = sweep(
+        tmp.path(),
+        "last",
+        "echo 'rate: 10 (warming up)'; echo 'rate: 20'; echo 'rate: {threads}99 (final)'",
+        &[
+            "--metric",
+            r"rate=rate: ([0-9.]+)",
+            "--higher-is-better",
+            "rate",
+        ],
+    );
+    util::assert_ok(&out);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    for run in &runs {
+        let threads = run["threads"].as_u64().unwrap();
+        assert_eq!(
+            run["record"]["metrics"]["rate"].as_f64(),
+            Some(format!("{threads}99").parse().unwrap()),
+            "{run:#}"
+        );
+    }
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 4);
+}
+
+/// Finding 16 (#35): the program's whole output was held in coretune's memory (twice) to read
+/// a metric from it: 300 MB of log lines made coretune 600 MB large.
+#[test]
+fn a_program_logging_300_mb_leaves_coretunes_memory_flat() {
+    if !util::installed("/usr/bin/time") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kb=%M"])
+        .arg(assert_cmd::cargo::cargo_bin("coretune"))
+        .args(["tune", "--threads", "1", "--place", "os", "--runs", "1"])
+        .args([
+            "--warmup",
+            "0",
+            "--quiet",
+            "--shell",
+            "--metric",
+            r"v=val=(\d+)",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .args([
+            "--",
+            "yes 'log line of a chatty benchmark' | head -c 300000000; echo val=3",
+        ])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs[0]["record"]["metrics"]["v"], 3.0, "{:#}", runs[0]);
+    let kb: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss_kb="))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(kb < 60 * 1024, "coretune's peak memory: {kb} KiB");
+}

@@ -280,3 +280,120 @@ fn report_renders_in_headless_chromium() {
         pixels.len()
     );
 }
+
+/// Findings 12 and 34 (#35): in a 1400 px window the page used a 860 px column, wrapped each
+/// 95% interval over three lines and broke the `launch` column inside its options
+/// (`--map-` / `by`); "What was measured" did not name the objective. A launcher sweep (a
+/// stand-in `mpirun` that starts nothing: the page is what is checked) is laid out by headless
+/// Chromium and measured from inside.
+#[test]
+fn the_report_page_uses_the_window_and_breaks_no_interval_or_option() {
+    let Some(chromium) = chromium() else {
+        eprintln!("skipped: chromium is not installed (scripts/setup.sh --test installs it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::write(bin.join("mpirun"), "#!/bin/sh\nexit 0\n").unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("mpirun"))
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--launcher",
+            "mpirun",
+            "--instances",
+            "1,2",
+            "--threads",
+            "1",
+        ])
+        .args([
+            "--place",
+            "os,cores",
+            "--mem",
+            "none,local",
+            "--exhaustive",
+            "--runs",
+            "3",
+        ])
+        .args(["--warmup", "0", "--quiet", "--out"])
+        .arg(&dir)
+        .args(["--", "true"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains("<dt>Objective</dt><dd>time (lower is better)</dd>"),
+        "{page}"
+    );
+    // A page that frames the report and writes what the browser laid out into its body.
+    let probe = tmp.path().join("probe.html");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"<!DOCTYPE html><html><body style="margin:0">
+<iframe id="r" src="file://{}" style="border:0;width:1400px;height:1300px"
+ onload="measure()"></iframe>
+<script>
+function lines(node) {{
+  var range = document.createRange();
+  range.selectNodeContents(node);
+  var tops = {{}};
+  Array.prototype.forEach.call(range.getClientRects(), function (r) {{ tops[Math.round(r.top)] = 1; }});
+  return Object.keys(tops).length;
+}}
+function measure() {{
+  var d = document.getElementById("r").contentDocument;
+  var cells = Array.prototype.filter.call(d.querySelectorAll("td"), function (td) {{
+    return td.textContent.indexOf(" – ") > 0;
+  }});
+  var spans = d.querySelectorAll("td.launch code span");
+  var pre = d.querySelector("pre");
+  var result = {{
+    body: Math.round(d.body.getBoundingClientRect().width),
+    intervals: cells.map(lines),
+    options: Array.prototype.map.call(spans, lines),
+    pre: getComputedStyle(pre).whiteSpace + " " + getComputedStyle(pre).overflowX
+  }};
+  document.body.setAttribute("data-layout", JSON.stringify(result));
+}}
+</script></body></html>"#,
+            dir.join("report.html").display()
+        ),
+    )
+    .unwrap();
+    let out = chromium_cmd(&chromium, &tmp.path().join("profile"))
+        .args(["--allow-file-access-from-files", "--window-size=1400,1300"])
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let start = dom.find("data-layout=\"").expect("the probe ran") + 13;
+    let raw = &dom[start..start + dom[start..].find('"').unwrap()];
+    let layout: serde_json::Value = serde_json::from_str(&raw.replace("&quot;", "\"")).unwrap();
+    // The window's width, not a 860 px column.
+    assert!(layout["body"].as_u64().unwrap() >= 1300, "{layout}");
+    // Every interval on one line; every option of a launch line whole, on one line.
+    let ones = |key: &str| {
+        let v = layout[key].as_array().unwrap();
+        !v.is_empty() && v.iter().all(|n| n == 1)
+    };
+    assert!(ones("intervals"), "{layout}");
+    assert!(ones("options"), "{layout}");
+    // The apply block scrolls sideways instead of cutting or wrapping a line.
+    assert_eq!(layout["pre"], "pre auto", "{layout}");
+}

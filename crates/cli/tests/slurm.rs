@@ -586,14 +586,15 @@ fn srun_lines_bind_where_they_say(c: &Cluster) {
 }
 
 /// `tune --launcher srun` inside a batch job: each configuration's tasks are started by srun
-/// with its options, each task on its own CPU, reporting where it may run.
+/// with its options (`--place cores`: `--cpu-bind=cores`), each task on its own CPU, reporting
+/// where it may run.
 fn a_sweep_inside_an_allocation_launches_its_ranks_with_srun(c: &Cluster) {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("job.log");
     let dir = tmp.path().join("sweep");
     let script = format!(
         "#!/bin/bash\n#SBATCH --nodes=1 --ntasks=2 --cpus-per-task=1 --exclusive\n\
-         #SBATCH --output={}\n{} tune --launcher srun --instances 1,2 --threads 1 --place os \
+         #SBATCH --output={}\n{} tune --launcher srun --instances 1,2 --threads 1 --place cores \
          --cpus all --exhaustive --runs 1 --warmup 0 --quiet --show-output --out {} -- \
          grep Cpus_allowed_list /proc/self/status\n",
         log.display(),

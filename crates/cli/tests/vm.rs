@@ -527,12 +527,12 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
     assert!(plan.iter().all(|t| t.is_subset(&box_cpus)), "{plan:?}");
     assert_threads_follow_plan(&guest, "cgroup place", "cgroup run");
 
-    // tune --launcher mpirun, 2 ranks × 4 threads: Open MPI's line (a rank per node), and each
+    // tune --launcher mpirun, 2 ranks × 4 threads, spread: Open MPI's line (a rank per node), and each
     // rank's threads, as they report from inside, on 4 cores of its own node, a core each.
     if guest.records.contains_key("tune mpirun") {
         let out = guest.ok("tune mpirun");
         assert!(
-            out.contains("mpirun -np 2 --map-by ppr:1:numa:PE=4 --bind-to core"),
+            out.contains("mpirun -np 2 --map-by numa:PE=4 --bind-to core"),
             "{out}"
         );
         for rank in 0..2 {

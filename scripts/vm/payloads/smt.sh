@@ -136,5 +136,5 @@ sh -c '
 if command -v mpirun >/dev/null; then
   ifconfig lo 127.0.0.1 up
   hostname guest
-  check "tune mpirun" env OMPI_MCA_plm=isolated coretune tune --launcher mpirun --instances 2 --threads 4 --place os --cpus all --runs 1 --warmup 0 --quiet --show-output --out /tmp/mpi -- ranks
+  check "tune mpirun" env OMPI_MCA_plm=isolated coretune tune --launcher mpirun --instances 2 --threads 4 --place spread --cpus all --runs 1 --warmup 0 --quiet --show-output --out /tmp/mpi -- ranks
 fi

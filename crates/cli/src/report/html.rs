@@ -68,10 +68,42 @@ fn grid(report: &SweepReport) -> String {
     if let Target::Workload { description, .. } = &report.target {
         row("Workload", description);
     }
+    // What the recommendation is taken on, and every figure read from the program's output.
+    let objectives: Vec<String> = report
+        .design
+        .objectives()
+        .iter()
+        .map(coretune_core::sweep::Objective::heading)
+        .collect();
+    row(
+        if objectives.len() > 1 {
+            "Objectives"
+        } else {
+            "Objective"
+        },
+        &objectives.join("; "),
+    );
+    if !report.metrics.is_empty() {
+        let metrics: Vec<String> = report.metrics.iter().map(metric).collect();
+        row("Metrics", &metrics.join("; "));
+    }
     row("Threads", &threads.join(", "));
     row("Placements", &join(&g.places, ", "));
     row("CPU sets", &join(&g.cpus, " | "));
     row("Throttles", &throttles.join(", "));
+    if g.mems.iter().any(|m| !m.is_default()) {
+        row("Memory policies", &join(&g.mems, ", "));
+    }
+    if g.has_instances() {
+        row("Instances", &join(&g.instances, ", "));
+    }
+    if let Some(launch) = report.configs.iter().find_map(|c| c.launch.as_deref()) {
+        let launcher = launch.split_whitespace().next().unwrap_or(launch);
+        row(
+            "Launcher",
+            &format!("{launcher} (each row's line in the table's last column)"),
+        );
+    }
     row(
         "Runs",
         &format!(
@@ -94,6 +126,51 @@ fn grid(report: &SweepReport) -> String {
     );
     s.push_str("</dl>\n");
     s
+}
+
+/// How a metric was read: `eps: /events per second:\s+([0-9.]+)/ in stdout, events/s, higher
+/// is better`.
+fn metric(m: &coretune_core::sweep::MetricSpec) -> String {
+    use coretune_core::sweep::MetricRead;
+    let rule = match &m.read {
+        MetricRead::Regex(re) => format!("/{re}/ (last match)"),
+        MetricRead::Json(path) => format!("json:{path}"),
+    };
+    let way = if m.higher_is_better {
+        "higher"
+    } else {
+        "lower"
+    };
+    let unit = m
+        .unit
+        .as_ref()
+        .map_or_else(String::new, |u| format!(", {u}"));
+    format!("{}: {rule} in {}{unit}, {way} is better", m.name, m.from)
+}
+
+/// A launcher's line as HTML that wraps between its options only: each option with its value
+/// (`--map-by slot:PE=2`, `-x OMP_NUM_THREADS=2`) in a span that does not break.
+fn launch_cell(line: &str) -> String {
+    let mut groups: Vec<String> = Vec::new();
+    for word in line.split_whitespace() {
+        match groups.last_mut() {
+            Some(last)
+                if last.starts_with('-')
+                    && !last.contains(' ')
+                    && !word.starts_with('-')
+                    && !last.contains('=') =>
+            {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => groups.push(word.to_owned()),
+        }
+    }
+    let spans: Vec<String> = groups
+        .iter()
+        .map(|g| format!("<span>{}</span>", escape(g)))
+        .collect();
+    format!("<code>{}</code>", spans.join(" "))
 }
 
 fn recommendation(report: &SweepReport) -> String {
@@ -124,7 +201,7 @@ fn recommendation(report: &SweepReport) -> String {
 fn table(report: &SweepReport) -> String {
     let extra = super::extra_objectives(report);
     let mut s = format!(
-        "<table>\n<thead><tr><th>Threads</th><th class=\"l\">Place</th><th class=\"l\">CPUs</th>\
+        "<div class=\"scroll\">\n<table>\n<thead><tr><th>Threads</th><th class=\"l\">Place</th><th class=\"l\">CPUs</th>\
          <th>Throttle</th><th>Median [s]</th><th>95% CI [s]</th>{}<th>Speedup</th>\
          <th>Efficiency</th><th>Migrations</th><th>Runs</th>{}</tr></thead>\n<tbody>\n",
         extra
@@ -185,15 +262,15 @@ fn table(report: &SweepReport) -> String {
             runs,
             if super::has_launch(report) {
                 format!(
-                    "<td class=\"l\"><code>{}</code></td>",
-                    escape(c.launch.as_deref().unwrap_or(""))
+                    "<td class=\"l launch\">{}</td>",
+                    launch_cell(c.launch.as_deref().unwrap_or(""))
                 )
             } else {
                 String::new()
             },
         );
     }
-    s.push_str("</tbody>\n</table>\n");
+    s.push_str("</tbody>\n</table>\n</div>\n");
     s
 }
 

@@ -62,11 +62,14 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
     let mut figures = Vec::new();
     if !report.configs.is_empty() {
         let captions = [
-            "Median wall time per thread count, one line per placement; whiskers are the \
+            "Median wall time per thread count, one line per family (the placement and every \
+             other axis that varies: CPU set, copies or ranks, memory policy); whiskers are the \
              bootstrap 95% interval of the median.",
-            "Speedup over the same placement's 1-thread median; dashed: perfect scaling.",
+            "Speedup over the same family's 1-thread median; dashed: perfect scaling.",
             "Efficiency = speedup / threads; dashed: 100%.",
-            "Every configuration measured: median wall time and speedup over its own 1-thread time, shaded by speed (the fastest darkest).",
+            "Every configuration measured, one cell each: the median of the objective the \
+             recommendation is taken on and the speedup over its family's 1-thread figure, \
+             shaded by that objective (the best darkest, whichever way is better).",
         ];
         let ids = [
             "plot-time",
@@ -86,7 +89,7 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
     if !objective.is_time() {
         if let Some(f) = figures.iter_mut().find(|f| f.id == "plot-speedup") {
             f.caption = format!(
-                "Speedup of {} over the same placement's 1-thread median (a rate's ratio, or a \
+                "Speedup of {} over the same family's 1-thread median (a rate's ratio, or a \
                  lower-is-better figure's inverse ratio); dashed: perfect scaling.",
                 objective.name()
             );
@@ -98,14 +101,15 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
             "plot-objective",
             svg::objective_plot(report).context("rendering objective.svg")?,
             "The objective the recommendation is taken on (--objective), median per thread count, \
-             one line per placement; whiskers are the bootstrap 95% interval of the median.",
+             one line per family; whiskers are the bootstrap 95% interval of the median.",
         ),
         (
             "pareto.svg",
             "plot-pareto",
             svg::pareto_plot(report).context("rendering pareto.svg")?,
-            "Each configuration's medians of the first two objectives; the line joins the Pareto \
-             front, the configurations no other one beats on all objectives.",
+            "Each configuration's medians of the first two objectives, each point labelled; the \
+             line joins the Pareto front, the configurations no other one beats on all \
+             objectives; grey points are beaten on both.",
         ),
         (
             "utilisation.svg",
@@ -118,7 +122,8 @@ pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> any
             "residency.svg",
             "plot-residency",
             svg::residency_plot(view).context("rendering residency.svg")?,
-            "Share of each thread's samples on each CPU, with its migrations.",
+            "Share of each thread's samples on each CPU, with its migrations (with several \
+             copies, each thread named with its copy).",
         ),
         (
             "throttle.svg",

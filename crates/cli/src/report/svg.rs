@@ -1,8 +1,9 @@
 //! SVG plots (plotters' SVG backend, text as `<text>` elements: no fonts needed to render).
 //!
-//! From the summary: wall time against threads (one line per family, whiskers = the bootstrap
-//! 95% interval), speedup and efficiency against the ideal line, and a heat map of family ×
-//! thread count. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
+//! From the summary: wall time against threads (one line per family — every axis but the
+//! thread count: placement, CPU set, throttle, copies or ranks, memory policy — whiskers = the
+//! bootstrap 95% interval), speedup and efficiency against the ideal line, and a heat map of
+//! family × thread count shaded by the sweep's objective. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
 //! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map
 //! with each thread's migrations. From the adaptive-throttle runs ([`RunView::throttle_traces`]):
 //! the limit and the measured throughput over each run's time, one line per run. When the sweep
@@ -30,33 +31,49 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("drawing: {e:?}")
 }
 
-/// A family's label: placement, CPU set and throttle when not the defaults.
+/// A family's label: its placement, then every other axis where it is not the default — CPU
+/// set, throttle, copies (ranks under a launcher), memory policy — so that no two families of
+/// a sweep share one (`os`, `os, 2 copies, mem local`, `compact, cpus 'all ~pu:0'`).
 fn family_label(c: &ConfigRow) -> String {
-    let c = &c.config;
-    let mut s = c.place.to_string();
-    if !c.cpus.is_all() {
-        s.push_str(&format!(" cpus '{}'", c.cpus));
+    let f = &c.config;
+    let mut parts = vec![f.place.to_string()];
+    if !f.cpus.is_all() {
+        parts.push(format!("cpus '{}'", f.cpus));
     }
-    if c.throttle.is_set() {
-        s.push_str(&format!(" throttle {}", c.throttle));
+    if f.throttle.is_set() {
+        parts.push(format!("throttle {}", f.throttle));
     }
-    s
+    if f.instances > 1 {
+        let what = if c.launch.is_some() {
+            "ranks"
+        } else {
+            "copies"
+        };
+        parts.push(format!("{} {what}", f.instances));
+    }
+    if !f.mem.is_default() {
+        parts.push(format!("mem {}", f.mem));
+    }
+    parts.join(", ")
 }
 
-/// The report's rows grouped by family (in first-seen order), each sorted by threads.
+/// The report's rows grouped by family (every axis but the thread count; in first-seen order),
+/// each with its label and its rows sorted by threads.
 fn families(report: &SweepReport) -> Vec<(String, Vec<&ConfigRow>)> {
-    let mut out: Vec<(String, Vec<&ConfigRow>)> = Vec::new();
+    let mut out: Vec<(coretune_core::grid::Family, String, Vec<&ConfigRow>)> = Vec::new();
     for c in &report.configs {
-        let label = family_label(c);
-        match out.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, rows)) => rows.push(c),
-            None => out.push((label, vec![c])),
+        let family = c.config.family();
+        match out.iter_mut().find(|(f, _, _)| *f == family) {
+            Some((_, _, rows)) => rows.push(c),
+            None => out.push((family, family_label(c), vec![c])),
         }
     }
-    for (_, rows) in &mut out {
-        rows.sort_by_key(|c| c.config.threads);
-    }
-    out
+    out.into_iter()
+        .map(|(_, label, mut rows)| {
+            rows.sort_by_key(|c| c.config.threads);
+            (label, rows)
+        })
+        .collect()
 }
 
 fn thread_counts(report: &SweepReport) -> Vec<usize> {
@@ -322,15 +339,20 @@ pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>
             .map_err(err)?;
         let grey = RGBColor(150, 150, 150);
         let front_colour = colour(0);
+        // The beaten configurations are labelled too, in grey: which ones they are matters as
+        // much as that they are beaten.
         chart
-            .draw_series(
-                points
-                    .iter()
-                    .filter(|p| !p.2)
-                    .map(|p| Circle::new((p.0, p.1), 4, grey.filled())),
-            )
+            .draw_series(points.iter().filter(|p| !p.2).map(|p| {
+                EmptyElement::at((p.0, p.1))
+                    + Circle::new((0, 0), 4, grey.filled())
+                    + Text::new(
+                        p.3.clone(),
+                        (6, 4),
+                        TextStyle::from((FONT, 11).into_font()).color(&grey),
+                    )
+            }))
             .map_err(err)?
-            .label("beaten on both")
+            .label("beaten on both (grey labels)")
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, grey.filled()));
         let mut front: Vec<&(f64, f64, bool, String)> = points.iter().filter(|p| p.2).collect();
         front.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -364,18 +386,10 @@ pub(crate) fn pareto_plot(report: &SweepReport) -> anyhow::Result<Option<String>
     Ok(Some(out))
 }
 
-/// A point's label after its thread count: its placement, then its CPUs and throttle when not
-/// the defaults (`4 compact`, `2 os all ~pu:0`).
+/// A point's label after its thread count: its family's (`4 compact`, `2 os, 2 copies, mem
+/// local`).
 fn short_family(c: &ConfigRow) -> String {
-    let mut s = format!(" {}", c.config.place.as_str());
-    if !c.config.cpus.is_all() {
-        s.push(' ');
-        s.push_str(c.config.cpus.as_str());
-    }
-    if c.config.throttle.is_set() {
-        s.push_str(&format!(" throttle {}", c.config.throttle));
-    }
-    s
+    format!(" {}", family_label(c))
 }
 
 /// Speedup over 1 thread against threads, with the ideal (linear) line.
@@ -511,16 +525,22 @@ fn grid_plot(g: &Grid<'_>) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// Family × thread count, shaded by speed (fastest darkest), each cell showing the median time and speedup.
+/// Family × thread count, a cell per configuration (every axis but the thread count in the
+/// rows), shaded by the sweep's objective — the best darkest, whichever way is better — each
+/// cell showing the objective's median and the speedup.
 pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
     let threads = thread_counts(report);
     let fams = families(report);
-    // Shaded by speed relative to the fastest configuration (speedups are relative to each
-    // family's own 1-thread time, so they do not rank families against each other).
-    let fastest = report
+    let objective = report.design.objectives().swap_remove(0);
+    // Shaded by the objective relative to the best configuration (speedups are relative to
+    // each family's own 1-thread figure, so they do not rank families against each other):
+    // the best cost over this one's, 1 for the best.
+    let cost = |c: &ConfigRow| c.objective_median(0).map(|v| objective.cost(v));
+    let best = report
         .configs
         .iter()
-        .filter_map(|c| c.median_s)
+        .filter_map(cost)
+        .filter(|c| c.is_finite() && *c > 0.0)
         .fold(f64::INFINITY, f64::min);
     let mut cells = BTreeMap::new();
     for (row, (_, rows)) in fams.iter().enumerate() {
@@ -528,23 +548,38 @@ pub(crate) fn heatmap_plot(report: &SweepReport) -> anyhow::Result<String> {
             let Some(col) = threads.iter().position(|&t| t == c.config.threads) else {
                 continue;
             };
-            let text = match (c.median_s, c.speedup) {
-                (Some(m), Some(s)) => format!("{} s ×{s:.2}", super::secs(m)),
-                (Some(m), None) => format!("{} s", super::secs(m)),
+            let value = c.objective_median(0).map(|v| {
+                if objective.is_time() {
+                    format!("{} s", super::secs(v))
+                } else {
+                    objective.show(v)
+                }
+            });
+            let text = match (value, c.speedup) {
+                (Some(v), Some(s)) => format!("{v} ×{s:.2}"),
+                (Some(v), None) => v,
                 _ => "failed".into(),
             };
-            let shade = match c.median_s {
-                Some(m) if m > 0.0 && fastest.is_finite() => fastest / m,
+            let shade = match cost(c) {
+                Some(k) if k > 0.0 && k.is_finite() && best.is_finite() => best / k,
                 _ => 0.0,
             };
             cells.insert((col, row), (shade, text));
         }
     }
     let longest = fams.iter().map(|(l, _)| l.len()).max().unwrap_or(4);
+    let title = if objective.is_time() {
+        "Median wall time and speedup (darker = faster; darkest = fastest)".to_owned()
+    } else {
+        format!(
+            "Median {} and speedup (darkest = best)",
+            objective.heading()
+        )
+    };
     grid_plot(&Grid {
-        title: "Median wall time and speedup (darker = faster; darkest = fastest)",
+        title: &title,
         x_desc: "threads",
-        y_desc: "placement",
+        y_desc: "configuration",
         columns: threads.iter().map(ToString::to_string).collect(),
         rows: fams.into_iter().map(|(l, _)| l).collect(),
         cells,

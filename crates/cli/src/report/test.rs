@@ -213,9 +213,146 @@ fn heat_map_has_a_cell_per_configuration() {
     let t = texts(&svg);
     assert!(t.iter().any(|x| x == "failed"), "{t:?}");
     assert!(t.iter().any(|x| x.starts_with("1.020 s ×")), "{t:?}");
-    for label in ["1", "2", "4", "os", "spread", "threads", "placement"] {
+    for label in ["1", "2", "4", "os", "spread", "threads", "configuration"] {
         assert!(t.iter().any(|x| x == label), "{label} missing in {t:?}");
     }
+}
+
+/// A sweep of copies × threads × memory policies judged on throughput (`tune membw
+/// --instances 1,2 --threads 1,2 --mem none,local`): 2 copies of 1 thread have the best
+/// throughput, 1 copy of 2 threads the best time.
+fn copies_report() -> SweepReport {
+    let mut lines = Vec::new();
+    for (instances, threads, mem, wall) in [
+        (1, 1, "none", 2.0),
+        (1, 2, "none", 1.0),
+        (2, 1, "none", 1.25),
+        (2, 2, "none", 1.3),
+        (1, 1, "local", 2.05),
+        (1, 2, "local", 1.05),
+        (2, 1, "local", 1.35),
+        (2, 2, "local", 1.4),
+    ] {
+        for k in 0..3 {
+            let w = wall * (1.0 + 0.001 * f64::from(k));
+            let mut l = line(lines.len(), threads, "os", w, Status::Ok);
+            l.config.instances = instances;
+            l.config.mem = mem.parse().unwrap();
+            let record = l.record.as_mut().unwrap();
+            record.throughput.value = instances as f64 * 3.0 / w;
+            lines.push(l);
+        }
+    }
+    let mut report = fixed_report();
+    report.design.grid.instances = vec![1, 2];
+    report.design.grid.places = vec![Policy::Os];
+    report.design.grid.threads = vec![1, 2];
+    report.design.grid.mems = vec!["none".parse().unwrap(), "local".parse().unwrap()];
+    SweepReport::build(
+        report.target.clone(),
+        report.machine.clone(),
+        report.design.clone(),
+        &lines,
+        &|_| Vec::new(),
+    )
+}
+
+/// The x coordinates of each polyline of a plot's series (stroke width 2), legend samples
+/// (two points) aside.
+fn series_xs(svg: &str) -> Vec<Vec<i64>> {
+    svg.split("stroke-width=\"2\" points=\"")
+        .skip(1)
+        .map(|rest| {
+            rest[..rest.find('"').unwrap()]
+                .split_whitespace()
+                .map(|p| p.split(',').next().unwrap().parse::<f64>().unwrap() as i64)
+                .collect::<Vec<i64>>()
+        })
+        .filter(|xs| xs.len() > 2 || xs.windows(2).all(|w| w[1] - w[0] != 20))
+        .collect()
+}
+
+/// Findings 12 and 34 (#35): every configuration of copies and memory policies was drawn as one
+/// "os" line with vertical segments joining them at each thread count, and the heat map had a
+/// cell per thread count (the last-written row's), shaded by wall time though the sweep was
+/// judged on throughput, the recommended configuration missing.
+#[test]
+fn the_plots_draw_every_axis_and_the_heat_map_shades_by_the_objective() {
+    let report = copies_report();
+    let r = report.recommendation.as_ref().unwrap();
+    assert_eq!((r.config.instances, r.config.threads), (2, 1), "{r:?}");
+    for plot in [
+        svg::time_plot(&report).unwrap(),
+        svg::objective_plot(&report).unwrap().unwrap(),
+        svg::speedup_plot(&report).unwrap(),
+    ] {
+        let t = texts(&plot);
+        for label in [
+            "os",
+            "os, 2 copies",
+            "os, mem local",
+            "os, 2 copies, mem local",
+        ] {
+            assert!(t.iter().any(|x| x == label), "{label} not in {t:?}");
+        }
+        // No series joins two points at one thread count.
+        for xs in series_xs(&plot) {
+            assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        }
+    }
+    let heat = svg::heatmap_plot(&report).unwrap();
+    // The background and a cell per configuration: 4 families × 2 thread counts.
+    assert_eq!(count(&heat, "rect"), 1 + 8);
+    let t = texts(&heat);
+    assert!(
+        t.iter()
+            .any(|x| x.starts_with("Median throughput (Mrays/s, higher is better)")),
+        "{t:?}"
+    );
+    // The darkest cell is the best throughput, the recommended 2 copies × 1 thread (4.8).
+    let darkest = "fill=\"#08306B\"";
+    assert_eq!(heat.matches(darkest).count(), 1, "{heat}");
+    let best = report
+        .configs
+        .iter()
+        .find(|c| c.config == r.config)
+        .and_then(|c| c.objective_median(0))
+        .unwrap();
+    assert!(
+        t.iter()
+            .any(|x| x.starts_with(&format!("{best:.2} Mrays/s"))),
+        "{t:?}"
+    );
+}
+
+/// Finding 12 (#35): the residency plot labelled the two copies' first workers "worker 0" and
+/// "worker 0".
+#[test]
+fn the_residency_view_labels_each_copys_workers_with_their_copy() {
+    use coretune_core::measure::ThreadRecord;
+    let mut l = line(0, 2, "os", 1.0, Status::Ok);
+    l.config.instances = 2;
+    l.record.as_mut().unwrap().measurement.threads = [(0, 10), (1, 11), (0, 20), (1, 21)]
+        .map(|(worker, tid)| ThreadRecord {
+            worker,
+            tid,
+            cpus_seen: BTreeMap::from([(worker, 5)]),
+            ..ThreadRecord::default()
+        })
+        .to_vec();
+    let mut report = fixed_report();
+    report.recommendation.as_mut().unwrap().config = l.config.clone();
+    let view = RunView::choose(&report, &[l], &|_| None, &[]);
+    let labels: Vec<&str> = view.threads.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "copy 0 worker 0 (tid 10)",
+            "copy 0 worker 1 (tid 11)",
+            "copy 1 worker 0 (tid 20)",
+            "copy 1 worker 1 (tid 21)"
+        ]
+    );
 }
 
 fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program::watch::Sample {
@@ -407,8 +544,12 @@ fn a_launchers_line_is_the_tables_last_column() {
     );
     let html = table_html(&report);
     assert!(html.contains("<th class=\"l\">Launch</th>"), "{html}");
+    // Finding 34 (#35): the line wraps between options only, never inside one.
     assert!(
-        html.contains("<code>mpirun -np 1 --map-by slot:PE=1 --bind-to core</code>"),
+        html.contains(
+            "<code><span>mpirun</span> <span>-np 1</span> <span>--map-by slot:PE=1</span> \
+             <span>--bind-to core</span></code>"
+        ),
         "{html}"
     );
     let plain = fixed_report();

@@ -69,7 +69,12 @@ pub fn apply_lines_for(
                 Launcher::Srun => [Launcher::Srun, Launcher::Mpirun],
             };
             for l in order {
-                if let Ok(words) = l.words(topology, config) {
+                if let Ok(mut words) = l.words(topology, config) {
+                    // As root, the line says Open MPI may start (coretune's own runs get the
+                    // same consent through the environment).
+                    if let Some(consent) = l.consent() {
+                        words.insert(1, consent.to_owned());
+                    }
                     if l == Launcher::Srun {
                         lines.push(format!(
                             "#SBATCH --nodes=1 --ntasks={} --cpus-per-task={}",
@@ -781,8 +786,14 @@ mod test {
     #[test]
     fn a_launchers_lines_are_its_command_lines_with_the_program_filled_in() {
         let t = topo("pack:2 numa:1 core:4 pu:2");
-        let mut c = config(4, Policy::Os, "all");
+        let mut c = config(4, Policy::Cores, "all");
         c.instances = 2;
+        // Finding 26 (#35): as root, Open MPI's line carries its consent, so it runs pasted.
+        let root = if crate::sys::effective_uid() == 0 {
+            " --allow-run-as-root"
+        } else {
+            ""
+        };
         let settings = RunSettings {
             launcher: Some(Launcher::Mpirun),
             ..RunSettings::default()
@@ -797,7 +808,7 @@ mod test {
             l,
             [
                 format!(
-                    "mpirun -np 2 --map-by ppr:1:numa:PE=4 --bind-to core -x OMP_NUM_THREADS=4 \
+                    "mpirun{root} -np 2 --map-by slot:PE=4 --bind-to core -x OMP_NUM_THREADS=4 \
                      -x OMP_PLACES=cores -x OMP_PROC_BIND=close {program}"
                 ),
                 "#SBATCH --nodes=1 --ntasks=2 --cpus-per-task=4".to_owned(),

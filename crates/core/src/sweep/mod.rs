@@ -72,7 +72,7 @@ pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
 pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir};
-pub use launcher::Launcher;
+pub use launcher::{Launcher, RankPlan};
 pub use objective::{
     BUILTIN_OBJECTIVES, MetricError, MetricRead, MetricSource, MetricSpec, Objective, Quantity,
     pareto_front,

@@ -4,9 +4,14 @@
 //!
 //! - A [`MetricSpec`] says how to read one number from a run's stdout, stderr or a file it
 //!   writes: the first capture group of a regular expression (the whole match when it has
-//!   none), or a jq-style path into the JSON the program prints (`json:.results.rps`). Every
-//!   run of a program records every metric in `runs.jsonl`; a run whose output lacks one fails
-//!   with the reason.
+//!   none) at its *last* match, or a jq-style path into the JSON the program prints
+//!   (`json:.results.rps`: the whole output when it is one document, else its last line that
+//!   is one). Every run of a program records every metric in `runs.jsonl`; a run whose output
+//!   lacks one fails with the reason.
+//! - Outputs are read as a stream, line by line, keeping only each metric's last match: a
+//!   program that logs gigabytes costs coretune no memory. A regular expression therefore
+//!   matches within one line (a line longer than 1 MiB is read in pieces of 1 MiB), and a JSON
+//!   document spanning lines is read whole up to 16 MiB.
 //! - An [`Objective`] names what the statistics, the search, the recommendation and the reports
 //!   work on, and which way is better: `time` (wall seconds), `cpu` (user + system seconds),
 //!   `rss` (peak resident bytes), `throughput` (the run's work per second, all instances
@@ -77,7 +82,8 @@ impl fmt::Display for MetricSource {
 #[serde(rename_all = "kebab-case")]
 pub enum MetricRead {
     /// A regular expression: its first capture group (the whole match without one), at its
-    /// first match.
+    /// last match (a program printing interim figures is judged on its final one), within one
+    /// line.
     Regex(String),
     /// A jq path (`.a.b[0].c`) into the JSON document the text is (or, failing that, the last
     /// line of it that is a JSON document).
@@ -211,65 +217,204 @@ impl MetricSpec {
     }
 
     /// The metric's value in `text`, or why there is none (one line, naming the metric and
-    /// where it looked).
+    /// where it looked): `text` read as a run's output is, line by line.
     ///
     /// # Errors
     ///
     /// No match, or a match that is not a number.
     pub fn read_from(&self, text: &str) -> Result<f64, String> {
-        let missing =
-            |what: &str| format!("metric {} not found in {}: {what}", self.name, self.from);
-        let number = |s: &str| {
-            let t = s.trim().replace(',', "");
-            t.parse::<f64>()
-                .ok()
-                .or_else(|| self.duration(&t))
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| match self.unit_needed(&t) {
-                    // Found, but a duration coretune was not told how to read.
-                    Some(advice) => format!(
-                        "metric {} in {}: '{}' has a unit: {advice}",
-                        self.name,
-                        self.from,
-                        s.trim()
-                    ),
-                    None => missing(&format!("'{}' is not a number", s.trim())),
-                })
-        };
-        match &self.read {
-            MetricRead::Regex(re) => {
-                let re = regex::Regex::new(re).map_err(|e| e.to_string())?;
-                let caps = re
-                    .captures(text)
-                    .ok_or_else(|| missing(&format!("no match for /{re}/")))?;
-                let m = caps
-                    .get(1)
-                    .or_else(|| caps.get(0))
-                    .expect("a match has group 0");
-                number(m.as_str())
-            }
-            MetricRead::Json(path) => {
-                let pointer = json_path(path).unwrap_or_default();
-                let doc: serde_json::Value = serde_json::from_str(text)
-                    .ok()
-                    .or_else(|| {
-                        text.lines()
-                            .rev()
-                            .find_map(|l| serde_json::from_str(l.trim()).ok())
-                    })
-                    .ok_or_else(|| missing("the output is not JSON"))?;
-                let value = doc
-                    .pointer(&pointer)
-                    .ok_or_else(|| missing(&format!("no {path} in the JSON")))?;
-                match value {
-                    serde_json::Value::Number(n) => n
-                        .as_f64()
-                        .ok_or_else(|| missing(&format!("{path} is out of range"))),
-                    serde_json::Value::String(s) => number(s),
-                    other => Err(missing(&format!("{path} is {other}, not a number"))),
-                }
+        let mut scan = MetricScan::new([self]);
+        scan.text(text);
+        scan.finish()
+            .pop()
+            .map_or_else(|| Err(self.missing("no match")), |(_, v)| v)
+    }
+
+    /// The one-line reason the metric has no value here.
+    fn missing(&self, what: &str) -> String {
+        format!("metric {} not found in {}: {what}", self.name, self.from)
+    }
+
+    /// The metric's value from the text of its match (a regex's group, a JSON string).
+    fn number(&self, s: &str) -> Result<f64, String> {
+        let t = s.trim().replace(',', "");
+        t.parse::<f64>()
+            .ok()
+            .or_else(|| self.duration(&t))
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| match self.unit_needed(&t) {
+                // Found, but a duration coretune was not told how to read.
+                Some(advice) => format!(
+                    "metric {} in {}: '{}' has a unit: {advice}",
+                    self.name,
+                    self.from,
+                    s.trim()
+                ),
+                None => self.missing(&format!("'{}' is not a number", s.trim())),
+            })
+    }
+
+    /// The metric's value in a JSON document.
+    fn in_json(&self, path: &str, doc: &serde_json::Value) -> Result<f64, String> {
+        let pointer = json_path(path).unwrap_or_default();
+        let value = doc
+            .pointer(&pointer)
+            .ok_or_else(|| self.missing(&format!("no {path} in the JSON")))?;
+        match value {
+            serde_json::Value::Number(n) => n
+                .as_f64()
+                .ok_or_else(|| self.missing(&format!("{path} is out of range"))),
+            serde_json::Value::String(s) => self.number(s),
+            other => Err(self.missing(&format!("{path} is {other}, not a number"))),
+        }
+    }
+}
+
+/// The longest line a regular expression is matched on whole (1 MiB, far beyond any figure a
+/// program prints): a longer line is read in pieces of this size, so that one endless line
+/// cannot hold coretune's memory either.
+pub(crate) const LINE_MAX: usize = 1 << 20;
+
+/// The largest output a `json:` metric reads as one document (16 MiB: a benchmark's report of
+/// every iteration fits); a longer output is read for its last line that is a JSON document.
+pub(crate) const JSON_DOC_MAX: usize = 16 << 20;
+
+/// What is kept of one output while it is read for its metrics: each metric's last match (a
+/// regular expression's captured text, a `json:` metric's last line that is a document) and,
+/// while it is short enough, the whole text for the `json:` metrics.
+struct MetricScan<'a> {
+    specs: Vec<(&'a MetricSpec, Option<regex::Regex>)>,
+    last: Vec<Option<String>>,
+    /// The text so far, for a JSON document spanning lines (`None` when no `json:` metric
+    /// reads here, or the text outgrew [`JSON_DOC_MAX`]).
+    whole: Option<String>,
+    /// A compile error of a regex (checked when the metric was given: not expected here).
+    error: Option<String>,
+}
+
+impl<'a> MetricScan<'a> {
+    fn new(specs: impl IntoIterator<Item = &'a MetricSpec>) -> Self {
+        let mut error = None;
+        let specs: Vec<(&MetricSpec, Option<regex::Regex>)> = specs
+            .into_iter()
+            .map(|spec| {
+                let re = match &spec.read {
+                    MetricRead::Regex(re) => regex::Regex::new(re)
+                        .map_err(|e| error.get_or_insert(e.to_string()).clone())
+                        .ok(),
+                    MetricRead::Json(_) => None,
+                };
+                (spec, re)
+            })
+            .collect();
+        let json = specs
+            .iter()
+            .any(|(s, _)| matches!(s.read, MetricRead::Json(_)));
+        Self {
+            last: vec![None; specs.len()],
+            specs,
+            whole: json.then(String::new),
+            error,
+        }
+    }
+
+    /// One line of the output (without its newline).
+    fn line(&mut self, line: &str) {
+        if let Some(whole) = &mut self.whole {
+            if whole.len() + line.len() < JSON_DOC_MAX {
+                whole.push_str(line);
+                whole.push('\n');
+            } else {
+                self.whole = None;
             }
         }
+        for ((spec, re), last) in self.specs.iter().zip(&mut self.last) {
+            match (re, &spec.read) {
+                (Some(re), _) => {
+                    if let Some(caps) = re.captures_iter(line).last() {
+                        let m = caps
+                            .get(1)
+                            .or_else(|| caps.get(0))
+                            .expect("a match has group 0");
+                        *last = Some(m.as_str().to_owned());
+                    }
+                }
+                (None, MetricRead::Json(_)) => {
+                    let trimmed = line.trim();
+                    if trimmed.starts_with(['{', '['])
+                        && serde_json::from_str::<serde_json::Value>(trimmed).is_ok()
+                    {
+                        *last = Some(trimmed.to_owned());
+                    }
+                }
+                (None, MetricRead::Regex(_)) => {}
+            }
+        }
+    }
+
+    /// A whole text, line by line.
+    fn text(&mut self, text: &str) {
+        for line in text.lines() {
+            self.line(line);
+        }
+    }
+
+    /// Everything `reader` gives, line by line, each at most [`LINE_MAX`] bytes (a longer one
+    /// in pieces), decoded lossily: only a line at a time is held.
+    fn read(&mut self, reader: impl std::io::Read) -> std::io::Result<()> {
+        use std::io::BufRead as _;
+        let mut reader = std::io::BufReader::with_capacity(64 << 10, reader);
+        let mut line: Vec<u8> = Vec::new();
+        loop {
+            let buf = reader.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            let newline = buf.iter().position(|&b| b == b'\n');
+            let chunk = &buf[..newline.unwrap_or(buf.len())];
+            let used = chunk.len().min(LINE_MAX - line.len());
+            line.extend_from_slice(&chunk[..used]);
+            let ended = newline.is_some() && used == chunk.len();
+            reader.consume(used + usize::from(ended));
+            if ended || line.len() >= LINE_MAX {
+                let text = String::from_utf8_lossy(&line);
+                self.line(text.strip_suffix('\r').unwrap_or(&text));
+                line.clear();
+            }
+        }
+        if !line.is_empty() {
+            self.line(&String::from_utf8_lossy(&line));
+        }
+        Ok(())
+    }
+
+    /// Each metric's value, or why it has none.
+    fn finish(self) -> Vec<(&'a MetricSpec, Result<f64, String>)> {
+        let whole = self
+            .whole
+            .and_then(|w| serde_json::from_str::<serde_json::Value>(&w).ok());
+        let error = self.error;
+        self.specs
+            .into_iter()
+            .zip(self.last)
+            .map(|((spec, re), last)| {
+                let value = match (&spec.read, re) {
+                    (MetricRead::Regex(_), None) => Err(error.clone().unwrap_or_default()),
+                    (MetricRead::Regex(text), Some(_)) => match last {
+                        Some(m) => spec.number(&m),
+                        None => Err(spec.missing(&format!("no match for /{text}/"))),
+                    },
+                    (MetricRead::Json(path), _) => {
+                        let line = last.and_then(|l| serde_json::from_str(&l).ok());
+                        match whole.as_ref().or(line.as_ref()) {
+                            Some(doc) => spec.in_json(path, doc),
+                            None => Err(spec.missing("the output is not JSON")),
+                        }
+                    }
+                };
+                (spec, value)
+            })
+            .collect()
     }
 }
 
@@ -361,31 +506,47 @@ fn json_path(path: &str) -> Option<String> {
     Some(pointer)
 }
 
-/// Reads every metric of a finished run from its outputs (`file` reads a `--metric-from` file
-/// by its name, placeholders already substituted); the first missing one is the error.
+/// Opens a `--metric-from` file by its name for [`read_metrics`], or says why it cannot.
+pub(crate) type OpenFile<'a> = dyn Fn(&str) -> Result<Box<dyn std::io::Read>, String> + 'a;
+
+/// Reads every metric of a finished run from its outputs, each output once and as a stream
+/// (only the outputs some metric reads; `file` opens a `--metric-from` file by its name,
+/// placeholders already substituted). A metric's value is its last match; the first metric
+/// in `specs` without one is the error.
 ///
 /// # Errors
 ///
-/// One line naming the first metric not found and why.
+/// One line naming the first metric not found and why, or an output that cannot be read.
 pub(crate) fn read_metrics(
     specs: &[MetricSpec],
-    stdout: &str,
-    stderr: &str,
-    file: &dyn Fn(&str) -> Result<String, String>,
+    stdout: &mut dyn std::io::Read,
+    stderr: &mut dyn std::io::Read,
+    file: &OpenFile<'_>,
 ) -> Result<BTreeMap<String, f64>, String> {
-    let mut files: BTreeMap<&str, String> = BTreeMap::new();
+    let mut values: BTreeMap<&str, Result<f64, String>> = BTreeMap::new();
+    let mut sources: Vec<&MetricSource> = Vec::new();
+    for spec in specs {
+        if !sources.contains(&&spec.from) {
+            sources.push(&spec.from);
+        }
+    }
+    for source in sources {
+        let mut scan = MetricScan::new(specs.iter().filter(|s| s.from == *source));
+        let read = match source {
+            MetricSource::Stdout => scan.read(&mut *stdout),
+            MetricSource::Stderr => scan.read(&mut *stderr),
+            MetricSource::File(name) => scan.read(file(name)?),
+        };
+        read.map_err(|e| format!("reading the program's {source}: {e}"))?;
+        for (spec, value) in scan.finish() {
+            values.insert(&spec.name, value);
+        }
+    }
     let mut out = BTreeMap::new();
     for spec in specs {
-        let value = match &spec.from {
-            MetricSource::Stdout => spec.read_from(stdout)?,
-            MetricSource::Stderr => spec.read_from(stderr)?,
-            MetricSource::File(name) => {
-                if !files.contains_key(name.as_str()) {
-                    files.insert(name, file(name)?);
-                }
-                spec.read_from(&files[name.as_str()])?
-            }
-        };
+        let value = values
+            .remove(spec.name.as_str())
+            .unwrap_or_else(|| Err(spec.missing("no match")))?;
         out.insert(spec.name.clone(), value);
     }
     Ok(out)
@@ -649,6 +810,51 @@ mod test {
         );
         let e = spec(r"x=x=(\w+)").read_from("x=abc").unwrap_err();
         assert!(e.contains("'abc' is not a number"), "{e}");
+    }
+
+    /// Finding 17 (#35): a progress-printing benchmark was judged on its warm-up figure.
+    #[test]
+    fn a_regex_metric_printed_several_times_is_judged_on_its_last_match() {
+        let rate = spec(r"rate=rate: ([0-9.]+)");
+        let out = "rate: 10 (warming up)\nrate: 20\nrate: 999 (final)\n";
+        assert_eq!(rate.read_from(out), Ok(999.0));
+        // Within a line too, and a later line without a match changes nothing.
+        assert_eq!(rate.read_from("rate: 1 rate: 2\ndone\n"), Ok(2.0));
+        // As the JSON metrics already were: the last JSON line.
+        let json = "{\"rps\": 1}\nlog\n{\"rps\": 3}\n";
+        assert_eq!(spec("rps=json:.rps").read_from(json), Ok(3.0));
+        // A multi-line document is still read whole.
+        let doc = "{\n  \"a\": {\n    \"b\": 4.5\n  }\n}\n";
+        assert_eq!(spec("b=json:.a.b").read_from(doc), Ok(4.5));
+    }
+
+    /// Finding 16 (#35): the whole output was held in memory (twice) to read a metric.
+    #[test]
+    fn an_output_is_read_a_line_at_a_time_however_long_it_is() {
+        let specs = [
+            spec(r"v=val=(\d+)"),
+            spec(r"w=^w=(\d+)$"),
+            MetricSpec {
+                from: MetricSource::Stderr,
+                ..spec(r"e=err=(\d+)")
+            },
+        ];
+        // 8 MiB of log lines, one line longer than LINE_MAX, a CRLF line, no final newline.
+        let mut out = "log line\n".repeat(1 << 20).into_bytes();
+        out.extend(std::iter::repeat_n(b'x', LINE_MAX * 2 + 5));
+        out.extend(b"\nval=7\r\nw=9\r\nval=8");
+        let mut stdout: &[u8] = &out;
+        let mut stderr: &[u8] = b"err=1\nerr=2";
+        let no_file = |name: &str| -> Result<Box<dyn std::io::Read>, String> { Err(name.into()) };
+        let m = read_metrics(&specs, &mut stdout, &mut stderr, &no_file).unwrap();
+        assert_eq!((m["v"], m["w"], m["e"]), (8.0, 9.0, 2.0));
+        // A metric not found names itself and where it looked.
+        let (mut empty, mut none): (&[u8], &[u8]) = (b"", b"");
+        let err = read_metrics(&specs[..1], &mut empty, &mut none, &no_file).unwrap_err();
+        assert!(
+            err.contains("metric v not found in stdout: no match"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -512,15 +512,25 @@ impl RunView {
             .as_ref()
             .map(|r| r.measurement.threads.clone())
             .unwrap_or_default();
+        // Several copies each number their workers from 0 (the records come copy after copy):
+        // each thread is labelled with its copy, and a program's with its process.
+        let copies = line.config.instances > 1;
         let threads = if workers.iter().any(|w| !w.cpus_seen.is_empty()) {
+            let mut copy = 0;
+            let mut previous: Option<usize> = None;
             workers
                 .into_iter()
                 .map(|w| {
-                    (
-                        format!("worker {} (tid {})", w.worker, w.tid),
-                        w.cpus_seen,
-                        w.migrations,
-                    )
+                    if previous.is_some_and(|p| w.worker <= p) {
+                        copy += 1;
+                    }
+                    previous = Some(w.worker);
+                    let label = if copies {
+                        format!("copy {copy} worker {} (tid {})", w.worker, w.tid)
+                    } else {
+                        format!("worker {} (tid {})", w.worker, w.tid)
+                    };
+                    (label, w.cpus_seen, w.migrations)
                 })
                 .collect()
         } else {
@@ -529,11 +539,12 @@ impl RunView {
                 .into_iter()
                 .take(16)
                 .map(|t| {
-                    (
-                        format!("{} (tid {})", t.name, t.tid),
-                        t.cpus_seen,
-                        t.migrations,
-                    )
+                    let label = if copies {
+                        format!("{} (pid {}, tid {})", t.name, t.pid, t.tid)
+                    } else {
+                        format!("{} (tid {})", t.name, t.tid)
+                    };
+                    (label, t.cpus_seen, t.migrations)
                 })
                 .collect()
         };

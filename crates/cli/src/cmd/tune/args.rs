@@ -65,8 +65,10 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
     instances: Option<String>,
     /// Start the program's copies with a launcher instead: mpirun (Open MPI: -np INSTANCES,
-    /// each rank bound to THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
-    /// allocation); --instances are the ranks, and the whole launch is timed.
+    /// each rank on THREADS cores, OpenMP's variables passed) or srun (inside a Slurm
+    /// allocation); --instances are the ranks, and the whole launch is timed. --place, --cpus
+    /// and --mem become the launcher's options (--bind-to, --cpu-set, numactl in each rank) or
+    /// are refused before anything runs; values that start the same ranks are measured once.
     #[arg(long, value_name = "LAUNCHER", value_parser = clap::builder::PossibleValuesParser::new(Launcher::ALL))]
     launcher: Option<String>,
     /// Each pinned thread's set: its PU, its core, one set shared by all threads (shared), or
@@ -155,8 +157,9 @@ pub(crate) struct TuneArgs {
     #[arg(long)]
     show_output: bool,
     /// A figure the program prints, read after each run: NAME=REGEX (its first group, or the
-    /// whole match) or NAME=json:.path (jq's path syntax); repeat for several. A run whose
-    /// output lacks one fails.
+    /// whole match, at its last match: a figure printed several times counts as printed last;
+    /// the regex matches within one line) or NAME=json:.path (jq's path syntax, in the whole
+    /// output or its last JSON line); repeat for several. A run whose output lacks one fails.
     #[arg(long, value_name = "NAME=RULE")]
     metric: Vec<String>,
     /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
@@ -279,6 +282,8 @@ pub(super) struct SweepOptions {
     tolerance: f64,
     /// `--objective`, resolved against `--metric`.
     objectives: Vec<Objective>,
+    /// `--launcher`: who starts the program's ranks.
+    pub(super) launcher: Option<Launcher>,
 }
 
 /// The grid axes the arguments name, as given.
@@ -399,6 +404,7 @@ impl SweepOptions {
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
             objectives: objectives(args)?,
+            launcher: launcher(args)?,
         })
     }
 

@@ -90,6 +90,10 @@ fn measure(
             let folder = SweepFolder::resume(&dir).context("--resume")?;
             let spec = folder.spec();
             let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
+            if let Some(launcher) = spec.settings.launcher {
+                launcher.check_grid(&topo, &spec.design.grid)?;
+                launcher.check_here(&spec.design.grid)?;
+            }
             check_grid(&runner, &spec.design.grid)?;
             show_instance_warnings(&spec.design.grid, &topo);
             (folder, runner)
@@ -192,6 +196,10 @@ fn new_sweep<'t>(
     let runner = Runner::new(topo, sweep.target.clone(), settings.clone(), machine)?;
     let mut grid = sweep.grid(runner.default_grid(), machine)?;
     show_merged(&grid.merge_duplicates(topo));
+    let grid = launcher_grid(sweep, topo, grid)?;
+    if let Some(launcher) = sweep.launcher {
+        launcher.check_here(&grid)?;
+    }
     check_grid(&runner, &grid)?;
     show_instance_warnings(&grid, topo);
     let dir = match out {
@@ -225,7 +233,7 @@ fn plan_only(
     show_merged(&grid.merge_duplicates(topo));
     show_cpus_warnings(grid.check(topo)?);
     show_instance_warnings(&grid, topo);
-    let plan = sweep.design(grid);
+    let plan = sweep.design(launcher_grid(sweep, topo, grid)?);
     let estimate = plan.estimate(topo, binding, machine, one)?;
     let text = if json {
         report::plan::json(&topology_summary(topo), target, &plan, &estimate)?
@@ -234,6 +242,19 @@ fn plan_only(
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `grid` as the sweep's launcher runs it (unchanged without one): what it cannot express is
+/// refused, and a value that starts the same ranks as another is dropped, saying so.
+fn launcher_grid(sweep: &SweepOptions, topo: &Topology, grid: Grid) -> anyhow::Result<Grid> {
+    let Some(launcher) = sweep.launcher else {
+        return Ok(grid);
+    };
+    let (grid, notes) = launcher.check_grid(topo, &grid)?;
+    for note in notes {
+        eprintln!("coretune: {note}");
+    }
+    Ok(grid)
 }
 
 /// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the

@@ -239,9 +239,7 @@ impl Runner<'_> {
             if metrics.is_empty() {
                 continue;
             }
-            let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-            let stdout = all(stdout_file).unwrap_or_default();
-            match self.read_metrics(c, &cpus, k, &stdout, all(stderr_file)) {
+            match self.read_metrics(c, &cpus, k, stdout_file, stderr_file) {
                 Ok(m) => read.push(m),
                 Err((error, stderr_tail)) => {
                     return Outcome::ProgramFailed {
@@ -266,27 +264,41 @@ impl Runner<'_> {
         outcome
     }
 
-    /// The metrics of a finished copy from its outputs (`cpus`: its CPU list and `instance` its
-    /// index, for a `--metric-from` file's placeholders), or why one is missing, with the end
-    /// of its stderr.
+    /// The metrics of a finished copy from its outputs (the unnamed files its stdout and
+    /// stderr went to, read as streams; `cpus`: its CPU list and `instance` its index, for a
+    /// `--metric-from` file's placeholders), or why one is missing, with the end of its stderr.
     pub(super) fn read_metrics(
         &self,
         c: &Config,
         cpus: &str,
         instance: usize,
-        stdout: &str,
-        stderr: Option<String>,
+        stdout: Option<std::fs::File>,
+        stderr: Option<std::fs::File>,
     ) -> Result<BTreeMap<String, f64>, (String, Option<String>)> {
+        use std::io::{Read, Seek as _, SeekFrom};
+        // The program wrote through a copy of each file's descriptor, which shares its offset.
+        let from_start = |f: Option<std::fs::File>| -> Box<dyn Read> {
+            match f.and_then(|mut f| f.seek(SeekFrom::Start(0)).is_ok().then_some(f)) {
+                Some(f) => Box::new(f),
+                None => Box::new(std::io::empty()),
+            }
+        };
+        let tail = stderr
+            .as_ref()
+            .and_then(|f| f.try_clone().ok())
+            .and_then(|f| file_tail(f, STDERR_TAIL_BYTES));
         read_metrics(
             &self.settings.metrics,
-            stdout,
-            stderr.as_deref().unwrap_or_default(),
+            &mut from_start(stdout),
+            &mut from_start(stderr),
             &|name| {
                 let path = substitute_copy(name, c, cpus, instance);
-                std::fs::read_to_string(&path).map_err(|e| format!("--metric-from {path}: {e}"))
+                std::fs::File::open(&path)
+                    .map(|f| Box::new(f) as Box<dyn Read>)
+                    .map_err(|e| format!("--metric-from {path}: {e}"))
             },
         )
-        .map_err(|error| (error, stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES))))
+        .map_err(|error| (error, tail))
     }
 }
 
@@ -368,22 +380,6 @@ pub(super) fn finished(
 
 /// How much of a failed run's stderr `runs.jsonl` keeps: its end, where the reason usually is.
 pub(crate) const STDERR_TAIL_BYTES: u64 = 4096;
-
-/// The last `max` bytes of `text`, from a whole line when cut.
-pub(super) fn tail_of(text: &str, max: u64) -> String {
-    let max = usize::try_from(max).unwrap_or(usize::MAX);
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let cut = &text[start..];
-    cut.split_once('\n')
-        .map_or(cut, |(_, rest)| rest)
-        .to_owned()
-}
 
 #[cfg(test)]
 mod test {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use super::command::{STDERR_TAIL_BYTES, finished, tail_of};
+use super::command::{STDERR_TAIL_BYTES, finished};
 use super::placeholders::substitute;
 use super::runner::{Prepared, Runner, Started};
 use crate::grid::{Config, Grid};
@@ -129,8 +129,6 @@ impl Runner<'_> {
                 stderr_tail: stopped.stderr_tail,
             };
         }
-        let all = |f: Option<std::fs::File>| f.and_then(|f| file_tail(f, u64::MAX));
-        let stderr = all(stderr);
         if crate::sys::stopped_by_request(status) {
             return Outcome::Stopped(format!(
                 "the client was ended by signal {}",
@@ -143,13 +141,12 @@ impl Runner<'_> {
                     "the client exited with status {}",
                     program::exit_code(status)
                 ),
-                stderr_tail: stderr.map(|s| tail_of(&s, STDERR_TAIL_BYTES)),
+                stderr_tail: stderr.and_then(|f| file_tail(f, STDERR_TAIL_BYTES)),
             };
         }
-        let stdout = all(stdout).unwrap_or_default();
         finished(
             ChildProbe::with_usage(wall, stopped.usage),
-            self.read_metrics(c, &cpus, 0, &stdout, stderr),
+            self.read_metrics(c, &cpus, 0, stdout, stderr),
         )
     }
 
