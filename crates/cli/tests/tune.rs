@@ -156,7 +156,8 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .unwrap();
     util::assert_ok(&out);
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.lines().count(), 6);
+    // 1 and 2 threads twice each; 3 threads once: its failure ends its runs.
+    assert_eq!(calls.lines().count(), 5);
     for line in calls.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(words[1], "os");
@@ -172,15 +173,22 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .unwrap();
     assert_eq!(
         (three["runs"].as_u64(), three["failed"].as_u64()),
-        (Some(0), Some(2))
+        (Some(0), Some(1))
     );
     assert!(three["median_s"].is_null());
+    assert!(
+        three["out"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 of 1 run failed: "),
+        "{three}"
+    );
     assert_ne!(s["recommendation"]["threads"], 3);
     let failed = util::read_jsonl(&dir.join("runs.jsonl"))
         .into_iter()
         .filter(|r| r["status"] == "failed")
         .count();
-    assert_eq!(failed, 2);
+    assert_eq!(failed, 1);
 }
 
 /// Starts a sweep of 4 configurations × 3 runs of a 0.15 s sleep, lets it finish a few runs,
@@ -573,16 +581,26 @@ fn a_sweep_with_no_successful_run_keeps_its_folder_and_exits_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Each failure at once (one per configuration: it ends its runs), then the verdict.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    for threads in ["1 thread", "2 threads"] {
+        assert!(
+            lines[..2].iter().any(|l| l
+                .starts_with(&format!("coretune: {threads}, place os: run 1 failed: "))
+                && l.ends_with("exited with status 1; no more runs of it (-i keeps going)")),
+            "{stderr}"
+        );
+    }
     assert!(
-        stderr.contains("no configuration completed a verified run (4 of 4 runs failed"),
+        lines[2].contains("no configuration completed a verified run (2 of 2 runs failed"),
         "{stderr}"
     );
-    assert!(stderr.contains("exited with status 1"), "{stderr}");
+    assert!(lines[2].contains("exited with status 1"), "{stderr}");
     let s = util::summary(&dir);
     assert!(s["recommendation"].is_null());
-    assert_eq!(s["runs"]["failed"], 4);
-    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 4);
+    assert_eq!(s["runs"]["failed"], 2);
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 2);
 }
 
 #[test]
@@ -694,6 +712,169 @@ fn a_configuration_that_times_out_gets_no_more_runs() {
     assert_eq!(two.len(), 1, "{two:?}");
     assert_eq!(two[0]["status"], "timeout");
     assert_eq!(runs.iter().filter(|r| r["threads"] == 1).count(), 4);
+}
+
+/// Timeouts are named as timeouts everywhere (finding 21): at once on stderr, in the table's
+/// median cell and note, in summary.json; not as "failed".
+#[test]
+fn a_timed_out_configuration_is_named_as_timed_out_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "2"])
+        .args([
+            "--warmup",
+            "0",
+            "--timeout",
+            "0.5",
+            "--exhaustive",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .arg("--")
+        .arg(util::probe())
+        .args(["sleep-unless", "{threads}", "1", "5000"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(
+            "coretune: 2 threads, place os: run 1 timed out after 0.5 s; no more runs of it\n"
+        ),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("2  os"))
+        .unwrap();
+    assert!(
+        row.contains("timed out") && !row.contains("failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  2 threads, place os: 1 of 1 run timed out after 0.5 s\n"),
+        "{stdout}"
+    );
+    let two = &util::summary(&dir)["configs"][1];
+    assert_eq!(
+        (two["failed"].as_u64(), two["timed_out"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(two["out"], "1 of 1 run timed out after 0.5 s");
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let timed_out = runs.iter().find(|r| r["status"] == "timeout").unwrap();
+    assert_eq!(timed_out["error"], "timed out after 0.5 s");
+}
+
+/// Finding 6: a thread count whose runs mostly crash (a race) was recommended with an
+/// "efficiency" of 182% because its few passing runs were fast. Its first failure now ends its
+/// runs, it is shown at once and in the table with the reason, and the configuration that
+/// passed every run is recommended; `-i` (hyperfine's flag, recorded in sweep.json so that
+/// `report` agrees) keeps it in the running without its failed runs.
+#[cfg(unix)] // sh
+#[test]
+fn a_configuration_whose_runs_mostly_crash_is_never_recommended() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 2 threads: fast, but every run after its first "detects a race" and aborts.
+    let script = tmp.path().join("flaky.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nf=\"$(dirname \"$0\")/count-$1\"; n=$(cat \"$f\" 2>/dev/null || echo 0)\n\
+         echo $((n+1)) > \"$f\"\n\
+         if [ \"$1\" = 2 ]; then if [ $n -ge 1 ]; then echo 'race detected, aborting' >&2; \
+         exit 134; fi; sleep 0.05; else sleep 0.2; fi\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let sweep = |name: &str, extra: &[&str]| {
+        for f in ["count-1", "count-2"] {
+            let _ = std::fs::remove_file(tmp.path().join(f));
+        }
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "4"])
+            .args(["--warmup", "0", "--exhaustive", "--quiet"])
+            .args(extra)
+            .arg("--out")
+            .arg(&dir)
+            .current_dir(tmp.path())
+            .args(["--", "./flaky.sh", "{threads}"])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        (out, dir)
+    };
+    let (out, dir) = sweep("strict", &[]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(
+            "coretune: 2 threads, place os: run 2 failed: ./flaky.sh exited with status 134 (race \
+             detected, aborting); no more runs of it (-i keeps going)"
+        ),
+        "{stderr}"
+    );
+    let s = util::summary(&dir);
+    assert_eq!(s["recommendation"]["threads"], 1, "{s:#}");
+    assert_eq!(s["recommendation"]["fastest"]["threads"], 1, "{s:#}");
+    let two = &s["configs"][1];
+    assert_eq!(
+        two["out"],
+        "1 of 2 runs failed: ./flaky.sh exited with status 134 (race detected, aborting)"
+    );
+    // No speedup or efficiency is shown for it.
+    assert!(two["efficiency"].is_null(), "{two}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains(
+            "Out of the running, never recommended (a run failed; tune -i keeps such \
+             configurations):\n  2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited with \
+             status 134 (race detected, aborting)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("176%") && !stdout.contains("% efficiency"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- 2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited"),
+        "{md}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<li>2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited"));
+
+    // With -i: every run made, the failures left out, 2 threads recommended; the folder
+    // remembers it, so `report` says the same.
+    let (out, dir) = sweep("ignore", &["-i"]);
+    let s = util::summary(&dir);
+    assert_eq!(s["recommendation"]["threads"], 2, "{s:#}");
+    assert_eq!(s["plan"]["ignore_failure"], true);
+    assert_eq!(
+        util::read_json(&dir.join("sweep.json"))["plan"]["ignore_failure"],
+        true
+    );
+    assert!(s["configs"][1].get("out").is_none());
+    let warnings = s["recommendation"]["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "2 threads, place os: 3 of 4 runs failed (left out of its statistics); the first: \
+             ./flaky.sh exited with status 134 (race detected, aborting)."
+        ),
+        "{warnings}"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("run ").count(), 3, "{stderr}");
+    std::fs::remove_file(dir.join("summary.json")).unwrap();
+    util::assert_ok(&util::coretune().arg("report").arg(&dir).output().unwrap());
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 2);
 }
 
 #[test]

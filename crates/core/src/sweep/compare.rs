@@ -150,6 +150,8 @@ mod test {
             sys_s: None,
             runs: 5,
             failed: 0,
+            timed_out: 0,
+            out: None,
             speedup: None,
             efficiency: None,
             throughput: None,

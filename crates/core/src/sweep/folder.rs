@@ -133,8 +133,7 @@ impl SweepFolder {
     ) -> Result<(), SweepError> {
         write_json(&self.dir.join(MACHINE_FILE), machine)?;
         if let Ok(xml) = topology.to_xml() {
-            let path = self.dir.join(TOPOLOGY_FILE);
-            std::fs::write(&path, xml).map_err(|error| SweepError::Write { path, error })?;
+            write_file(&self.dir.join(TOPOLOGY_FILE), xml.as_bytes())?;
         }
         Ok(())
     }
@@ -283,19 +282,52 @@ pub(super) fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result
         })?);
         text.push('\n');
     }
-    std::fs::write(&path, text).map_err(write_error(&path))
+    write_file(&path, text.as_bytes())
 }
 
-/// Writes `value` as pretty JSON with a final newline.
+/// Writes `value` as pretty JSON with a final newline ([`write_file`]).
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| SweepError::Write {
+        path: path.to_path_buf(),
+        error: std::io::Error::other(e),
+    })?;
+    bytes.push(b'\n');
+    write_file(path, &bytes)
+}
+
+/// Writes a file of a results folder whole or not at all: into a new temporary file beside it
+/// (`.NAME.XXXXXX`), renamed over `path` once every byte is written. On a full disk the
+/// temporary file is removed and `path` is left as it was — never empty, never cut short.
+///
+/// # Errors
+///
+/// [`SweepError::Write`] naming `path`.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
+    use std::io::Write as _;
     let error = |error| SweepError::Write {
         path: path.to_path_buf(),
         error,
     };
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| error(std::io::Error::other(e)))?;
-    bytes.push(b'\n');
-    std::fs::write(path, bytes).map_err(error)
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    // As `fs::write` would create it (0666 less the umask), not a temporary file's 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    // Dropped (and so removed) on every error below.
+    let mut tmp = builder.tempfile_in(dir).map_err(error)?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.flush())
+        .map_err(error)?;
+    tmp.persist(path).map_err(|e| error(e.error))?;
+    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {

@@ -84,13 +84,7 @@ fn measure(
         counts: machine,
     } = on;
     let (mut folder, runner) = match folder {
-        Folder::Resume(dir) => {
-            let folder = SweepFolder::resume(&dir).context("--resume")?;
-            let spec = folder.spec();
-            let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
-            check_grid(&runner, &spec.design.grid)?;
-            (folder, runner)
-        }
+        Folder::Resume { dir, force } => resume(&dir, force, &topo, machine)?,
         Folder::New {
             sweep,
             settings,
@@ -111,30 +105,43 @@ fn measure(
     let bar = progress_bar(quiet);
     let places = cpu_places(&topo);
     let spec = folder.spec().clone();
-    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
-        let results = SweepResults {
-            dir: &dir,
-            spec: &spec,
-            lines,
-        };
-        write_report(&results, record.clone(), &topo, &places)
+    let results = |lines| SweepResults {
+        dir: &dir,
+        spec: &spec,
+        lines,
     };
+    // A report file that cannot be written is said once, not after every stage.
+    let export_failed = std::cell::Cell::new(false);
     let mut stage = (usize::MAX, 0);
     let result = folder.execute(
         &runner,
         &mut |p: &Progress<'_>| {
+            if let Some(note) = p.failure_note() {
+                bar.suspend(|| eprintln!("coretune: {note}"));
+            }
             show(&bar, &mut stage, p);
             if p.remaining_in_stage == 0 {
                 // After every stage, so an interrupted sweep still has its summaries.
-                if let Err(e) = export(p.lines) {
-                    bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
+                let now = SweepResults {
+                    dir: &dir,
+                    spec: &spec,
+                    lines: p.lines,
+                };
+                let report = now.report(record.clone(), Some(&topo), None);
+                if let Err(e) = write_report(&now, &report, &places) {
+                    if !export_failed.replace(true) {
+                        bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
+                    }
                 }
             }
         },
         &|| stop.load(Ordering::SeqCst),
     );
     bar.finish_and_clear();
-    let report = export(folder.lines())?;
+    // The table is printed from the runs held in memory, whether or not the files can be
+    // written (a full disk): the files are written whole or not at all.
+    let report = results(folder.lines()).report(record.clone(), Some(&topo), None);
+    let written = write_report(&results(folder.lines()), &report, &places);
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -158,19 +165,62 @@ fn measure(
     match result {
         Ok(()) => {}
         Err(SweepError::Interrupted) => {
-            eprintln!("coretune: interrupted; continue with: {resume}");
+            let runs = &report.runs;
+            let after = if runs.measured == 0 {
+                "before any configuration completed a measured run".to_owned()
+            } else {
+                format!(
+                    "after {}{}",
+                    runs.measured,
+                    runs.planned.map_or_else(
+                        || " measured runs".to_owned(),
+                        |planned| format!(" of {planned} measured runs")
+                    )
+                )
+            };
+            eprintln!(
+                "coretune: interrupted {after}; the sweep is incomplete: continue with: {resume}"
+            );
             return Ok(ExitCode::from(exit::INTERRUPTED));
         }
         Err(SweepError::Abandoned(why)) => {
             bail!("{why}; the finished runs are saved, continue with: {resume}")
         }
+        // The log (or a run's monitor samples) could not be written, as on a full disk: the
+        // sweep stopped at the first failed append, and says so once.
+        Err(e @ SweepError::Write { .. }) => {
+            bail!(
+                "{e}: the sweep stopped there{}; every run before it is saved: free some space \
+                 and continue with: {resume}",
+                if written.is_err() {
+                    " (and its report files were left as they were)"
+                } else {
+                    ""
+                }
+            )
+        }
         Err(e) => return Err(e).context("sweep"),
     }
+    written?;
     if let Some(why) = report.failure(folder.lines()) {
         eprintln!("coretune: {why}");
         return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the sweep in `dir` to continue it, with the runner its `sweep.json` describes.
+fn resume<'t>(
+    dir: &Path,
+    _force: bool,
+    topo: &'t Topology,
+    machine: MachineCounts,
+) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
+    let folder = SweepFolder::resume(dir).context("--resume")?;
+    let spec = folder.spec();
+    let runner = Runner::new(topo, spec.target.clone(), spec.settings.clone(), machine)?;
+    check_grid(&runner, &spec.design.grid)?;
+    Ok((folder, runner))
 }
 
 /// Makes the sweep the arguments describe, checks it against this machine (the workload builds,
@@ -298,16 +348,12 @@ fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
     bar.set_message(format!("{}: {wall}", p.line.config));
 }
 
-/// Builds the report of `results` (apply lines on this machine's topology) and writes every
-/// report file into its folder.
+/// Writes every report file of `report`, the report of `results`, into its folder.
 fn write_report(
     results: &SweepResults<'_>,
-    machine: MachineRecord,
-    topo: &Topology,
+    report: &SweepReport,
     places: &[CpuPlace],
-) -> anyhow::Result<SweepReport> {
-    let report = results.report(machine, Some(topo), None);
-    let view = results.run_view(&report, places);
-    report::write_all(results.dir, &report, &view)?;
-    Ok(report)
+) -> anyhow::Result<()> {
+    let view = results.run_view(report, places);
+    report::write_all(results.dir, report, &view)
 }
