@@ -304,9 +304,12 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepErr
 /// [`SweepError::Write`] naming `path`.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
     use std::io::Write as _;
-    let error = |error| SweepError::Write {
+    // The temporary file's errors name its own path: the error is said of `path`.
+    let error = |error: std::io::Error| SweepError::Write {
         path: path.to_path_buf(),
-        error,
+        error: error
+            .raw_os_error()
+            .map_or(error, std::io::Error::from_raw_os_error),
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

@@ -110,8 +110,6 @@ fn measure(
         spec: &spec,
         lines,
     };
-    // A report file that cannot be written is said once, not after every stage.
-    let export_failed = std::cell::Cell::new(false);
     let mut stage = (usize::MAX, 0);
     let result = folder.execute(
         &runner,
@@ -128,11 +126,9 @@ fn measure(
                     lines: p.lines,
                 };
                 let report = now.report(record.clone(), Some(&topo), None);
-                if let Err(e) = write_report(&now, &report, &places) {
-                    if !export_failed.replace(true) {
-                        bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
-                    }
-                }
+                // Not said here: the files are written again at the end, and what fails then
+                // is said once (a full disk would say it after every stage).
+                let _ = write_report(&now, &report, &places);
             }
         },
         &|| stop.load(Ordering::SeqCst),
@@ -164,6 +160,11 @@ fn measure(
     let resume = format!("coretune tune --resume {}", dir.display());
     match result {
         Ok(()) => {}
+        // Stopped after its last run had finished: nothing is missing.
+        Err(SweepError::Interrupted) if report.complete => {
+            eprintln!("coretune: interrupted after the sweep's last run: the sweep is complete");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
         Err(SweepError::Interrupted) => {
             let runs = &report.runs;
             let after = if runs.measured == 0 {
