@@ -424,6 +424,62 @@ impl<'t> Runner<'t> {
         ))
     }
 
+    /// The variables coretune sets for the runs of `grid`, as `sweep.json` records them: name
+    /// → value where every configuration gets the same, `None` where it varies (a built-in
+    /// workload sets none). Made by the code that sets them for a run ([`placed_env`]).
+    pub fn env_set(&self, grid: &Grid) -> BTreeMap<String, Option<String>> {
+        if matches!(self.prepared, Prepared::Builtin(_)) {
+            return BTreeMap::new();
+        }
+        let mut each: Vec<BTreeMap<String, String>> = Vec::new();
+        for c in grid.configs() {
+            // Under a launcher the run is one command on the configuration's whole set.
+            let launched = self.settings.launcher.is_some() && !self.prepared.is_server();
+            let whole = Config {
+                instances: 1,
+                place: crate::placement::Policy::Os,
+                ..c.clone()
+            };
+            let placements = if launched {
+                whole
+                    .placement(self.topology, self.settings.binding)
+                    .map(|p| vec![p])
+            } else {
+                c.placements(self.topology, self.settings.binding)
+            };
+            for p in placements.iter().flatten() {
+                let mut cmd = Command::new("true");
+                let per_thread = if launched {
+                    None
+                } else {
+                    self.per_thread(&c, p)
+                };
+                placed_env(&mut cmd, &c, p, per_thread.as_ref());
+                if let Some(launcher) = self.settings.launcher {
+                    cmd.envs(launcher.env());
+                }
+                each.push(
+                    cmd.get_envs()
+                        .filter_map(|(k, v)| {
+                            Some((
+                                k.to_string_lossy().into_owned(),
+                                v?.to_string_lossy().into_owned(),
+                            ))
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let mut out: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for name in each.iter().flat_map(BTreeMap::keys) {
+            let mut values = each.iter().map(|e| e.get(name));
+            let first = values.next().flatten();
+            let same = first.is_some() && values.all(|v| v == first);
+            out.insert(name.clone(), first.filter(|_| same).cloned());
+        }
+        out
+    }
+
     /// Makes one run of `config`: of each of its instances at once, each on its own part of
     /// the CPUs ([`Config::placements`]).
     pub fn run(&self, config: &Config) -> RunResult {
