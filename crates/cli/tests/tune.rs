@@ -1428,3 +1428,159 @@ fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_
         assert_eq!(c["runs"], 5, "{c}");
     }
 }
+
+/// Writes an executable shell script.
+#[cfg(unix)]
+fn script(path: &std::path::Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    let status = StdCommand::new("chmod")
+        .arg("+x")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Finding 8: `--resume` from another directory ran another `./slow.sh` and pooled its runs
+/// with the old ones. The sweep now records its directory, its program's identity and the
+/// variables it sets; `--resume` runs from that directory whatever the caller's, and refuses
+/// (in one line, `--force` overriding) a program that is not the file it measured.
+#[cfg(unix)] // sh scripts, SIGINT
+#[test]
+fn resume_runs_from_the_sweeps_directory_and_refuses_another_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, other) = (tmp.path().join("home"), tmp.path().join("other"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let log = tmp.path().join("ran.log");
+    script(&home.join("slow.sh"), "echo measured >> \"$1\"; sleep 0.3");
+    script(
+        &other.join("slow.sh"),
+        "echo impostor >> \"$1\"; sleep 0.05",
+    );
+    let dir = tmp.path().join("sweep");
+    let runs = dir.join("runs.jsonl");
+    let args = [
+        "tune",
+        "--threads",
+        "1,2",
+        "--place",
+        "os",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--exhaustive",
+        "--quiet",
+        "--out",
+        "../sweep",
+        "--",
+        "./slow.sh",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(log.to_str().unwrap());
+    let child = util::coretune_std()
+        .args(&args)
+        .current_dir(&home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !(runs.exists() && util::read_jsonl(&runs).len() >= 2) {
+        assert!(start.elapsed() < Duration::from_secs(60), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(130));
+
+    // What it measured, recorded.
+    let spec = util::read_json(&dir.join("sweep.json"));
+    assert_eq!(spec["cwd"], home.canonicalize().unwrap().to_str().unwrap());
+    let program = &spec["program"];
+    assert_eq!(program["name"], "./slow.sh");
+    assert_eq!(
+        program["path"],
+        home.join("slow.sh")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(
+        program["size"],
+        std::fs::metadata(home.join("slow.sh")).unwrap().len()
+    );
+    assert!(
+        program["hash"].as_str().unwrap().starts_with("crc32:"),
+        "{program}"
+    );
+    // Set for every run: the same value, or null where it varies with the configuration.
+    assert_eq!(spec["env"]["OMP_PROC_BIND"], "false");
+    assert!(spec["env"]["OMP_NUM_THREADS"].is_null(), "{spec}");
+
+    // Resumed from elsewhere (a relative folder name): its own ./slow.sh runs, not this one.
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume", "../sweep"])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let ran = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(ran.lines().count(), 6, "{ran}");
+    assert!(ran.lines().all(|l| l == "measured"), "{ran}");
+
+    // The program changed in place: refused in one line, before anything runs.
+    std::fs::remove_file(&runs).unwrap();
+    script(&home.join("slow.sh"), "echo rebuilt >> \"$1\"; sleep 0.01");
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("'./slow.sh' is not the file this sweep measured (")
+            && stderr.contains("mtime and hash differ): put that one back, or give --force"),
+        "{stderr}"
+    );
+    assert!(!runs.exists() || util::read_jsonl(&runs).is_empty());
+    // --force goes on, and says so.
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--force", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force: going on with './slow.sh'"));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("rebuilt"));
+
+    // The sweep's directory gone: refused, unless --force (which runs from here).
+    std::fs::remove_dir_all(&home).unwrap();
+    std::fs::remove_file(&runs).unwrap();
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(&dir)
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(", which is gone: recreate it, or give --force"),
+        "{stderr}"
+    );
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--force", "--resume"])
+        .arg(&dir)
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(std::fs::read_to_string(&log).unwrap().contains("impostor"));
+}

@@ -89,7 +89,7 @@ pub use report::{
 };
 pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
-pub use target::{RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
+pub use target::{ProgramFile, RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
 
 use crate::grid::{Config, ConfigError, Family, Grid};
 use crate::measure::{Noise, NoiseProbe, Summary};
@@ -704,6 +704,29 @@ pub enum SweepError {
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A resumed sweep's program is not the file the sweep measured.
+    #[error(
+        "'{name}' is not the file this sweep measured ({}: {differs}): put that one back, or \
+         give --force to go on with this one (its runs would be pooled with the others')",
+        path.display()
+    )]
+    NotTheSameProgram {
+        /// The program as the command names it.
+        name: String,
+        /// The file the sweep measured.
+        path: PathBuf,
+        /// What differs (`its size, mtime and hash differ`), or `it is gone`.
+        differs: String,
+    },
+    /// A resumed sweep's working directory is gone.
+    #[error(
+        "the sweep ran in {}, which is gone: recreate it, or give --force to run from here",
+        dir.display()
+    )]
+    WorkingDirGone {
+        /// The directory the sweep ran in.
+        dir: PathBuf,
+    },
     /// The caller asked to stop (Ctrl-C); finished runs are in the log.
     #[error("interrupted")]
     Interrupted,

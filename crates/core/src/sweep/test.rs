@@ -892,3 +892,33 @@ fn test_machine() -> crate::topology::MachineRecord {
         environment: Default::default(),
     }
 }
+
+/// A program file touched or copied anew is the same program; one rebuilt is not.
+#[cfg(unix)]
+#[test]
+fn a_program_touched_is_the_same_file_but_one_rebuilt_is_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app");
+    let write = |body: &str| {
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("#!/bin/sh\necho 1\n");
+    let name = path.to_str().unwrap();
+    let then = ProgramFile::of(name).unwrap();
+    assert!(
+        then.hash.starts_with("crc32:") && then.hash.len() == 14,
+        "{then:?}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    write("#!/bin/sh\necho 1\n");
+    let touched = ProgramFile::of(name).unwrap();
+    assert_ne!(then.mtime_ns, touched.mtime_ns);
+    assert!(then.differences(&touched).is_empty());
+    write("#!/bin/sh\necho 2\n");
+    assert_eq!(
+        then.differences(&ProgramFile::of(name).unwrap()),
+        ["mtime", "hash"]
+    );
+}

@@ -210,15 +210,53 @@ fn measure(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the sweep in `dir` to continue it, with the runner its `sweep.json` describes.
+/// Opens the sweep in `dir` to continue it, with the runner its `sweep.json` describes: run
+/// from the directory it ran in, whatever this one is (`dir` is made absolute first), and only
+/// when its program is the file it measured — or, with `force`, regardless (said once).
 fn resume<'t>(
     dir: &Path,
-    _force: bool,
+    force: bool,
     topo: &'t Topology,
     machine: MachineCounts,
 ) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
-    let folder = SweepFolder::resume(dir).context("--resume")?;
+    // Named from anywhere, the folder is the same once the directory changes (Windows'
+    // absolute paths are normalised already; its canonical ones are `\\?\` paths).
+    let dir = if cfg!(windows) {
+        std::path::absolute(dir)
+    } else {
+        std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir))
+    }
+    .with_context(|| format!("--resume {}", dir.display()))?;
+    let folder = SweepFolder::resume(&dir).context("--resume")?;
     let spec = folder.spec();
+    if let Some(cwd) = spec.working_dir() {
+        match std::env::set_current_dir(cwd) {
+            Ok(()) => {}
+            Err(_) if force => eprintln!(
+                "coretune: warning: the sweep ran in {}, which is gone: --force runs it from here",
+                cwd.display()
+            ),
+            Err(_) => {
+                return Err(SweepError::WorkingDirGone {
+                    dir: cwd.to_path_buf(),
+                })
+                .context("--resume");
+            }
+        }
+    }
+    match spec.check_program() {
+        Ok(()) => {}
+        Err(SweepError::NotTheSameProgram {
+            name,
+            path,
+            differs,
+        }) if force => eprintln!(
+            "coretune: warning: --force: going on with '{name}', which is not the file this sweep \
+             measured ({}: {differs})",
+            path.display()
+        ),
+        Err(e) => return Err(e).context("--resume"),
+    }
     let runner = Runner::new(topo, spec.target.clone(), spec.settings.clone(), machine)?;
     check_grid(&runner, &spec.design.grid)?;
     Ok((folder, runner))
@@ -240,7 +278,8 @@ fn new_sweep<'t>(
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
     };
-    let spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    let mut spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    spec.record(runner.env_set(&spec.design.grid))?;
     Ok((SweepFolder::create(&dir, spec)?, runner))
 }
 
