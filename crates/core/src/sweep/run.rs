@@ -46,7 +46,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 
 use super::objective::{MetricSource, read_metrics};
 use super::target::{RunSettings, ServerSettings, Target};
-use super::{Outcome, SweepError};
+use super::{Outcome, RunLine, SweepError};
 use crate::cpuset::Warning;
 use crate::grid::{Config, ConfigError, Grid, MachineCounts};
 use crate::measure::ChildProbe;
@@ -119,6 +119,9 @@ pub struct Runner<'t> {
     /// `--show-output`: a program's output goes to coretune's (else stdout is dropped and the
     /// end of stderr kept for a failed run's record).
     show_output: bool,
+    /// `--metric-from` files that were absent before one of this runner's runs: whatever is
+    /// there afterwards is that run's, the only kind of file coretune removes between runs.
+    own_metric_files: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
 }
 
 impl<'t> Runner<'t> {
@@ -206,6 +209,7 @@ impl<'t> Runner<'t> {
             settings,
             machine,
             show_output: false,
+            own_metric_files: std::sync::Mutex::default(),
         })
     }
 
@@ -289,6 +293,102 @@ impl<'t> Runner<'t> {
                 program::find_program(&substitute(program, &c, &cpus))?;
             }
         }
+        Ok(())
+    }
+
+    /// Checks, before anything runs, that no `--metric-from` file of any configuration (or
+    /// instance) of `grid` exists yet: coretune removes the file between runs so that an old
+    /// figure never passes for a new one, and removes only what its own runs wrote, so a file
+    /// already there — the user's — is refused. For a resumed sweep, `lines` are the runs in
+    /// its log: a file at the path of a configuration that has runs there is taken for the last
+    /// one's (and removed before its next run); a file at any other path is refused as for a new
+    /// sweep, including one the run in flight wrote before a hard kill (second Ctrl-C,
+    /// SIGKILL) when it was its configuration's first.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::MetricFileExists`] naming the first such file.
+    pub fn check_metric_files(&self, grid: &Grid, lines: &[RunLine]) -> Result<(), SweepError> {
+        let ran: std::collections::BTreeSet<&Config> = lines.iter().map(|l| &l.config).collect();
+        let mut own = self
+            .own_metric_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for c in &ran {
+            own.extend(self.metric_paths(c));
+        }
+        for c in grid.configs().iter().filter(|c| !ran.contains(c)) {
+            for path in self.metric_paths(c) {
+                if !own.contains(&path) && std::fs::symlink_metadata(&path).is_ok() {
+                    return Err(SweepError::MetricFileExists { path });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `--metric-from` files a run of `c` reads, one per instance, as the run names them
+    /// (a launcher's one command, a server's one client: one).
+    fn metric_paths(&self, c: &Config) -> Vec<PathBuf> {
+        let names: Vec<&str> = self
+            .settings
+            .metrics
+            .iter()
+            .filter_map(|m| match &m.from {
+                MetricSource::File(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let one = self.settings.launcher.is_some() || self.prepared.is_server();
+        let placements = if self.settings.launcher.is_some() && !self.prepared.is_server() {
+            let whole = Config {
+                instances: 1,
+                place: crate::placement::Policy::Os,
+                ..c.clone()
+            };
+            whole
+                .placement(self.topology, self.settings.binding)
+                .map(|p| vec![p])
+        } else {
+            c.placements(self.topology, self.settings.binding)
+        };
+        let Ok(placements) = placements else {
+            return Vec::new();
+        };
+        let take = if one { 1 } else { placements.len() };
+        let mut out = Vec::new();
+        for (k, p) in placements.iter().take(take).enumerate() {
+            let cpus = format_list(&set_to_vec(&p.union()));
+            for name in &names {
+                out.push(PathBuf::from(substitute_copy(name, c, &cpus, k)));
+            }
+        }
+        out
+    }
+
+    /// Makes way for a run's `--metric-from` file at `path`: a file there that one of this
+    /// runner's runs wrote is removed, any other is left alone and fails the run; the path is
+    /// then this runner's, for after the run.
+    fn clear_metric_file(&self, path: &std::path::Path) -> Result<(), String> {
+        let mut own = self
+            .own_metric_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if std::fs::symlink_metadata(path).is_ok() {
+            if !own.contains(path) {
+                return Err(format!(
+                    "--metric-from {}: the file is there and no run of this sweep wrote it: \
+                     left alone (coretune removes only its own runs' files)",
+                    path.display()
+                ));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| format!("--metric-from {}: {e}", path.display()))?;
+        }
+        own.insert(path.to_path_buf());
         Ok(())
     }
 
@@ -712,6 +812,14 @@ impl<'t> Runner<'t> {
             Ok((set, _)) => set,
             Err(e) => return Outcome::Failed(e),
         };
+        for m in &self.settings.metrics {
+            if let MetricSource::File(name) = &m.from {
+                if let Err(e) = self.clear_metric_file(&PathBuf::from(substitute(name, c, &cpus))) {
+                    let _ = running.stop(SERVER_GRACE);
+                    return Outcome::Failed(e);
+                }
+            }
+        }
         let words = substitute(&server.client, c, &cpus);
         let mut cmd = program::shell_command(&words);
         let (stdout, stderr) = (tempfile::tempfile().ok(), tempfile::tempfile().ok());
@@ -946,14 +1054,13 @@ impl<'t> Runner<'t> {
             } else {
                 None
             };
-            // A metric file left by an earlier run must not pass for this run's figure.
+            // A metric file left by an earlier run must not pass for this run's figure; only a
+            // file an earlier run of this sweep wrote is removed.
             for m in metrics {
                 if let MetricSource::File(name) = &m.from {
-                    let path = substitute_copy(name, c, &cpus, k);
-                    match std::fs::remove_file(&path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Outcome::Failed(format!("--metric-from {path}: {e}")),
+                    let path = PathBuf::from(substitute_copy(name, c, &cpus, k));
+                    if let Err(e) = self.clear_metric_file(&path) {
+                        return Outcome::Failed(e);
                     }
                 }
             }
