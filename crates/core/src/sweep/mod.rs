@@ -704,6 +704,17 @@ pub enum SweepError {
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A `--metric-from` file exists before the sweep runs.
+    #[error(
+        "--metric-from {}: the file exists; coretune removes this file between runs (so that \
+         an old figure never passes for a new one) and will not remove one it did not write: \
+         move it away (a file left by an interrupted run too) or choose another name",
+        path.display()
+    )]
+    MetricFileExists {
+        /// The file.
+        path: PathBuf,
+    },
     /// A resumed sweep's program is not the file the sweep measured.
     #[error(
         "'{name}' is not the file this sweep measured ({}: {differs}): put that one back, or \

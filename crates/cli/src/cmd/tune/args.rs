@@ -155,8 +155,10 @@ pub(crate) struct TuneArgs {
     /// output lacks one fails.
     #[arg(long, value_name = "NAME=RULE")]
     metric: Vec<String>,
-    /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
-    /// substituted; removed before each run so that an old one never counts).
+    /// Where the metrics are read: stdout, stderr (the only keywords: a near miss such as stdin
+    /// is refused; ./NAME is a file), or a file the program writes (placeholders substituted).
+    /// A file that already exists is refused before anything runs: coretune removes the file
+    /// between runs so that an old figure never counts, and removes only what its runs wrote.
     #[arg(long, value_name = "FROM", default_value = "stdout")]
     metric_from: String,
     /// A metric for which higher is better (events/s, requests/s); lower is better otherwise.

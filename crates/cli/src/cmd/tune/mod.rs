@@ -30,7 +30,7 @@ use anyhow::{Context, bail};
 use coretune_core::grid::{Grid, MachineCounts};
 use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::sweep::{
-    Progress, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
+    Progress, RunLine, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
 };
 use coretune_core::topology::{CpuBudget, MachineRecord, topology_summary};
 use coretune_core::workload;
@@ -258,7 +258,7 @@ fn resume<'t>(
         Err(e) => return Err(e).context("--resume"),
     }
     let runner = Runner::new(topo, spec.target.clone(), spec.settings.clone(), machine)?;
-    check_grid(&runner, &spec.design.grid)?;
+    check_grid(&runner, &spec.design.grid, folder.lines())?;
     Ok((folder, runner))
 }
 
@@ -273,7 +273,7 @@ fn new_sweep<'t>(
 ) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
     let runner = Runner::new(topo, sweep.target.clone(), settings.clone(), machine)?;
     let grid = sweep.grid(runner.default_grid(), machine)?;
-    check_grid(&runner, &grid)?;
+    check_grid(&runner, &grid, &[])?;
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
@@ -312,13 +312,15 @@ fn plan_only(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
-/// reason when pinned placements cannot reach the program's threads one by one.
-fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
+/// Every CPU set of the grid resolves here, and no metric file is in the way (`lines`: the runs
+/// a resumed sweep has made); the warnings go to stderr, and so does the reason when pinned
+/// placements cannot reach the program's threads one by one.
+fn check_grid(runner: &Runner<'_>, grid: &Grid, lines: &[RunLine]) -> anyhow::Result<()> {
     for (cpus, warning) in runner.check(grid)? {
         eprintln!("coretune: warning: --cpus '{cpus}': {warning}");
     }
     runner.check_program(grid)?;
+    runner.check_metric_files(grid, lines)?;
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
     }
