@@ -774,3 +774,77 @@ fn resume_takes_the_metric_files_its_runs_wrote_and_refuses_others() {
         "{stderr}"
     );
 }
+
+/// Finding 11: on two events/s sweeps `compare` printed "20.2% worse" (geometric mean) but
+/// `--fail-above 22` failed, saying 25.3% (the cost ratio's); and `--json` called events/s
+/// values `a_median_s`. The gate is on the printed figure; the JSON names the objective.
+#[test]
+fn compare_fail_above_gates_on_the_figure_it_prints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = |name: &str, [one, two, four]: [u32; 3]| {
+        let (out, dir) = sweep(
+            tmp.path(),
+            name,
+            &format!(
+                "case {{threads}} in 1) e={one};; 2) e={two};; *) e={four};; esac; echo \"eps $e\""
+            ),
+            &[
+                "--metric",
+                r"eps=eps (\d+)",
+                "--higher-is-better",
+                "eps",
+                "--unit",
+                "eps=events/s",
+            ],
+        );
+        util::assert_ok(&out);
+        dir
+    };
+    // B's rates are 75%, 85% and 80% of A's.
+    let (a, b) = (eps("a", [1000, 2000, 1500]), eps("b", [750, 1700, 1200]));
+    let compare = |extra: &[&str]| {
+        util::coretune()
+            .arg("compare")
+            .args([&a, &b])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[]);
+    util::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    // (0.75 × 0.85 × 0.8)^(1/3) = 0.799 of A's rate: 20.1% worse (the costs' ratio: 1.252).
+    assert!(
+        text.contains("(20.1% worse over 3 configurations)"),
+        "{text}"
+    );
+    // A gate just above the printed figure passes; just below, it fails saying that figure.
+    util::assert_ok(&compare(&["--fail-above", "20.5"]));
+    let out = compare(&["--fail-above", "20"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("B is 20.1% worse than A (geometric mean), above --fail-above 20%"),
+        "{stderr}"
+    );
+    let json = util::json(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        (&json["objective"], &json["unit"], &json["higher_is_better"]),
+        (&"eps".into(), &"events/s".into(), &true.into())
+    );
+    assert!(
+        (json["change_pct"].as_f64().unwrap() + 20.105).abs() < 0.01,
+        "{json}"
+    );
+    let one = &json["cases"][0];
+    assert_eq!(
+        (one["a_median"].as_f64(), one["b_median"].as_f64()),
+        (Some(1000.0), Some(750.0))
+    );
+    assert!(one.get("a_median_s").is_none(), "{one}");
+}
