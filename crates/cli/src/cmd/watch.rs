@@ -64,7 +64,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(d) => d.clone(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "watch-")?,
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // A folder of its own: the log and summaries are never written over someone's files.
+    coretune_core::sweep::claim_dir(&dir)?;
     let log_path = dir.join("watch.jsonl");
     let mut log = std::io::BufWriter::new(
         std::fs::File::create(&log_path)

@@ -44,16 +44,7 @@ impl SweepFolder {
                 dir: dir.to_path_buf(),
             });
         }
-        // A sweep gets a folder of its own: not mixed into one holding other files.
-        if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
-            return Err(SweepError::NotEmpty {
-                dir: dir.to_path_buf(),
-            });
-        }
-        std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
-            path: dir.to_path_buf(),
-            error,
-        })?;
+        claim_dir(dir)?;
         write_json(&dir.join(SWEEP_FILE), &spec)?;
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
         Ok(Self {
@@ -342,6 +333,25 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepErro
         path: path.to_path_buf(),
         line: e.line(),
         message: e.to_string(),
+    })
+}
+
+/// Makes `dir` (and the folders on the way) a folder of new results — a sweep's, a `watch`'s, a
+/// fleet's: created, or taken when it exists and is empty. One that holds anything is refused,
+/// so that coretune never writes among (or over) files that are not its own.
+///
+/// # Errors
+///
+/// [`SweepError::NotEmpty`]; [`SweepError::Write`] when it cannot be created.
+pub fn claim_dir(dir: &Path) -> Result<(), SweepError> {
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(SweepError::NotEmpty {
+            dir: dir.to_path_buf(),
+        });
+    }
+    std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
+        path: dir.to_path_buf(),
+        error,
     })
 }
 

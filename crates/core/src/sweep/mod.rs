@@ -76,7 +76,9 @@ pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
-pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir, write_file};
+pub use folder::{
+    SweepFolder, SweepResults, claim_dir, claim_timestamped_dir, timestamped_dir, write_file,
+};
 pub use launcher::Launcher;
 pub use objective::{
     BUILTIN_OBJECTIVES, MetricError, MetricRead, MetricSource, MetricSpec, Objective, Quantity,
@@ -650,8 +652,8 @@ pub enum SweepError {
     },
     /// A new sweep was pointed at a folder that holds other files.
     #[error(
-        "{} is not empty: --out takes a new or empty folder, so that a sweep's files are not \
-         mixed with others",
+        "{} is not empty: --out takes a new or empty folder, so that coretune's files are not \
+         mixed with others (nor written over them)",
         dir.display()
     )]
     NotEmpty {
