@@ -542,7 +542,7 @@ const FAILURES_TOLD: usize = 3;
 impl Progress<'_> {
     /// The line to show at once when the run just logged failed, as hyperfine shows an exit
     /// code (`2 threads, place os: run 3 failed: ./flaky.sh exited with status 134 (race
-    /// detected, aborting)`); after [`FAILURES_TOLD`] of one configuration, once, that its
+    /// detected, aborting)`); after three of one configuration, once, that its
     /// further failures are in `runs.jsonl`; `None` for a successful run and after that.
     pub fn failure_note(&self) -> Option<String> {
         let line = self.line;
@@ -803,7 +803,9 @@ pub(crate) fn is_out(lines: &[RunLine], c: &Config, ignore_failure: bool) -> boo
             && match l.status {
                 Status::Ok => false,
                 Status::Timeout => true,
-                Status::Failed | Status::Unverified => !ignore_failure,
+                // Every other way a run can fail (and any added later, such as an audit
+                // that finds the run did not measure its configuration) counts alike.
+                _ => !ignore_failure,
             }
     })
 }

@@ -526,7 +526,7 @@ impl<'t> Runner<'t> {
 
     /// The variables coretune sets for the runs of `grid`, as `sweep.json` records them: name
     /// → value where every configuration gets the same, `None` where it varies (a built-in
-    /// workload sets none). Made by the code that sets them for a run ([`placed_env`]).
+    /// workload sets none). Made by the code that sets them for a run (`placed_env`).
     pub fn env_set(&self, grid: &Grid) -> BTreeMap<String, Option<String>> {
         if matches!(self.prepared, Prepared::Builtin(_)) {
             return BTreeMap::new();

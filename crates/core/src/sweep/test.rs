@@ -668,7 +668,12 @@ fn the_search_counts_no_configuration_with_a_failed_run_as_a_contender() {
     assert!(estimates(&lines, &time, true).contains_key(&four));
     // Bracketing 4 would have measured 3 (between 2 and 4); 8 is the best in the running.
     assert!(!lines.iter().any(|l| l.config.threads == 3), "{lines:#?}");
-    let rec = recommend(&summarize(&lines, &[time.clone()], false), 0.03, &[time]).unwrap();
+    let rec = recommend(
+        &summarize(&lines, std::slice::from_ref(&time), false),
+        0.03,
+        &[time],
+    )
+    .unwrap();
     assert_eq!(rec.config.threads, 8);
 }
 

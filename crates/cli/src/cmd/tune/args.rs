@@ -859,6 +859,7 @@ mod test {
                 "--tolerance",
                 "2.5",
                 "--exhaustive",
+                "-i",
                 "--count",
                 "99",
                 "--repeat",
