@@ -529,3 +529,64 @@ fn instance_counts_take_ranges_are_capped_and_an_uneven_or_oversubscribed_split_
         "{err}"
     );
 }
+
+/// Finding 19: with `--instances`, the speedup column and the reason showed 1.00× for two
+/// copies doing twice the work, because each instance count was its own baseline. The speedup
+/// is now over one copy of one thread of the same placement, and the table and reason say so.
+#[test]
+fn with_instances_the_speedup_shows_the_gain_from_splitting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--instances",
+            "1,2",
+            "--threads",
+            "1",
+            "--place",
+            "os",
+        ])
+        .args([
+            "--exhaustive",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--shell",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .args(["--", "sleep 0.3"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let s = util::summary(&dir);
+    let two = s["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["instances"] == 2)
+        .unwrap();
+    // Two copies of a 0.3 s sleep finish two runs in 0.3 s: twice one copy's throughput.
+    let speedup = two["speedup"].as_f64().unwrap();
+    assert!((1.6..2.4).contains(&speedup), "{two:#}");
+    // Per thread of both copies.
+    let efficiency = two["efficiency"].as_f64().unwrap();
+    assert!((efficiency - speedup / 2.0).abs() < 1e-9, "{two:#}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("Speedup: over one copy of 1 thread of the same placement"),
+        "{stdout}"
+    );
+    // Sleeping copies need no CPU: two are clearly better than one.
+    assert_eq!(s["recommendation"]["instances"], 2, "{s:#}");
+    let reason = s["recommendation"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("× one copy of 1 thread's throughput"),
+        "{reason}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Speedup: over one copy of 1 thread"), "{md}");
+}

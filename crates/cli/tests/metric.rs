@@ -197,15 +197,19 @@ fn metrics_come_from_json_stderr_or_a_file_and_a_missing_one_fails_the_run() {
     util::assert_ok(&out);
     assert_eq!(util::summary(&dir)["recommendation"]["threads"], 4);
 
-    // From a file the program writes, its name with a placeholder; one left from before is
-    // removed first, so that a run that writes none fails rather than reads it.
+    // From a file the program writes, its name with a placeholder; the one a run wrote is
+    // removed before the next run, so that a run that writes none fails rather than reads it.
     let file = tmp.path().join("result-{threads}.txt");
     let file = file.to_str().unwrap();
-    std::fs::write(file.replace("{threads}", "4"), "rate 99999\n").unwrap();
+    let marker = tmp.path().join("four-wrote");
     let (out, dir) = sweep(
         tmp.path(),
         "file",
-        &format!("[ {{threads}} = 4 ] || echo \"rate $((100 * {{threads}}))\" > {file}"),
+        &format!(
+            "[ -e {file} ] && exit 9; [ {{threads}} = 4 ] && [ -e {m} ] && exit 0; \
+             [ {{threads}} = 4 ] && touch {m}; echo \"rate $((100 * {{threads}}))\" > {file}",
+            m = marker.display()
+        ),
         &[
             "--metric",
             r"rate=rate (\d+)",
@@ -217,11 +221,22 @@ fn metrics_come_from_json_stderr_or_a_file_and_a_missing_one_fails_the_run() {
     );
     util::assert_ok(&out);
     let s = util::summary(&dir);
+    // Every run found no file of the run before (exit 9 otherwise); 4 threads' second run
+    // wrote none and failed, which ended its runs. The last runs' files are left.
     assert_eq!(s["recommendation"]["threads"], 2, "{s:#}");
-    assert_eq!(s["configs"][2]["failed"], 3);
+    assert_eq!(
+        (
+            s["configs"][2]["runs"].as_u64(),
+            s["configs"][2]["failed"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{s:#}"
+    );
     let runs = util::read_jsonl(&dir.join("runs.jsonl"));
-    let four = runs.iter().find(|r| r["threads"] == 4).unwrap();
-    assert_eq!(four["status"], "failed");
+    let four = runs
+        .iter()
+        .find(|r| r["threads"] == 4 && r["status"] == "failed")
+        .unwrap();
     assert!(
         four["error"]
             .as_str()
@@ -229,6 +244,7 @@ fn metrics_come_from_json_stderr_or_a_file_and_a_missing_one_fails_the_run() {
             .contains("result-4.txt: No such file"),
         "{four}"
     );
+    assert!(std::path::Path::new(&file.replace("{threads}", "2")).is_file());
 
     // A run whose output lacks the metric fails, saying which and where, with its stderr.
     let (out, dir) = sweep(
@@ -702,4 +718,241 @@ fn a_program_logging_300_mb_leaves_coretunes_memory_flat() {
         .parse()
         .unwrap();
     assert!(kb < 60 * 1024, "coretune's peak memory: {kb} KiB");
+}
+
+/// Finding 1: `--metric-from FILE` deleted an existing file of the user's before the first run.
+/// A file that exists when a new sweep starts — for any substitution of its placeholders over
+/// the grid — is refused before anything runs, with the reason, and left as it was.
+#[test]
+fn a_metric_file_that_exists_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let precious = tmp.path().join("results.txt");
+    std::fs::write(&precious, "precious data: my results from last week\n").unwrap();
+    std::fs::write(tmp.path().join("out-4.txt"), "mine too\n").unwrap();
+    for from in [
+        precious.to_str().unwrap().to_owned(),
+        // Only the 4-thread configuration's name exists.
+        tmp.path()
+            .join("out-{threads}.txt")
+            .to_str()
+            .unwrap()
+            .to_owned(),
+    ] {
+        let dir = tmp.path().join("sweep");
+        let out = util::coretune()
+            .args(["tune", "--threads", "1,2,4", "--place", "os", "--runs", "1"])
+            .args([
+                "--warmup",
+                "0",
+                "--metric",
+                r"v=val=(\d+)",
+                "--metric-from",
+                &from,
+            ])
+            .arg("--out")
+            .arg(&dir)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{from}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let named = from.replace("{threads}", "4");
+        assert!(
+            stderr.contains(&format!(
+                "--metric-from {named}: the file exists; coretune removes this file between runs"
+            )),
+            "{stderr}"
+        );
+        assert!(!dir.exists(), "nothing ran");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&precious).unwrap(),
+        "precious data: my results from last week\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("out-4.txt")).unwrap(),
+        "mine too\n"
+    );
+}
+
+/// Finding 18: `--metric-from stdin` (a typo) ran the whole default grid of failing runs, each
+/// looking for a file called `stdin`. Only stdout and stderr are keywords; a near miss is one
+/// line and status 2 before anything runs.
+#[test]
+fn a_near_miss_of_stdout_or_stderr_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    for (from, meant) in [
+        ("stdin", "stdout"),
+        ("STDOUT", "stdout"),
+        ("sdtout", "stdout"),
+        ("err", "stderr"),
+    ] {
+        let out = util::coretune()
+            .args(["tune", "--metric-from", from, "--metric", "a=b", "--out"])
+            .arg(&dir)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{from}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("--metric-from '{from}': did you mean {meant}?")),
+            "{stderr}"
+        );
+        assert!(!dir.exists());
+    }
+}
+
+/// A resumed sweep takes the metric files its own runs wrote for theirs (removed before the
+/// next run of their configuration), and refuses one at the path of a configuration that has
+/// not run yet, as a new sweep does.
+#[test]
+fn resume_takes_the_metric_files_its_runs_wrote_and_refuses_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m-{threads}.txt");
+    let file = file.to_str().unwrap().to_owned();
+    let dir = tmp.path().join("sweep");
+    let args = |runs: &str| -> Vec<String> {
+        [
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os",
+            "--exhaustive",
+            "--runs",
+            runs,
+            "--warmup",
+            "0",
+            "--quiet",
+            "--shell",
+            "--metric",
+            r"v=v (\d+)",
+            "--metric-from",
+            &file,
+            "--out",
+            dir.to_str().unwrap(),
+            "--",
+            &format!("[ -e {file} ] && exit 9; echo v {{threads}} > {file}"),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    };
+    util::assert_ok(&util::coretune().args(args("2")).output().unwrap());
+    // As if interrupted: the last run of 2 threads is dropped from the log, its file stays.
+    let log = dir.join("runs.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let keep: Vec<&str> = text.lines().collect();
+    let cut = keep
+        .iter()
+        .rposition(|l| l.contains("\"threads\":2"))
+        .unwrap();
+    let rest: String = keep
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != cut)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    std::fs::write(&log, rest).unwrap();
+    util::resume(&dir);
+    assert_eq!(util::read_jsonl(&log).len(), 4);
+    assert!(util::read_jsonl(&log).iter().all(|r| r["status"] == "ok"));
+    // A folder whose 2-thread runs are all gone: its file is no run's, and is refused.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let ones: String = text
+        .lines()
+        .filter(|l| l.contains("\"threads\":1"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&log, ones).unwrap();
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("m-2.txt: the file exists")
+            && stderr.contains("a file left by an interrupted run too"),
+        "{stderr}"
+    );
+}
+
+/// Finding 11: on two events/s sweeps `compare` printed "20.2% worse" (geometric mean) but
+/// `--fail-above 22` failed, saying 25.3% (the cost ratio's); and `--json` called events/s
+/// values `a_median_s`. The gate is on the printed figure; the JSON names the objective.
+#[test]
+fn compare_fail_above_gates_on_the_figure_it_prints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = |name: &str, [one, two, four]: [u32; 3]| {
+        let (out, dir) = sweep(
+            tmp.path(),
+            name,
+            &format!(
+                "case {{threads}} in 1) e={one};; 2) e={two};; *) e={four};; esac; echo \"eps $e\""
+            ),
+            &[
+                "--metric",
+                r"eps=eps (\d+)",
+                "--higher-is-better",
+                "eps",
+                "--unit",
+                "eps=events/s",
+            ],
+        );
+        util::assert_ok(&out);
+        dir
+    };
+    // B's rates are 75%, 85% and 80% of A's.
+    let (a, b) = (eps("a", [1000, 2000, 1500]), eps("b", [750, 1700, 1200]));
+    let compare = |extra: &[&str]| {
+        util::coretune()
+            .arg("compare")
+            .args([&a, &b])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[]);
+    util::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    // (0.75 × 0.85 × 0.8)^(1/3) = 0.799 of A's rate: 20.1% worse (the costs' ratio: 1.252).
+    assert!(
+        text.contains("(20.1% worse over 3 configurations)"),
+        "{text}"
+    );
+    // A gate just above the printed figure passes; just below, it fails saying that figure.
+    util::assert_ok(&compare(&["--fail-above", "20.5"]));
+    let out = compare(&["--fail-above", "20"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("B is 20.1% worse than A (geometric mean), above --fail-above 20%"),
+        "{stderr}"
+    );
+    let json = util::json(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        (&json["objective"], &json["unit"], &json["higher_is_better"]),
+        (&"eps".into(), &"events/s".into(), &true.into())
+    );
+    assert!(
+        (json["change_pct"].as_f64().unwrap() + 20.105).abs() < 0.01,
+        "{json}"
+    );
+    let one = &json["cases"][0];
+    assert_eq!(
+        (one["a_median"].as_f64(), one["b_median"].as_f64()),
+        (Some(1000.0), Some(750.0))
+    );
+    assert!(one.get("a_median_s").is_none(), "{one}");
 }

@@ -463,3 +463,74 @@ fn a_launcher_takes_a_program_and_no_instance_placeholder() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The audit of a run under `mpirun` knows each rank (from the rank in its environment) and
+/// checks that its threads ran on the rank's CPUs: a rank that moves itself off them fails the
+/// run as a mismatch naming the rank; ranks that stay pass, the check said in the record.
+#[test]
+fn a_rank_that_leaves_its_cpus_under_mpirun_fails_the_run_as_a_mismatch() {
+    if !util::installed("mpirun") || !util::installed("taskset") {
+        return;
+    }
+    let (first, last) = own_cpus();
+    if first == last {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("rank.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && [ \"$1\" = move ]; then \
+             exec taskset -c {first} sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; \
+             fi\nsleep 0.4\n"
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let sweep = |name: &str, arg: &str| {
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args(["tune", "--launcher", "mpirun", "--instances", "2"])
+            .args(["--threads", "1", "--place", "cores", "--runs", "1"])
+            .args(["--warmup", "0", "--quiet", "--out"])
+            .arg(&dir)
+            .arg("--")
+            .arg(&script)
+            .arg(arg)
+            .output()
+            .unwrap();
+        (out, util::read_jsonl(&dir.join("runs.jsonl")))
+    };
+    let (out, runs) = sweep("stay", "stay");
+    util::assert_ok(&out);
+    let checked = runs[0]["record"]["audit"]["checked"].to_string();
+    assert!(
+        checked.contains(&format!(
+            "each rank within its CPUs (rank 0: {first}, rank 1: {last}; 2 of 2 seen)"
+        )),
+        "{}",
+        runs[0]
+    );
+    let (out, runs) = sweep("move", "move");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("rank 1: thread")
+            && error.contains(&format!(
+                "ran on CPU {first}, outside the rank's CPUs {last}"
+            )),
+        "{error}"
+    );
+}

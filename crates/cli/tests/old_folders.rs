@@ -37,6 +37,10 @@ fn old_folders_report_the_same_table_and_recommendation() {
             old_rec["reason"] = reason.replace("At 1 threads ", "At 1 thread ").into();
         }
         assert_eq!(new["recommendation"], old_rec, "{name}");
+        // Added since: whether the sweep is complete, and its planned runs (all made).
+        assert_eq!(new["complete"], true, "{name}");
+        let planned = new["runs"].as_object_mut().unwrap().remove("planned");
+        assert_eq!(planned, Some(old["runs"]["measured"].clone()), "{name}");
         assert_eq!(new["runs"], old["runs"], "{name}");
         for file in ["summary.csv", "summary.md", "report.html", "time.svg"] {
             assert!(dir.join(file).is_file(), "{name}: {file}");

@@ -156,7 +156,8 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .unwrap();
     util::assert_ok(&out);
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.lines().count(), 6);
+    // 1 and 2 threads twice each; 3 threads once: its failure ends its runs.
+    assert_eq!(calls.lines().count(), 5);
     for line in calls.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(words[1], "os");
@@ -172,15 +173,22 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .unwrap();
     assert_eq!(
         (three["runs"].as_u64(), three["failed"].as_u64()),
-        (Some(0), Some(2))
+        (Some(0), Some(1))
     );
     assert!(three["median_s"].is_null());
+    assert!(
+        three["out"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 of 1 run failed: "),
+        "{three}"
+    );
     assert_ne!(s["recommendation"]["threads"], 3);
     let failed = util::read_jsonl(&dir.join("runs.jsonl"))
         .into_iter()
         .filter(|r| r["status"] == "failed")
         .count();
-    assert_eq!(failed, 2);
+    assert_eq!(failed, 1);
 }
 
 /// Starts a sweep of 4 configurations × 3 runs of a 0.15 s sleep, lets it finish a few runs,
@@ -573,16 +581,26 @@ fn a_sweep_with_no_successful_run_keeps_its_folder_and_exits_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Each failure at once (one per configuration: it ends its runs), then the verdict.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    for threads in ["1 thread", "2 threads"] {
+        assert!(
+            lines[..2].iter().any(|l| l
+                .starts_with(&format!("coretune: {threads}, place os: run 1 failed: "))
+                && l.ends_with("exited with status 1; no more runs of it (-i keeps going)")),
+            "{stderr}"
+        );
+    }
     assert!(
-        stderr.contains("no configuration completed a verified run (4 of 4 runs failed"),
+        lines[2].contains("no configuration completed a verified run (2 of 2 runs failed"),
         "{stderr}"
     );
-    assert!(stderr.contains("exited with status 1"), "{stderr}");
+    assert!(lines[2].contains("exited with status 1"), "{stderr}");
     let s = util::summary(&dir);
     assert!(s["recommendation"].is_null());
-    assert_eq!(s["runs"]["failed"], 4);
-    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 4);
+    assert_eq!(s["runs"]["failed"], 2);
+    assert_eq!(util::read_jsonl(&dir.join("runs.jsonl")).len(), 2);
 }
 
 #[test]
@@ -694,6 +712,169 @@ fn a_configuration_that_times_out_gets_no_more_runs() {
     assert_eq!(two.len(), 1, "{two:?}");
     assert_eq!(two[0]["status"], "timeout");
     assert_eq!(runs.iter().filter(|r| r["threads"] == 1).count(), 4);
+}
+
+/// Timeouts are named as timeouts everywhere (finding 21): at once on stderr, in the table's
+/// median cell and note, in summary.json; not as "failed".
+#[test]
+fn a_timed_out_configuration_is_named_as_timed_out_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let out = util::coretune()
+        .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "2"])
+        .args([
+            "--warmup",
+            "0",
+            "--timeout",
+            "0.5",
+            "--exhaustive",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .arg("--")
+        .arg(util::probe())
+        .args(["sleep-unless", "{threads}", "1", "5000"])
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(
+            "coretune: 2 threads, place os: run 1 timed out after 0.5 s; no more runs of it\n"
+        ),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("2  os"))
+        .unwrap();
+    assert!(
+        row.contains("timed out") && !row.contains("failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  2 threads, place os: 1 of 1 run timed out after 0.5 s\n"),
+        "{stdout}"
+    );
+    let two = &util::summary(&dir)["configs"][1];
+    assert_eq!(
+        (two["failed"].as_u64(), two["timed_out"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(two["out"], "1 of 1 run timed out after 0.5 s");
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    let timed_out = runs.iter().find(|r| r["status"] == "timeout").unwrap();
+    assert_eq!(timed_out["error"], "timed out after 0.5 s");
+}
+
+/// Finding 6: a thread count whose runs mostly crash (a race) was recommended with an
+/// "efficiency" of 182% because its few passing runs were fast. Its first failure now ends its
+/// runs, it is shown at once and in the table with the reason, and the configuration that
+/// passed every run is recommended; `-i` (hyperfine's flag, recorded in sweep.json so that
+/// `report` agrees) keeps it in the running without its failed runs.
+#[cfg(unix)] // sh
+#[test]
+fn a_configuration_whose_runs_mostly_crash_is_never_recommended() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 2 threads: fast, but every run after its first "detects a race" and aborts.
+    let script = tmp.path().join("flaky.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nf=\"$(dirname \"$0\")/count-$1\"; n=$(cat \"$f\" 2>/dev/null || echo 0)\n\
+         echo $((n+1)) > \"$f\"\n\
+         if [ \"$1\" = 2 ]; then if [ $n -ge 1 ]; then echo 'race detected, aborting' >&2; \
+         exit 134; fi; sleep 0.05; else sleep 0.2; fi\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let sweep = |name: &str, extra: &[&str]| {
+        for f in ["count-1", "count-2"] {
+            let _ = std::fs::remove_file(tmp.path().join(f));
+        }
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args(["tune", "--threads", "1,2", "--place", "os", "--runs", "4"])
+            .args(["--warmup", "0", "--exhaustive", "--quiet"])
+            .args(extra)
+            .arg("--out")
+            .arg(&dir)
+            .current_dir(tmp.path())
+            .args(["--", "./flaky.sh", "{threads}"])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        (out, dir)
+    };
+    let (out, dir) = sweep("strict", &[]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(
+            "coretune: 2 threads, place os: run 2 failed: ./flaky.sh exited with status 134 (race \
+             detected, aborting); no more runs of it (-i keeps going)"
+        ),
+        "{stderr}"
+    );
+    let s = util::summary(&dir);
+    assert_eq!(s["recommendation"]["threads"], 1, "{s:#}");
+    assert_eq!(s["recommendation"]["fastest"]["threads"], 1, "{s:#}");
+    let two = &s["configs"][1];
+    assert_eq!(
+        two["out"],
+        "1 of 2 runs failed: ./flaky.sh exited with status 134 (race detected, aborting)"
+    );
+    // No speedup or efficiency is shown for it.
+    assert!(two["efficiency"].is_null(), "{two}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains(
+            "Out of the running, never recommended (a run failed; tune -i keeps such \
+             configurations):\n  2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited with \
+             status 134 (race detected, aborting)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("176%") && !stdout.contains("% efficiency"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("- 2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited"),
+        "{md}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<li>2 threads, place os: 1 of 2 runs failed: ./flaky.sh exited"));
+
+    // With -i: every run made, the failures left out, 2 threads recommended; the folder
+    // remembers it, so `report` says the same.
+    let (out, dir) = sweep("ignore", &["-i"]);
+    let s = util::summary(&dir);
+    assert_eq!(s["recommendation"]["threads"], 2, "{s:#}");
+    assert_eq!(s["plan"]["ignore_failure"], true);
+    assert_eq!(
+        util::read_json(&dir.join("sweep.json"))["plan"]["ignore_failure"],
+        true
+    );
+    assert!(s["configs"][1].get("out").is_none());
+    let warnings = s["recommendation"]["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "2 threads, place os: 3 of 4 runs failed (left out of its statistics); the first: \
+             ./flaky.sh exited with status 134 (race detected, aborting)."
+        ),
+        "{warnings}"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("run ").count(), 3, "{stderr}");
+    std::fs::remove_file(dir.join("summary.json")).unwrap();
+    util::assert_ok(&util::coretune().arg("report").arg(&dir).output().unwrap());
+    assert_eq!(util::summary(&dir)["recommendation"]["threads"], 2);
 }
 
 #[test]
@@ -1689,4 +1870,426 @@ fn a_sweep_that_cannot_make_its_folder_here_says_to_use_out() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!marker.exists());
+}
+
+/// Starts `coretune ARGS` with its outputs kept, waits until `ready` holds (polling), sends it
+/// SIGINT, and returns its output.
+#[cfg(unix)]
+fn interrupt_when(args: &[&str], ready: &dyn Fn() -> bool) -> std::process::Output {
+    let child = util::coretune_std()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait_with_output().unwrap()
+}
+
+/// Finding 14: an interrupted sweep printed a full recommendation, and `--json` a document with
+/// no sign that 5 of 12 runs were made. Every output now says it is incomplete, with the
+/// counts, until `--resume` completes it.
+#[cfg(unix)] // SIGINT
+#[test]
+fn an_interrupted_sweep_says_it_is_incomplete_on_every_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let log = dir.join("runs.jsonl");
+    let probe = util::probe();
+    let out = interrupt_when(
+        &[
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os,compact",
+            "--exhaustive",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--json",
+            "--out",
+            dir.to_str().unwrap(),
+            "--",
+            probe.to_str().unwrap(),
+            "sleep",
+            "300",
+        ],
+        &|| log.exists() && util::read_jsonl(&log).len() >= 2,
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let made = util::read_jsonl(&log).len();
+    assert!((2..12).contains(&made), "{made}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    util::assert_valid(&util::schema("summary.schema.json"), &json, "--json");
+    assert_eq!(json["complete"], false);
+    assert_eq!(
+        (
+            json["runs"]["measured"].as_u64(),
+            json["runs"]["planned"].as_u64()
+        ),
+        (Some(made as u64), Some(12))
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "coretune: interrupted after {made} of 12 measured runs; the sweep is incomplete: \
+             continue with: coretune tune --resume {}",
+            dir.display()
+        )),
+        "{stderr}"
+    );
+    let banner = format!("Incomplete sweep ({made} of 12 measured runs)");
+    assert_eq!(util::summary(&dir)["complete"], false);
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains(&banner), "{md}");
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains(&format!("<p class=\"warn banner\">{banner}")),
+        "{page}"
+    );
+    let report = util::coretune().arg("report").arg(&dir).output().unwrap();
+    let table = String::from_utf8(report.stdout).unwrap();
+    assert!(table.contains(&banner), "{table}");
+    assert!(
+        table.contains("Recommendation so far (incomplete sweep):"),
+        "{table}"
+    );
+    // Resumed to the end: complete, and said nowhere.
+    util::resume(&dir);
+    let s = util::summary(&dir);
+    assert_eq!(s["complete"], true);
+    assert_eq!(
+        (
+            s["runs"]["measured"].as_u64(),
+            s["runs"]["planned"].as_u64()
+        ),
+        (Some(12), Some(12))
+    );
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(!md.contains("Incomplete"), "{md}");
+}
+
+/// Finding 14: interrupted during warm-up, a sweep said "No configuration completed a verified
+/// run", which reads as if every run failed; and one interrupted on its last run must still
+/// print its table and say what became of it.
+#[cfg(unix)] // SIGINT
+#[test]
+fn a_sweep_interrupted_during_warm_up_or_on_its_last_run_says_what_it_has() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let probe = util::probe();
+    let sweep = |name: &str, warmup: &str| {
+        let _ = std::fs::remove_file(&started);
+        let dir = tmp.path().join(name);
+        interrupt_when(
+            &[
+                "tune",
+                "--threads",
+                "1",
+                "--place",
+                "os",
+                "--runs",
+                "1",
+                "--warmup",
+                warmup,
+                "--quiet",
+                "--out",
+                dir.to_str().unwrap(),
+                "--",
+                probe.to_str().unwrap(),
+                "write",
+                started.to_str().unwrap(),
+                "sleep",
+                "1000",
+            ],
+            &|| started.exists(),
+        )
+    };
+    // During the warm-up run.
+    let out = sweep("warm", "1");
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stdout.contains(
+            "The sweep stopped before any configuration completed a measured run: nothing to \
+             recommend yet."
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("No configuration"), "{stdout}");
+    assert!(
+        stderr.contains("coretune: interrupted before any configuration completed a measured run;"),
+        "{stderr}"
+    );
+    // During the last (and only) measured run: it finishes, and the sweep is complete.
+    let out = sweep("last", "0");
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stdout.contains("Recommendation: 1 thread, place os"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Incomplete"), "{stdout}");
+    assert!(
+        stderr.contains("coretune: interrupted after the sweep's last run: the sweep is complete"),
+        "{stderr}"
+    );
+}
+
+/// Finding 23: on a full disk the sweep printed nothing, said the error twice about the wrong
+/// file, and left a torn line in runs.jsonl and an empty summary.json. It now stops at the
+/// first failed append, says so once, prints the table it holds, leaves every file whole (or
+/// absent), and `--resume` after freeing space makes exactly the missing runs.
+#[cfg(target_os = "linux")] // a tmpfs of 20 KiB
+#[test]
+fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_empty_file() {
+    if !util::is_root() {
+        eprintln!("SKIPPED: mounting a small tmpfs needs root");
+        return;
+    }
+    struct Mounted(std::path::PathBuf);
+    impl Drop for Mounted {
+        fn drop(&mut self) {
+            let _ = StdCommand::new("umount").arg(&self.0).status();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let mount = |options: &str| {
+        let status = StdCommand::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(&full)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount {options}");
+    };
+    mount("size=20k");
+    let _mounted = Mounted(full.clone());
+    let dir = full.join("s3");
+    let out = util::coretune()
+        .args([
+            "tune",
+            "--threads",
+            "1,2",
+            "--place",
+            "os,compact",
+            "--exhaustive",
+        ])
+        .args(["--runs", "5", "--warmup", "0", "--quiet", "--out"])
+        .arg(&dir)
+        .arg("--")
+        .arg(util::probe())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let told: Vec<&str> = stderr.lines().filter(|l| l.contains("No space")).collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].starts_with(&format!(
+            "coretune: writing {}: No space left on device",
+            dir.join("runs.jsonl").display()
+        )) && told[0].contains("the sweep stopped there")
+            && told[0].ends_with(&format!(
+                "continue with: coretune tune --resume {}",
+                dir.display()
+            )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("threads  place"), "the table: {stdout}");
+    assert!(stdout.contains("Incomplete sweep ("), "{stdout}");
+    // No torn line, no empty or cut file, no temporary file left.
+    let text = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap();
+    assert!(text.ends_with('\n'), "{text}");
+    let before = util::read_jsonl(&dir.join("runs.jsonl")).len();
+    assert!((1..20).contains(&before), "{before}");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "left behind: {name}");
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 0, "{name} is empty");
+        if name.ends_with(".json") {
+            util::read_json(&path);
+        }
+    }
+    // Space freed: the resumed sweep makes exactly the missing runs.
+    mount("remount,size=4m");
+    util::resume(&dir);
+    let runs = util::read_jsonl(&dir.join("runs.jsonl"));
+    assert_eq!(runs.len(), 20);
+    for c in util::summary(&dir)["configs"].as_array().unwrap() {
+        assert_eq!(c["runs"], 5, "{c}");
+    }
+}
+
+/// Writes an executable shell script.
+#[cfg(unix)]
+fn script(path: &std::path::Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    let status = StdCommand::new("chmod")
+        .arg("+x")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Finding 8: `--resume` from another directory ran another `./slow.sh` and pooled its runs
+/// with the old ones. The sweep now records its directory, its program's identity and the
+/// variables it sets; `--resume` runs from that directory whatever the caller's, and refuses
+/// (in one line, `--force` overriding) a program that is not the file it measured.
+#[cfg(unix)] // sh scripts, SIGINT
+#[test]
+fn resume_runs_from_the_sweeps_directory_and_refuses_another_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, other) = (tmp.path().join("home"), tmp.path().join("other"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let log = tmp.path().join("ran.log");
+    script(&home.join("slow.sh"), "echo measured >> \"$1\"; sleep 0.3");
+    script(
+        &other.join("slow.sh"),
+        "echo impostor >> \"$1\"; sleep 0.05",
+    );
+    let dir = tmp.path().join("sweep");
+    let runs = dir.join("runs.jsonl");
+    let args = [
+        "tune",
+        "--threads",
+        "1,2",
+        "--place",
+        "os",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--exhaustive",
+        "--quiet",
+        "--out",
+        "../sweep",
+        "--",
+        "./slow.sh",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(log.to_str().unwrap());
+    let child = util::coretune_std()
+        .args(&args)
+        .current_dir(&home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !(runs.exists() && util::read_jsonl(&runs).len() >= 2) {
+        assert!(start.elapsed() < Duration::from_secs(60), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(130));
+
+    // What it measured, recorded.
+    let spec = util::read_json(&dir.join("sweep.json"));
+    assert_eq!(spec["cwd"], home.canonicalize().unwrap().to_str().unwrap());
+    let program = &spec["program"];
+    assert_eq!(program["name"], "./slow.sh");
+    assert_eq!(
+        program["path"],
+        home.join("slow.sh")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(
+        program["size"],
+        std::fs::metadata(home.join("slow.sh")).unwrap().len()
+    );
+    assert!(
+        program["hash"].as_str().unwrap().starts_with("crc32:"),
+        "{program}"
+    );
+    // Set for every run: the same value, or null where it varies with the configuration.
+    assert_eq!(spec["env"]["OMP_PROC_BIND"], "false");
+    assert!(spec["env"]["OMP_NUM_THREADS"].is_null(), "{spec}");
+
+    // Resumed from elsewhere (a relative folder name): its own ./slow.sh runs, not this one.
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume", "../sweep"])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    let ran = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(ran.lines().count(), 6, "{ran}");
+    assert!(ran.lines().all(|l| l == "measured"), "{ran}");
+
+    // The program changed in place: refused in one line, before anything runs.
+    std::fs::remove_file(&runs).unwrap();
+    script(&home.join("slow.sh"), "echo rebuilt >> \"$1\"; sleep 0.01");
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("'./slow.sh' is not the file this sweep measured (")
+            && stderr.contains("mtime and hash differ): put that one back, or give --force"),
+        "{stderr}"
+    );
+    assert!(!runs.exists() || util::read_jsonl(&runs).is_empty());
+    // --force goes on, and says so.
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--force", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force: going on with './slow.sh'"));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("rebuilt"));
+
+    // The sweep's directory gone: refused, unless --force (which runs from here).
+    std::fs::remove_dir_all(&home).unwrap();
+    std::fs::remove_file(&runs).unwrap();
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--resume"])
+        .arg(&dir)
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(", which is gone: recreate it, or give --force"),
+        "{stderr}"
+    );
+    let out = util::coretune()
+        .args(["tune", "--quiet", "--force", "--resume"])
+        .arg(&dir)
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    util::assert_ok(&out);
+    assert!(std::fs::read_to_string(&log).unwrap().contains("impostor"));
 }

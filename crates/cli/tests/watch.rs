@@ -261,3 +261,33 @@ fn watch_in_a_directory_it_cannot_write_to_still_watches_and_says_how_to_keep_th
     assert_eq!(out.status.code(), Some(2));
     assert!(!marker.exists());
 }
+
+/// `watch --out DIR` wrote `watch.jsonl`, the summary and the plots over whatever a folder
+/// held (#35's audit of every path coretune writes): a folder with files of someone else's is
+/// refused in one line, as `tune --out` refuses it, and left as it was.
+#[test]
+fn watch_never_writes_into_a_folder_of_other_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let busy = tmp.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("watch.jsonl"), "my samples\n").unwrap();
+    let out = util::coretune()
+        .args(["watch", "--out"])
+        .arg(&busy)
+        .arg("--")
+        .arg(util::probe())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is not empty: --out takes a new or empty folder"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(busy.join("watch.jsonl")).unwrap(),
+        "my samples\n"
+    );
+    assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1);
+}

@@ -5,8 +5,10 @@
 //! Each argument is a `summary.json` or a results folder holding one. A case is marked `faster`
 //! or `slower` only when the ratio is beyond the threshold (3% by default) *and* its interval
 //! excludes 1. With `--fail-above X`, the exit status is 1 when the geometric mean says B is more
-//! than X% slower, for CI regression gates — and when A and B have no configuration in common,
-//! so that a gate never passes having compared nothing. Sweeps of different programs (or of one
+//! than X% worse — the change the summary line prints, in the objective's terms (slower for a
+//! time, lower for a rate) — for CI regression gates, and when A and B have no configuration in
+//! common, so that a gate never passes having compared nothing. `--json` names the objective,
+//! its unit and direction, and each case's medians in that unit (`a_median`, `b_median`). Sweeps of different programs (or of one
 //! workload with different parameters) are compared with a warning.
 
 use std::io::Write as _;
@@ -28,8 +30,9 @@ pub(crate) struct CompareArgs {
     /// Percent change under which a case is "unchanged".
     #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT")]
     threshold: f64,
-    /// Exit with status 1 when B's geometric mean is more than PCT percent slower than A's (or
-    /// when A and B have no configuration in common).
+    /// Exit with status 1 when B is more than PCT percent worse than A overall — the geometric
+    /// mean's change as printed: slower for a time, lower for a rate (or when A and B have no
+    /// configuration in common).
     #[arg(long, value_name = "PCT")]
     fail_above: Option<f64>,
     /// Print the comparison as JSON.
@@ -91,13 +94,6 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         ("better", "worse")
     };
-    let change = |ratio: f64| {
-        if objective.higher_is_better {
-            (1.0 / ratio - 1.0) * 100.0
-        } else {
-            (1.0 - ratio) * 100.0
-        }
-    };
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &cmp)?;
@@ -135,16 +131,16 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         )?;
         for c in &cmp.cases {
             let mark = match c.verdict {
-                Verdict::Faster => format!("▼ {:.1}% {better}", change(c.ratio)),
-                Verdict::Slower => format!("▲ {:.1}% {worse}", -change(c.ratio)),
+                Verdict::Faster => format!("▼ {:.1}% {better}", c.change_pct),
+                Verdict::Slower => format!("▲ {:.1}% {worse}", -c.change_pct),
                 Verdict::Unchanged => "unchanged".into(),
             };
             writeln!(
                 out,
                 "{:<width$}  {:>10.4} {:>10.4}  {:>7.3}  {:>17}  {mark}",
                 c.config,
-                c.a_median_s,
-                c.b_median_s,
+                c.a_median,
+                c.b_median,
                 c.ratio,
                 c.ratio_ci
                     .map_or(String::new(), |(lo, hi)| format!("{lo:.3} – {hi:.3}")),
@@ -159,18 +155,18 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 writeln!(out, "{what}: {}", list.join("; "))?;
             }
         }
-        match cmp.geomean {
-            Some(g) => writeln!(
+        match (cmp.geomean, cmp.change_pct) {
+            (Some(g), Some(change)) => writeln!(
                 out,
                 "geometric mean B/A: {g:.3} ({} over {} configurations)",
-                if g > 1.0 {
-                    format!("{:.1}% {worse}", -change(g))
+                if change < 0.0 {
+                    format!("{:.1}% {worse}", -change)
                 } else {
-                    format!("{:.1}% {better}", change(g))
+                    format!("{change:.1}% {better}")
                 },
                 cmp.cases.len()
             )?,
-            None => writeln!(out, "no configuration in common")?,
+            _ => writeln!(out, "no configuration in common")?,
         }
     }
     if let (Some(_), None) = (args.fail_above, cmp.geomean) {
@@ -181,14 +177,16 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(crate::exit::FAILED));
     }
-    if let (Some(limit), Some(g)) = (args.fail_above, cmp.geomean) {
-        if g > 1.0 + limit / 100.0 {
-            eprintln!(
-                "coretune: B is {:.1}% slower than A (geometric mean), above --fail-above {limit}%",
-                (g - 1.0) * 100.0
-            );
-            return Ok(ExitCode::from(crate::exit::FAILED));
-        }
+    // On the figure printed: a rate's change, not its cost ratio's.
+    if let (Some(limit), Some(true)) = (
+        args.fail_above,
+        args.fail_above.and_then(|l| cmp.is_worse_than(l)),
+    ) {
+        eprintln!(
+            "coretune: B is {:.1}% {worse} than A (geometric mean), above --fail-above {limit}%",
+            -cmp.change_pct.unwrap_or_default()
+        );
+        return Ok(ExitCode::from(crate::exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

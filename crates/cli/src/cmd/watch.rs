@@ -65,7 +65,8 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let dir = match &args.out {
         Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            // A folder of its own: the log and summaries are never written over someone's files.
+            coretune_core::sweep::claim_dir(d)?;
             Some(d.clone())
         }
         None => match claim_timestamped_dir(Path::new("coretune-results"), "watch-") {

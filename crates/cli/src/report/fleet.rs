@@ -60,9 +60,12 @@ pub(crate) fn write_all(folder: &FleetFolder, report: &FleetReport) -> anyhow::R
         let view = folder.run_view(i, &t.report, &places);
         super::write_all(dir, &t.report, &view)?;
     }
-    let write = |name: &str, bytes: &[u8]| {
-        let path = folder.dir().join(name);
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    // Each file whole or not at all, as a sweep's (a full disk leaves the last good one).
+    let write = |name: &str, bytes: &[u8]| -> anyhow::Result<()> {
+        Ok(coretune_core::sweep::write_file(
+            &folder.dir().join(name),
+            bytes,
+        )?)
     };
     let mut json = serde_json::to_vec_pretty(report)?;
     json.push(b'\n');

@@ -175,10 +175,12 @@ fn launch_cell(line: &str) -> String {
 
 fn recommendation(report: &SweepReport) -> String {
     let Some(r) = &report.recommendation else {
-        return "<p>No configuration completed a run, so there is nothing to recommend.</p>\n"
-            .into();
+        return format!("<p>{}</p>\n", escape(report.nothing_to_recommend()));
     };
     let mut s = String::from("<div class=\"rec\">\n");
+    if !report.complete {
+        s.push_str("<p class=\"warn\">Provisional: the sweep is incomplete.</p>\n");
+    }
     let label = report
         .recommended_row()
         .map_or_else(|| r.config.to_string(), |c| c.config.to_string());
@@ -221,10 +223,11 @@ fn table(report: &SweepReport) -> String {
         } else {
             ""
         };
-        let runs = if c.failed > 0 {
-            format!("{} ({} failed)", c.runs, c.failed)
-        } else {
-            c.runs.to_string()
+        let runs = match (c.failed, &c.out) {
+            (0, None) => c.runs.to_string(),
+            (0, Some(_)) => format!("{} (out)", c.runs),
+            (n, None) => format!("{} ({n} {})", c.runs, c.failure_word()),
+            (n, Some(_)) => format!("{} ({n} {}, out)", c.runs, c.failure_word()),
         };
         let _ = writeln!(
             s,
@@ -271,6 +274,21 @@ fn table(report: &SweepReport) -> String {
         );
     }
     s.push_str("</tbody>\n</table>\n</div>\n");
+    let out = super::out_lines(report);
+    if !out.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"warn\">{}</p>\n<ul class=\"out\">",
+            escape(super::OUT_HEADING)
+        );
+        for line in out {
+            let _ = writeln!(s, "<li>{}</li>", escape(&line));
+        }
+        s.push_str("</ul>\n");
+    }
+    if let Some(note) = super::speedup_note(report) {
+        let _ = writeln!(s, "<p class=\"sub\">{}</p>", escape(note));
+    }
     s
 }
 
@@ -305,10 +323,19 @@ pub(crate) fn render(report: &SweepReport, figures: &[Figure]) -> String {
         report.runs.measured,
         report.machine.hostname
     );
+    // An incomplete sweep says so first, above everything it shows.
+    let subtitle = match super::incomplete_line(report) {
+        Some(line) => format!(
+            "{}</p>\n<p class=\"warn banner\">{}",
+            escape(&subtitle),
+            escape(&line)
+        ),
+        None => escape(&subtitle),
+    };
     fill(&[
         ("{{version}}", escape(&report.tool_version)),
         ("{{title}}", escape(&report.target.label())),
-        ("{{subtitle}}", escape(&subtitle)),
+        ("{{subtitle}}", subtitle),
         ("{{machine}}", machine(report)),
         ("{{grid}}", grid(report)),
         ("{{recommendation}}", recommendation(report)),

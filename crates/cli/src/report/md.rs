@@ -29,6 +29,10 @@ impl Reporter for Markdown {
             report.runs.measured, report.runs.failed, report.runs.busy, report.runs.warmup
         )?;
         writeln!(s)?;
+        if let Some(line) = super::incomplete_line(report) {
+            writeln!(s, "> **{line}**")?;
+            writeln!(s)?;
+        }
         let extra = super::extra_objectives(report);
         let launch = super::has_launch(report);
         writeln!(
@@ -74,10 +78,11 @@ impl Reporter for Markdown {
                 speedup,
                 efficiency,
                 c.runs,
-                if c.failed > 0 {
-                    format!(" (+{} failed)", c.failed)
-                } else {
-                    String::new()
+                match (c.failed, &c.out) {
+                    (0, None) => String::new(),
+                    (0, Some(_)) => " (out)".to_owned(),
+                    (n, None) => format!(" (+{n} {})", c.failure_word()),
+                    (n, Some(_)) => format!(" (+{n} {}, out)", c.failure_word()),
                 },
                 match (&c.launch, launch) {
                     (Some(l), _) => format!(" `{l}` |"),
@@ -85,6 +90,16 @@ impl Reporter for Markdown {
                     (None, false) => String::new(),
                 }
             )?;
+        }
+        let out = super::out_lines(report);
+        if !out.is_empty() {
+            writeln!(s, "\n{}\n", super::OUT_HEADING)?;
+            for line in out {
+                writeln!(s, "- {line}")?;
+            }
+        }
+        if let Some(note) = super::speedup_note(report) {
+            writeln!(s, "\n{note}")?;
         }
         if let Some(note) = super::throttled_note(report) {
             writeln!(s, "\n{note}")?;
@@ -94,7 +109,12 @@ impl Reporter for Markdown {
         }
         if let Some(r) = &report.recommendation {
             writeln!(s)?;
-            writeln!(s, "## Recommendation: {}", r.config)?;
+            let heading = if report.complete {
+                "Recommendation"
+            } else {
+                "Recommendation so far (incomplete sweep)"
+            };
+            writeln!(s, "## {heading}: {}", r.config)?;
             writeln!(s)?;
             writeln!(s, "{}", r.reason)?;
             for w in &r.warnings {
@@ -107,6 +127,8 @@ impl Reporter for Markdown {
                 }
                 writeln!(s, "```")?;
             }
+        } else {
+            writeln!(s, "\n{}", report.nothing_to_recommend())?;
         }
         Ok(s.into_bytes())
     }

@@ -49,9 +49,9 @@ pub(crate) fn reporters() -> Vec<Box<dyn Reporter>> {
 ///
 /// The first rendering or writing error, naming the file.
 pub(crate) fn write_all(dir: &Path, report: &SweepReport, view: &RunView) -> anyhow::Result<()> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    // Each file whole or not at all (a full disk leaves the last good one, never an empty one).
+    let write = |name: &str, bytes: &[u8]| -> anyhow::Result<()> {
+        Ok(coretune_core::sweep::write_file(&dir.join(name), bytes)?)
     };
     for r in reporters() {
         let bytes = r
@@ -186,10 +186,11 @@ pub(crate) fn throttled_note(report: &coretune_core::SweepReport) -> Option<Stri
 }
 
 /// The cells both tables print for a row: throttle, median, interval, speedup, efficiency.
+/// A row with no successful run says how its runs ended (`failed`, `timed out`).
 pub(crate) fn cells(c: &ConfigRow) -> [String; 5] {
     [
         c.config.throttle.to_string(),
-        c.median_s.map_or("failed".into(), secs),
+        c.median_s.map_or_else(|| c.failure_word().to_owned(), secs),
         c.ci_s.map_or(String::new(), |(lo, hi)| {
             format!("{} – {}", secs(lo), secs(hi))
         }),
@@ -283,6 +284,39 @@ pub(crate) fn objective_cell(c: &ConfigRow, i: Option<usize>, o: &Objective) -> 
                 .map_or(shown.clone(), |n| n.trim_end().to_owned())
         }
     }
+}
+
+/// The configurations out of the running, one line each with why (`2 threads, place os: 1 of
+/// 3 runs failed: ./app exited with status 134 (race detected)`): every table's note.
+pub(crate) fn out_lines(report: &SweepReport) -> Vec<String> {
+    report
+        .configs
+        .iter()
+        .filter_map(|c| Some(format!("{}: {}", c.config, c.out.as_deref()?)))
+        .collect()
+}
+
+/// The heading of the note that lists [`out_lines`].
+pub(crate) const OUT_HEADING: &str =
+    "Out of the running, never recommended (a run failed; tune -i keeps such configurations):";
+
+/// What the speedup is taken over, when that is not the obvious 1-thread run of the same row's
+/// family: with instances, one copy of one thread.
+pub(crate) fn speedup_note(report: &SweepReport) -> Option<&'static str> {
+    report.design.grid.has_instances().then_some(
+        "Speedup: over one copy of 1 thread of the same placement, so that the gain from \
+         splitting shows; efficiency: per thread of all copies.",
+    )
+}
+
+/// The line every output starts its results with when the sweep is incomplete.
+pub(crate) fn incomplete_line(report: &SweepReport) -> Option<String> {
+    report.incomplete().map(|so_far| {
+        format!(
+            "Incomplete sweep ({so_far}): what follows is provisional; coretune tune --resume on \
+             its folder continues it."
+        )
+    })
 }
 
 /// Whether the rows have a launcher's line (`tune --launcher`): the tables' last column.

@@ -125,6 +125,9 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         "runs",
         launch_cell("launch"),
     );
+    if let Some(line) = super::incomplete_line(report) {
+        let _ = writeln!(s, "{}", paint(red, &line));
+    }
     let _ = writeln!(s, "{}", paint(bold, &header));
     for c in &report.configs {
         let mark = match (Some(&c.config) == chosen, Some(&c.config) == fastest) {
@@ -136,7 +139,8 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             _ => String::new(),
         };
         let flags = format!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
+            if c.out.is_some() { " out" } else { "" },
             if c.pareto { " pareto" } else { "" },
             if c.bimodal { " bimodal" } else { "" },
             if c.busy_runs > 0 { " busy" } else { "" },
@@ -170,12 +174,22 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let style = if Some(&c.config) == chosen {
             green
-        } else if c.median_s.is_none() {
+        } else if c.median_s.is_none() || c.out.is_some() {
             red
         } else {
             Style::new()
         };
         let _ = writeln!(s, "{}{}{}", paint(style, &row), mark, paint(dim, &flags));
+    }
+    let out = super::out_lines(report);
+    if !out.is_empty() {
+        let _ = writeln!(s, "{}", paint(red, super::OUT_HEADING));
+        for line in out {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+    if let Some(note) = super::speedup_note(report) {
+        let _ = writeln!(s, "{note}");
     }
     if let Some(note) = super::throttled_note(report) {
         let _ = writeln!(s, "{}", paint(red, &note));
@@ -186,7 +200,12 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     match &report.recommendation {
         Some(r) => {
             let _ = writeln!(s);
-            let _ = writeln!(s, "{} {}", paint(bold, "Recommendation:"), r.config);
+            let heading = if report.complete {
+                "Recommendation:"
+            } else {
+                "Recommendation so far (incomplete sweep):"
+            };
+            let _ = writeln!(s, "{} {}", paint(bold, heading), r.config);
             let _ = writeln!(s, "{}", r.reason);
             for w in &r.warnings {
                 let _ = writeln!(s, "{} {w}", paint(red, "warning:"));
@@ -199,10 +218,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             }
         }
         None => {
-            let _ = writeln!(
-                s,
-                "\nNo configuration completed a verified run: nothing to recommend."
-            );
+            let _ = writeln!(s, "\n{}", report.nothing_to_recommend());
         }
     }
     s

@@ -107,6 +107,7 @@ fn fixed_report() -> SweepReport {
         min_time: Duration::ZERO,
         tolerance: 0.03,
         objectives: Vec::new(),
+        ignore_failure: false,
     };
     let target = Target::Workload {
         spec: WorkloadSpec {
@@ -122,6 +123,10 @@ fn fixed_report() -> SweepReport {
     });
     report.created_at = 0.0;
     report.tool_version = "0.1.0".into();
+    // It stands for a finished sweep (its runs of 1 thread, spread are left out to keep it
+    // small); `incomplete_sweeps_say_so_in_every_format` has one that is not.
+    report.complete = true;
+    report.runs.planned = Some(report.runs.measured);
     report
 }
 
@@ -167,7 +172,26 @@ fn recommendation_in_the_fixed_sweep() {
     // 2 threads spread is 1% faster than 2 threads os: a tie, which goes to no pinning.
     assert_eq!((r.config.threads, r.config.place.as_str()), (2, "os"));
     assert_eq!((r.fastest.threads, r.fastest.place.as_str()), (2, "spread"));
-    assert!(r.warnings.iter().any(|w| w.contains("1 run(s) failed")));
+    // 4 threads spread is out: its run did not verify, and the warning quotes why.
+    assert!(
+        r.warnings.iter().any(|w| w.starts_with(
+            "1 configuration is out of the running after a failed run (the first: 4 threads, \
+             place spread: 1 of 1 run failed: raymesh: ray 7 was never traced)"
+        )),
+        "{:?}",
+        r.warnings
+    );
+    let report = fixed_report();
+    assert!(report.complete);
+    let row = report
+        .configs
+        .iter()
+        .find(|c| c.config.threads == 4 && c.config.place.as_str() == "spread")
+        .unwrap();
+    assert_eq!(
+        row.out.as_deref(),
+        Some("1 of 1 run failed: raymesh: ray 7 was never traced")
+    );
 }
 
 fn count(svg: &str, tag: &str) -> usize {
@@ -378,6 +402,7 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
         policies: Default::default(),
+        ranks: Default::default(),
         at_ns: None,
     }
 }
@@ -559,4 +584,56 @@ fn a_launchers_line_is_the_tables_last_column() {
 
 fn table_html(report: &SweepReport) -> String {
     html::render(report, &[])
+}
+
+/// Finding 14: an interrupted sweep's outputs read as finished once redirected to a file. Each
+/// now says it is incomplete, with its counts, and calls its recommendation provisional; one
+/// interrupted during warm-up says it stopped before any measured run, not that every
+/// configuration failed.
+#[test]
+fn incomplete_sweeps_say_so_in_every_format() {
+    let mut report = fixed_report();
+    report.complete = false;
+    report.runs.planned = Some(20);
+    let line = "Incomplete sweep (13 of 20 measured runs): what follows is provisional; \
+                coretune tune --resume on its folder continues it.";
+    let table = table::render(&report, false);
+    assert!(table.starts_with(line), "{table}");
+    assert!(
+        table.contains("Recommendation so far (incomplete sweep): 2 threads, place os"),
+        "{table}"
+    );
+    let md = String::from_utf8(md::Markdown.render(&report).unwrap()).unwrap();
+    assert!(md.contains(&format!("> **{line}**")), "{md}");
+    assert!(
+        md.contains("## Recommendation so far (incomplete sweep):"),
+        "{md}"
+    );
+    let page = html::render(&report, &[]);
+    assert!(
+        page.contains(&format!("<p class=\"warn banner\">{line}</p>")),
+        "{page}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&json::Json.render(&report).unwrap()).unwrap();
+    assert_eq!(json["complete"], false);
+    assert_eq!(json["runs"]["planned"], 20);
+    // Stopped during warm-up: no measured run, nothing recommended, and said so.
+    report.configs.clear();
+    report.recommendation = None;
+    report.runs.measured = 0;
+    let table = table::render(&report, false);
+    assert!(
+        table.starts_with("Incomplete sweep (no measured run yet)"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "The sweep stopped before any configuration completed a measured run: nothing to \
+             recommend yet."
+        ),
+        "{table}"
+    );
+    assert!(!table.contains("No configuration"), "{table}");
+    assert!(html::render(&report, &[]).contains("stopped before any configuration"));
 }

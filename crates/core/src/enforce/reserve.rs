@@ -120,6 +120,15 @@ pub enum ReserveError {
         /// What it reserves.
         reserved: String,
     },
+    /// The `rules` way's rules file is there already, and is not coretune's to overwrite.
+    #[error(
+        "{path} exists: the rules way writes its rules file there (beside the state); move it \
+         away, or choose another --state"
+    )]
+    RulesFileExists {
+        /// The rules file.
+        path: PathBuf,
+    },
     /// Nothing to undo.
     #[error("nothing to undo: {path} does not exist")]
     NotReserved {
@@ -580,10 +589,16 @@ pub fn ensure_not_reserved(state: &Path) -> Result<(), ReserveError> {
 ///
 /// # Errors
 ///
-/// [`ReserveError::AlreadyReserved`] when `state` exists; [`ReserveError::Sys`] for a change
-/// that failed (after taking the others back).
+/// [`ReserveError::AlreadyReserved`] when `state` exists, [`ReserveError::RulesFileExists`]
+/// when the `rules` way's file does (nothing is changed then); [`ReserveError::Sys`] for a
+/// change that failed (after taking the others back).
 pub fn apply(plan: &ReservePlan, state: &Path) -> Result<(), ReserveError> {
     ensure_not_reserved(state)?;
+    // Written beside the state: a file of that name that is already there is not coretune's.
+    let rules = rules_path(state);
+    if plan.method == ReserveMethod::Rules && sys::read_if_exists(&rules)?.is_some() {
+        return Err(ReserveError::RulesFileExists { path: rules });
+    }
     let json = serde_json::to_vec_pretty(plan).map_err(|e| ReserveError::BadState {
         path: state.to_path_buf(),
         message: e.to_string(),
@@ -716,5 +731,36 @@ mod test {
             ReserveMethod::Cgroup
         );
         assert!("zfs".parse::<ReserveMethod>().is_err());
+    }
+
+    /// The `rules` way writes `reserve-rules.toml` beside the state: a file of that name that
+    /// is there already (the user's, beside a `--state` they chose) is refused, not overwritten.
+    #[test]
+    fn the_rules_way_never_overwrites_a_rules_file_it_did_not_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("reserve.json");
+        let theirs = rules_path(&state);
+        std::fs::write(&theirs, "# my own rules\n").unwrap();
+        let plan = ReservePlan {
+            schema: RESERVE_SCHEMA.into(),
+            method: ReserveMethod::Rules,
+            reason: "test".into(),
+            reserved: "0".into(),
+            allowed: "1".into(),
+            steps: Vec::new(),
+        };
+        let e = apply(&plan, &state).unwrap_err();
+        assert!(matches!(e, ReserveError::RulesFileExists { .. }), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&theirs).unwrap(),
+            "# my own rules\n"
+        );
+        assert!(!state.exists(), "nothing saved, nothing changed");
+        // Without it, the rules file is written, and --undo removes the one it wrote.
+        std::fs::remove_file(&theirs).unwrap();
+        apply(&plan, &state).unwrap();
+        assert!(theirs.is_file());
+        undo(&state).unwrap();
+        assert!(!theirs.exists() && !state.exists());
     }
 }

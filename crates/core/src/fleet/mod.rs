@@ -109,6 +109,9 @@ pub enum FleetError {
         /// What is wrong.
         message: String,
     },
+    /// The fleet folder is not new and holds other files (the sweep's error says which).
+    #[error(transparent)]
+    Folder(#[from] crate::sweep::SweepError),
     /// A new fleet was pointed at a folder that already holds one.
     #[error(
         "{} already holds a fleet; continue it with --resume {}, or choose another --out",
@@ -420,10 +423,8 @@ impl SlurmFleet {
         if fleet.dir.join(FLEET_FILE).exists() {
             return Err(FleetError::AlreadyAFleet { dir: fleet.dir });
         }
-        std::fs::create_dir_all(&fleet.dir).map_err(|e| FleetError::File {
-            path: fleet.dir.clone(),
-            message: e.to_string(),
-        })?;
+        // Its files (fleet.json, the scripts, the fleet report) go nowhere near others'.
+        crate::sweep::claim_dir(&fleet.dir)?;
         fleet.save()?;
         Ok(fleet)
     }
@@ -811,8 +812,22 @@ mod test {
         assert_eq!(again.spec(), &s);
         assert_eq!(again.dir(), f.dir());
         assert!(matches!(
-            SlurmFleet::create(&dir, s),
+            SlurmFleet::create(&dir, s.clone()),
             Err(FleetError::AlreadyAFleet { .. })
         ));
+        // A folder holding other files is not a fleet's to write in.
+        let busy = tmp.path().join("busy");
+        std::fs::create_dir(&busy).unwrap();
+        std::fs::write(busy.join("report.html"), "mine").unwrap();
+        let e = SlurmFleet::create(&busy, s).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("is not empty: --out takes a new or empty folder"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(busy.join("report.html")).unwrap(),
+            "mine"
+        );
     }
 }

@@ -149,25 +149,6 @@ pub(crate) fn shell_program() -> String {
         .into_owned()
 }
 
-/// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
-/// forwarded to it, and returns its exit status. With a `timeout`, the program is started in a
-/// process tree of its own (a process group, on Windows a job object), which is killed as a
-/// whole when the time is up: `Ok(None)`.
-///
-/// # Errors
-///
-/// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
-/// refuses), [`LaunchError::Wait`].
-pub fn run(
-    cmd: Command,
-    cpus: Option<&CpuSet>,
-    timeout: Option<Duration>,
-) -> Result<Option<ExitStatus>, LaunchError> {
-    super::PlacedCommand::new(cmd)
-        .cpus(cpus.cloned())
-        .run(timeout)
-}
-
 /// Starts `cmd` bound to `cpus` (when given) and returns the running program, which stays in
 /// coretune's process group (the terminal's Ctrl-C reaches both); the caller waits.
 ///
@@ -461,7 +442,7 @@ mod test {
             err.to_string(),
             format!("no process with pid {}", u32::MAX - 1)
         );
-        let err = run(Command::new("/nonexistent/coretune-test-cmd"), None, None).unwrap_err();
+        let err = spawn(Command::new("/nonexistent/coretune-test-cmd"), None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "'/nonexistent/coretune-test-cmd': command not found"

@@ -32,9 +32,9 @@ pub use contain::{StopSignal, on_stop_signals, stop_everything};
 pub use env::thread_env;
 pub use launch::{
     LaunchError, Launched, affinity_of, exit_code, find_program, process_binding, rebind_process,
-    run, shell_command, shell_quote, spawn, thread_count,
+    shell_command, shell_quote, spawn, thread_count,
 };
 pub use pin::repin_process;
-pub use placed::{Audit, LOG_VAR, Placed, PlacedCommand};
+pub use placed::{Audit, LOG_VAR, Placed, PlacedCommand, placed_env, run};
 
 pub(crate) use launch::shell_program;

@@ -119,27 +119,26 @@ impl PlacedCommand {
             placement: None,
         };
         if let Some((threads, placement, per_thread)) = &self.threads {
-            match per_thread {
-                Some(per_thread) => {
-                    let preload = std::env::var("LD_PRELOAD").ok();
-                    let placement = placement.as_ref().ok_or_else(|| {
-                        spawn_error(io::Error::other("a per-thread plan without its placement"))
-                    })?;
-                    self.cmd
-                        .envs(per_thread.env(*threads, placement, preload.as_deref()));
-                    for name in per_thread.cleared_env() {
-                        self.cmd.env_remove(name);
-                    }
-                    if per_thread.is_preloaded() {
-                        let file = tempfile::NamedTempFile::new().map_err(spawn_error)?;
-                        self.cmd.env(LOG_VAR, file.path());
-                        log = Some(file);
-                    }
-                    expected.placement = Some((per_thread.clone(), placement.clone()));
+            if per_thread.is_some() && placement.is_none() {
+                return Err(spawn_error(io::Error::other(
+                    "a per-thread plan without its placement",
+                )));
+            }
+            self.cmd.envs(placed_env(
+                *threads,
+                placement.as_ref(),
+                per_thread.as_ref(),
+            ));
+            if let (Some(per_thread), Some(placement)) = (per_thread, placement) {
+                for name in per_thread.cleared_env() {
+                    self.cmd.env_remove(name);
                 }
-                None => {
-                    self.cmd.envs(thread_env(*threads, placement.as_ref()));
+                if per_thread.is_preloaded() {
+                    let file = tempfile::NamedTempFile::new().map_err(spawn_error)?;
+                    self.cmd.env(LOG_VAR, file.path());
+                    log = Some(file);
                 }
+                expected.placement = Some((per_thread.clone(), placement.clone()));
             }
         }
         if let Some(mem) = &self.mem {
@@ -183,6 +182,44 @@ impl PlacedCommand {
             }
         }
     }
+}
+
+/// The variables a program started with `threads` threads and `placement` gets (see
+/// [`PlacedCommand::threads`]): the runtimes' thread counts, and with `per_thread` the pinning
+/// library's (`LD_PRELOAD`, prepended to the one in force, and its plan) or OpenMP's places. A
+/// per-thread plan also removes OpenMP's binding variables ([`PerThread::cleared_env`]).
+pub fn placed_env(
+    threads: usize,
+    placement: Option<&Placement>,
+    per_thread: Option<&PerThread>,
+) -> Vec<(String, String)> {
+    match (per_thread, placement) {
+        (Some(per_thread), Some(placement)) => {
+            let preload = std::env::var("LD_PRELOAD").ok();
+            per_thread.env(threads, placement, preload.as_deref())
+        }
+        _ => thread_env(threads, placement)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    }
+}
+
+/// Runs `cmd` bound to `cpus` (when given), with stdio passed through and SIGINT/SIGTERM
+/// forwarded to it, and returns its exit status. With a `timeout`, the program is started in a
+/// process tree of its own (a process group, on Windows a job object), which is killed as a
+/// whole when the time is up: `Ok(None)`.
+///
+/// # Errors
+///
+/// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (including a CPU set the kernel
+/// refuses), [`LaunchError::Wait`].
+pub fn run(
+    cmd: Command,
+    cpus: Option<&CpuSet>,
+    timeout: Option<Duration>,
+) -> Result<Option<ExitStatus>, LaunchError> {
+    PlacedCommand::new(cmd).cpus(cpus.cloned()).run(timeout)
 }
 
 /// What a placed program was started with, for its audit.

@@ -67,7 +67,9 @@ impl BenchReport {
     /// The report of `lines`, the log of a one-configuration sweep of `config` on `workload`.
     pub fn build(workload: &str, description: String, config: &Config, lines: &[RunLine]) -> Self {
         let measured: Vec<&RunLine> = lines.iter().filter(|l| !l.warmup).collect();
-        let summary = summarize(lines, &[Objective::time()]).into_iter().next();
+        let summary = summarize(lines, &[Objective::time()], false)
+            .into_iter()
+            .next();
         let wall = summary.as_ref().and_then(|s| s.wall.as_ref());
         let runs: Vec<RunRecord> = measured.iter().filter_map(|l| l.record.clone()).collect();
         let throttle_trace = runs

@@ -10,6 +10,12 @@
 //! ratio is beyond the threshold *and* its interval excludes 1; otherwise it is unchanged. The
 //! geometric mean of the ratios is the one-number summary (Fleming & Wallace 1986: the only mean
 //! of ratios that does not depend on which sweep is the reference).
+//!
+//! Each ratio is also said as a *change* in the objective's own terms, the figure the table
+//! prints and `compare --fail-above` gates on ([`Comparison::change_pct`]): for a time, how
+//! much shorter B's is (`1 − B/A`); for a rate, how much higher (`A/B − 1` of the costs, B's
+//! rate over A's, less one). A rate 25% lower is "25.0% worse" whichever way it is computed, and
+//! the gate uses that figure, not the cost ratio's 33%.
 
 use serde::Serialize;
 
@@ -33,12 +39,15 @@ pub enum Verdict {
 pub struct Case {
     /// The configuration, as the table writes it.
     pub config: String,
-    /// A's median of the objective (wall seconds for a time sweep).
-    pub a_median_s: f64,
+    /// A's median of the objective, in its unit ([`Comparison::unit`]; these were
+    /// `a_median_s` and `b_median_s` before the objective could be other than a time).
+    pub a_median: f64,
     /// B's median of the objective.
-    pub b_median_s: f64,
+    pub b_median: f64,
     /// B / A of the costs: below 1, B is faster (better).
     pub ratio: f64,
+    /// How much better B is than A, percent ([`Comparison::change_pct`]; negative = worse).
+    pub change_pct: f64,
     /// The widest ratio the two bootstrap intervals allow, `[B low / A high, B high / A low]`.
     pub ratio_ci: Option<(f64, f64)>,
     /// What the ratio and its interval say.
@@ -48,10 +57,21 @@ pub struct Case {
 /// Sweep B against sweep A: `coretune compare --json`'s object.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
+    /// What the sweeps are compared on: the objective's name (`time`, `cpu`, `rss`,
+    /// `throughput` or a metric's).
+    pub objective: String,
+    /// Its unit (`s`, `B`, a metric's `--unit`; absent when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Whether higher values are better.
+    pub higher_is_better: bool,
     /// Every configuration both measured successfully, in A's order.
     pub cases: Vec<Case>,
     /// The geometric mean of the ratios; `None` with no case in common.
     pub geomean: Option<f64>,
+    /// The geometric mean said as a change ([`Comparison::change_pct`]): how much better B is
+    /// than A overall, percent (negative = worse); what `--fail-above` gates on.
+    pub change_pct: Option<f64>,
     /// Configurations only A measured.
     pub only_in_a: Vec<String>,
     /// Configurations only B measured.
@@ -101,9 +121,10 @@ pub fn compare(
         };
         cases.push(Case {
             config: ra.config.to_string(),
-            a_median_s: ma,
-            b_median_s: mb,
+            a_median: ma,
+            b_median: mb,
             ratio,
+            change_pct: change_pct(objective, ratio),
             ratio_ci,
             verdict,
         });
@@ -117,11 +138,35 @@ pub fn compare(
     let geomean = (!cases.is_empty())
         .then(|| (cases.iter().map(|c| c.ratio.ln()).sum::<f64>() / cases.len() as f64).exp());
     Comparison {
+        objective: objective.name().to_owned(),
+        unit: objective.unit.clone(),
+        higher_is_better: objective.higher_is_better,
         cases,
+        change_pct: geomean.map(|g| change_pct(objective, g)),
         geomean,
         only_in_a,
         only_in_b,
         not_comparable,
+    }
+}
+
+/// A ratio B/A of costs as the change from A to B in `objective`'s own terms, percent, positive
+/// = better: for a lower-is-better figure `1 − B/A` (10% less time), for a higher-is-better one
+/// `A/B − 1` of the costs, which is B's value over A's less one (10% more events/s).
+fn change_pct(objective: &Objective, ratio: f64) -> f64 {
+    if objective.higher_is_better {
+        (1.0 / ratio - 1.0) * 100.0
+    } else {
+        (1.0 - ratio) * 100.0
+    }
+}
+
+impl Comparison {
+    /// Whether B is worse than A by more than `limit_pct` percent overall (`compare
+    /// --fail-above`), judged on the figure printed: [`Comparison::change_pct`]. `None` with no
+    /// configuration in common (a gate must not pass having compared nothing).
+    pub fn is_worse_than(&self, limit_pct: f64) -> Option<bool> {
+        self.change_pct.map(|c| -c > limit_pct)
     }
 }
 
@@ -150,6 +195,8 @@ mod test {
             sys_s: None,
             runs: 5,
             failed: 0,
+            timed_out: 0,
+            out: None,
             speedup: None,
             efficiency: None,
             throughput: None,
@@ -196,6 +243,68 @@ mod test {
         assert!((c.geomean.unwrap() - (1.1f64 * 0.8 * 1.1).cbrt()).abs() < 1e-12);
         assert_eq!(c.only_in_a, vec!["8 threads, place os"]);
         assert_eq!(c.only_in_b, vec!["16 threads, place os"]);
+    }
+
+    /// Finding 11: for a rate, the table said 20.2% worse (geometric mean) but the gate used
+    /// the cost ratio's 25.3%, so a gate set just above the printed figure failed. The gate is
+    /// on the printed figure, and the JSON names the objective and its unit.
+    #[test]
+    fn fail_above_gates_on_the_figure_it_prints_for_a_rate() {
+        let eps = Objective {
+            quantity: super::super::objective::Quantity::Metric("eps".into()),
+            higher_is_better: true,
+            unit: Some("events/s".into()),
+        };
+        let rated = |threads, v: f64| {
+            let mut r = row(threads, v, (v * 0.999, v * 1.001));
+            r.objectives = vec![Some(super::super::report::ObjectiveStat {
+                median: v,
+                ci: Some((v * 0.999, v * 1.001)),
+                min: v,
+                max: v,
+                n: 5,
+            })];
+            r
+        };
+        // B's rates are 75% and 85% of A's: 25% and 15% worse.
+        let c = compare(
+            &[rated(1, 1000.0), rated(2, 2000.0)],
+            &[rated(1, 750.0), rated(2, 1700.0)],
+            0.03,
+            &eps,
+        );
+        assert!((c.cases[0].change_pct + 25.0).abs() < 1e-9);
+        assert!((c.cases[1].change_pct + 15.0).abs() < 1e-9);
+        let printed = -c.change_pct.unwrap();
+        // sqrt(0.75 × 0.85) = 0.798: 20.2% worse, while the cost ratio's geomean is 1.253.
+        assert!((printed - 20.16).abs() < 0.01, "{printed}");
+        assert!((c.geomean.unwrap() - 1.2530).abs() < 1e-3);
+        assert_eq!(c.is_worse_than(20.0), Some(true));
+        assert_eq!(
+            c.is_worse_than(20.5),
+            Some(false),
+            "gated above the printed figure"
+        );
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["objective"], "eps");
+        assert_eq!(json["unit"], "events/s");
+        assert_eq!(json["higher_is_better"], true);
+        assert_eq!(json["cases"][0]["a_median"], 1000.0);
+        assert!(json["cases"][0].get("a_median_s").is_none());
+        // A time: the change is of the time itself, as before.
+        let t = compare(
+            &[row(1, 1.0, (0.99, 1.01))],
+            &[row(1, 1.25, (1.24, 1.26))],
+            0.03,
+            &Objective::time(),
+        );
+        assert!((t.change_pct.unwrap() + 25.0).abs() < 1e-9);
+        assert_eq!(t.unit.as_deref(), Some("s"));
+        assert_eq!(t.is_worse_than(24.0), Some(true));
+        assert_eq!(
+            compare(&[], &[], 0.03, &Objective::time()).is_worse_than(5.0),
+            None
+        );
     }
 
     #[test]

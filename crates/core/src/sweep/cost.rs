@@ -143,6 +143,7 @@ mod test {
             min_time: Duration::ZERO,
             tolerance: 0.03,
             objectives: Vec::new(),
+            ignore_failure: false,
         }
     }
 

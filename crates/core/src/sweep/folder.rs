@@ -44,16 +44,7 @@ impl SweepFolder {
                 dir: dir.to_path_buf(),
             });
         }
-        // A sweep gets a folder of its own: not mixed into one holding other files.
-        if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
-            return Err(SweepError::NotEmpty {
-                dir: dir.to_path_buf(),
-            });
-        }
-        std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
-            path: dir.to_path_buf(),
-            error,
-        })?;
+        claim_dir(dir)?;
         write_json(&dir.join(SWEEP_FILE), &spec)?;
         let log = RunLog::open(&dir.join(RUNS_FILE))?;
         Ok(Self {
@@ -133,8 +124,7 @@ impl SweepFolder {
     ) -> Result<(), SweepError> {
         write_json(&self.dir.join(MACHINE_FILE), machine)?;
         if let Ok(xml) = topology.to_xml() {
-            let path = self.dir.join(TOPOLOGY_FILE);
-            std::fs::write(&path, xml).map_err(|error| SweepError::Write { path, error })?;
+            write_file(&self.dir.join(TOPOLOGY_FILE), xml.as_bytes())?;
         }
         Ok(())
     }
@@ -283,19 +273,55 @@ pub(super) fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result
         })?);
         text.push('\n');
     }
-    std::fs::write(&path, text).map_err(write_error(&path))
+    write_file(&path, text.as_bytes())
 }
 
-/// Writes `value` as pretty JSON with a final newline.
+/// Writes `value` as pretty JSON with a final newline ([`write_file`]).
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
-    let error = |error| SweepError::Write {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| SweepError::Write {
         path: path.to_path_buf(),
-        error,
-    };
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| error(std::io::Error::other(e)))?;
+        error: std::io::Error::other(e),
+    })?;
     bytes.push(b'\n');
-    std::fs::write(path, bytes).map_err(error)
+    write_file(path, &bytes)
+}
+
+/// Writes a file of a results folder whole or not at all: into a new temporary file beside it
+/// (`.NAME.XXXXXX`), renamed over `path` once every byte is written. On a full disk the
+/// temporary file is removed and `path` is left as it was — never empty, never cut short.
+///
+/// # Errors
+///
+/// [`SweepError::Write`] naming `path`.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
+    use std::io::Write as _;
+    // The temporary file's errors name its own path: the error is said of `path`.
+    let error = |error: std::io::Error| SweepError::Write {
+        path: path.to_path_buf(),
+        error: error
+            .raw_os_error()
+            .map_or(error, std::io::Error::from_raw_os_error),
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    // As `fs::write` would create it (0666 less the umask), not a temporary file's 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    // Dropped (and so removed) on every error below.
+    let mut tmp = builder.tempfile_in(dir).map_err(error)?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.flush())
+        .map_err(error)?;
+    tmp.persist(path).map_err(|e| error(e.error))?;
+    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {
@@ -307,6 +333,25 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepErro
         path: path.to_path_buf(),
         line: e.line(),
         message: e.to_string(),
+    })
+}
+
+/// Makes `dir` (and the folders on the way) a folder of new results — a sweep's, a `watch`'s, a
+/// fleet's: created, or taken when it exists and is empty. One that holds anything is refused,
+/// so that coretune never writes among (or over) files that are not its own.
+///
+/// # Errors
+///
+/// [`SweepError::NotEmpty`]; [`SweepError::Write`] when it cannot be created.
+pub fn claim_dir(dir: &Path) -> Result<(), SweepError> {
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(SweepError::NotEmpty {
+            dir: dir.to_path_buf(),
+        });
+    }
+    std::fs::create_dir_all(dir).map_err(|error| SweepError::Write {
+        path: dir.to_path_buf(),
+        error,
     })
 }
 

@@ -20,9 +20,14 @@
 //!    missing runs are made.
 //!
 //! A failed run (the workload or program failed, crashed, timed out, or its result did not
-//! verify) is logged with its status and never enters the timing statistics. A configuration
-//! that timed out once gets no further runs: it is slower than the user allows, and repeating
-//! it would only spend the timeout again.
+//! verify; any status but `ok`) is logged with its status and never enters the statistics. It
+//! also puts its configuration *out of the running*, as hyperfine stops at the first non-zero
+//! exit: the configuration gets no further runs, is never recommended, takes no part in ties
+//! or the Pareto front, and the search does not count it as a contender (a thread count that
+//! exposes a race must not be rewarded for the runs that happened to pass). With
+//! [`Design::ignore_failure`] (`tune -i`) failed runs are only left out of the statistics and
+//! the configuration stays eligible; a configuration that timed out gets no further runs either
+//! way (repeating it would only spend the timeout again).
 //!
 //! # Where each step lives
 //!
@@ -71,7 +76,9 @@ pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
-pub use folder::{SweepFolder, SweepResults, claim_timestamped_dir, timestamped_dir};
+pub use folder::{
+    SweepFolder, SweepResults, claim_dir, claim_timestamped_dir, timestamped_dir, write_file,
+};
 pub use launcher::{Launcher, RankPlan};
 pub use objective::{
     BUILTIN_OBJECTIVES, MetricError, MetricRead, MetricSource, MetricSpec, Objective, Quantity,
@@ -84,14 +91,16 @@ pub use report::{
 };
 pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
-pub use target::{RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
+pub use target::{ProgramFile, RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
 
 use crate::grid::{Config, ConfigError, Family, Grid};
 use crate::measure::{Noise, NoiseProbe, Summary};
 use crate::program::watch::Sample;
 use crate::workload::{RunRecord, Throughput};
 
-/// How a run ended.
+/// How a run ended. Every status but [`Status::Ok`] is a failed run, treated alike: left out of
+/// the statistics, and (without [`Design::ignore_failure`]) its configuration out of the
+/// running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
@@ -147,6 +156,24 @@ impl RunLine {
             .rfind(|l| !l.is_empty())
     }
 
+    /// Why the run failed, in a few words (`None` for a successful run): the error, with the
+    /// last line of the program's stderr in brackets when the error does not end quoting it
+    /// (`./flaky.sh exited with status 134 (race detected, aborting)`, `timed out after 2.0 s`).
+    pub fn failure(&self) -> Option<String> {
+        if self.status == Status::Ok {
+            return None;
+        }
+        let error = self.error.clone().unwrap_or_else(|| match self.status {
+            Status::Timeout => "timed out".to_owned(),
+            Status::Unverified => "its result did not verify".to_owned(),
+            _ => "failed".to_owned(),
+        });
+        Some(match self.last_stderr_line() {
+            Some(last) if !error.ends_with(last) => format!("{error} ({last})"),
+            _ => error,
+        })
+    }
+
     /// Wall time in seconds of a successful run.
     pub fn wall_s(&self) -> Option<f64> {
         match (&self.status, &self.record) {
@@ -187,7 +214,8 @@ pub enum Outcome {
 /// `coretune bench`, which writes no folder).
 #[derive(Debug)]
 pub struct RunLog {
-    file: Option<(PathBuf, File)>,
+    /// The file, and how many bytes of it hold whole lines (where a failed append is cut back to).
+    file: Option<(PathBuf, File, u64)>,
     lines: Vec<RunLine>,
 }
 
@@ -225,7 +253,7 @@ impl RunLog {
         // Drop a torn last line so the next append starts on a fresh line.
         file.set_len(good_bytes).map_err(write_error)?;
         Ok(Self {
-            file: Some((path.to_path_buf(), file)),
+            file: Some((path.to_path_buf(), file, good_bytes)),
             lines,
         })
     }
@@ -304,14 +332,16 @@ impl RunLog {
         &self.lines
     }
 
-    /// Appends a run and flushes it to the operating system.
+    /// Appends a run and flushes it to the operating system. An append that fails (a full
+    /// disk) is cut back off the file, so that no torn line is left behind, and the run is not
+    /// kept: the log holds what the file holds.
     ///
     /// # Errors
     ///
     /// [`SweepError::Write`] naming the file.
     pub fn append(&mut self, mut line: RunLine) -> Result<(), SweepError> {
         line.seq = self.lines.len();
-        if let Some((path, file)) = &mut self.file {
+        if let Some((path, file, good_bytes)) = &mut self.file {
             let write_error = |error| SweepError::Write {
                 path: path.clone(),
                 error,
@@ -319,9 +349,12 @@ impl RunLog {
             let mut text =
                 serde_json::to_string(&line).map_err(|e| write_error(std::io::Error::other(e)))?;
             text.push('\n');
-            file.write_all(text.as_bytes())
-                .and_then(|()| file.flush())
-                .map_err(write_error)?;
+            if let Err(e) = file.write_all(text.as_bytes()).and_then(|()| file.flush()) {
+                // Part of the line may be in the file: cut it off (shrinking needs no space).
+                let _ = file.set_len(*good_bytes);
+                return Err(write_error(e));
+            }
+            *good_bytes += text.len() as u64;
         }
         self.lines.push(line);
         Ok(())
@@ -392,6 +425,7 @@ impl Sweep {
         let folder = self.folder.clone();
         let result = execute(
             &self.spec.design,
+            runner.settings().timeout,
             &mut self.log,
             &mut |c| -> Outcome {
                 let r = runner.run(c);
@@ -436,6 +470,11 @@ pub struct Design {
     /// (`--objective`; absent = wall time alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objectives: Vec<Objective>,
+    /// `tune -i`/`--ignore-failure` (hyperfine's flag): a failed run is only left out of the
+    /// statistics, and its configuration stays eligible and gets its remaining runs (absent =
+    /// false: a failed run puts its configuration out of the running; see the module docs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_failure: bool,
 }
 
 /// The tie tolerance when none is given, in percent: configurations whose medians are within
@@ -463,6 +502,7 @@ impl Design {
             min_time: Duration::ZERO,
             tolerance: DEFAULT_TOLERANCE_PCT / 100.0,
             objectives: Vec::new(),
+            ignore_failure: false,
         }
     }
 
@@ -494,6 +534,71 @@ pub struct Progress<'a> {
     pub stage: usize,
     /// Every run in the log so far (including earlier invocations').
     pub lines: &'a [RunLine],
+    /// Whether failed runs leave their configuration in the running ([`Design::ignore_failure`]).
+    pub ignore_failure: bool,
+}
+
+/// How many failed runs of one configuration are told one by one as they happen; after them,
+/// one line says that the rest are in `runs.jsonl` (a configuration failing every run under
+/// `tune -i` must not flood the terminal).
+const FAILURES_TOLD: usize = 3;
+
+impl Progress<'_> {
+    /// The line to show at once when the run just logged failed, as hyperfine shows an exit
+    /// code (`2 threads, place os: run 3 failed: ./flaky.sh exited with status 134 (race
+    /// detected, aborting)`); after three of one configuration, once, that its
+    /// further failures are in `runs.jsonl`; `None` for a successful run and after that.
+    pub fn failure_note(&self) -> Option<String> {
+        let line = self.line;
+        let why = line.failure()?;
+        let of_config = |l: &&RunLine| l.config == line.config;
+        let failures = self
+            .lines
+            .iter()
+            .filter(of_config)
+            .filter(|l| l.status != Status::Ok)
+            .count();
+        if failures > FAILURES_TOLD + 1 {
+            return None;
+        }
+        if failures == FAILURES_TOLD + 1 {
+            return Some(format!(
+                "{}: further failures of it are in runs.jsonl",
+                line.config
+            ));
+        }
+        let run = if line.warmup {
+            "warm-up run".to_owned()
+        } else {
+            let k = self
+                .lines
+                .iter()
+                .filter(of_config)
+                .filter(|l| !l.warmup)
+                .count();
+            format!("run {k}")
+        };
+        let (verb, why) = match line.status {
+            Status::Timeout => match why.strip_prefix("timed out") {
+                Some(rest) => ("timed out", rest.trim_start().to_owned()),
+                None => ("timed out", why),
+            },
+            Status::Unverified => ("did not verify", why),
+            _ => ("failed", why),
+        };
+        let sep = if why.is_empty() || why.starts_with("after ") {
+            " "
+        } else {
+            ": "
+        };
+        let what = format!("{}: {run} {verb}{sep}{why}", line.config);
+        let what = what.trim_end().to_owned();
+        Some(match (line.status, self.ignore_failure) {
+            (Status::Timeout, _) => format!("{what}; no more runs of it"),
+            (_, true) => what,
+            (_, false) => format!("{what}; no more runs of it (-i keeps going)"),
+        })
+    }
 }
 
 /// Why a sweep could not start, or stopped early. Every variant keeps the path, program or
@@ -560,8 +665,8 @@ pub enum SweepError {
     },
     /// A new sweep was pointed at a folder that holds other files.
     #[error(
-        "{} is not empty: --out takes a new or empty folder, so that a sweep's files are not \
-         mixed with others",
+        "{} is not empty: --out takes a new or empty folder, so that coretune's files are not \
+         mixed with others (nor written over them)",
         dir.display()
     )]
     NotEmpty {
@@ -617,6 +722,40 @@ pub enum SweepError {
     /// A configuration cannot run on this machine.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A `--metric-from` file exists before the sweep runs.
+    #[error(
+        "--metric-from {}: the file exists; coretune removes this file between runs (so that \
+         an old figure never passes for a new one) and will not remove one it did not write: \
+         move it away (a file left by an interrupted run too) or choose another name",
+        path.display()
+    )]
+    MetricFileExists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A resumed sweep's program is not the file the sweep measured.
+    #[error(
+        "'{name}' is not the file this sweep measured ({}: {differs}): put that one back, or \
+         give --force to go on with this one (its runs would be pooled with the others')",
+        path.display()
+    )]
+    NotTheSameProgram {
+        /// The program as the command names it.
+        name: String,
+        /// The file the sweep measured.
+        path: PathBuf,
+        /// What differs (`its size, mtime and hash differ`), or `it is gone`.
+        differs: String,
+    },
+    /// A resumed sweep's working directory is gone.
+    #[error(
+        "the sweep ran in {}, which is gone: recreate it, or give --force to run from here",
+        dir.display()
+    )]
+    WorkingDirGone {
+        /// The directory the sweep ran in.
+        dir: PathBuf,
+    },
     /// The caller asked to stop (Ctrl-C); finished runs are in the log.
     #[error("interrupted")]
     Interrupted,
@@ -635,6 +774,7 @@ pub(crate) fn is_complete(plan: &Design, lines: &[RunLine]) -> bool {
     let wanted = std::cell::Cell::new(false);
     let result = execute(
         plan,
+        None,
         &mut log,
         &mut |_| {
             wanted.set(true);
@@ -646,10 +786,64 @@ pub(crate) fn is_complete(plan: &Design, lines: &[RunLine]) -> bool {
     result.is_ok() && !wanted.get()
 }
 
-/// Per-configuration estimates for the search, from the successful measured runs.
-pub(crate) fn estimates(lines: &[RunLine], objective: &Objective) -> BTreeMap<Config, Estimate> {
+/// How many measured runs the whole sweep makes, given the runs `lines` made so far, when the
+/// plan says so before the results are in: an exhaustive plan without a minimum time (each
+/// configuration of the grid gets its runs, or those it made before a failure put it out).
+/// `None` when the search or `--min-time` decides it from the results.
+pub(crate) fn planned_runs(plan: &Design, lines: &[RunLine]) -> Option<usize> {
+    if plan.strategy != Strategy::Exhaustive || !plan.min_time.is_zero() {
+        return None;
+    }
+    Some(
+        plan.grid
+            .configs()
+            .iter()
+            .map(|c| {
+                let made = lines.iter().filter(|l| &l.config == c && !l.warmup).count();
+                if is_out(lines, c, plan.ignore_failure) {
+                    made
+                } else {
+                    made.max(plan.runs)
+                }
+            })
+            .sum(),
+    )
+}
+
+/// Whether configuration `c` is out of the running in the runs `lines`: it timed out, or
+/// (without `ignore_failure`) any of its runs, warm-up included, failed. It gets no further
+/// runs, and (but for a timeout under `ignore_failure`) no recommendation.
+pub(crate) fn is_out(lines: &[RunLine], c: &Config, ignore_failure: bool) -> bool {
+    lines.iter().any(|l| {
+        &l.config == c
+            && match l.status {
+                Status::Ok => false,
+                Status::Timeout => true,
+                // Every other way a run can fail (and any added later, such as an audit
+                // that finds the run did not measure its configuration) counts alike.
+                _ => !ignore_failure,
+            }
+    })
+}
+
+/// Per-configuration estimates for the search, from the successful measured runs of the
+/// configurations still in the running (a configuration put out by a failed run is no
+/// contender, however fast its other runs were).
+pub(crate) fn estimates(
+    lines: &[RunLine],
+    objective: &Objective,
+    ignore_failure: bool,
+) -> BTreeMap<Config, Estimate> {
     let mut values: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+    let failed: BTreeSet<&Config> = lines
+        .iter()
+        .filter(|l| l.status != Status::Ok)
+        .map(|l| &l.config)
+        .collect();
     for line in lines.iter().filter(|l| !l.warmup && l.status == Status::Ok) {
+        if !ignore_failure && failed.contains(&line.config) {
+            continue;
+        }
         if let Some(v) = line.record.as_ref().and_then(|r| objective.value(r)) {
             values.entry(line.config.clone()).or_default().push(v);
         }
@@ -679,7 +873,8 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 
 /// Runs the plan, appending every run to `log` (which may already hold runs from an earlier,
 /// interrupted invocation: those count). `run` makes one run of a configuration; `progress` is
-/// told after each; `stop` is polled between runs (Ctrl-C).
+/// told after each; `stop` is polled between runs (Ctrl-C). `timeout` is the runs' time limit,
+/// for the log's word on a run that exceeded it.
 ///
 /// # Errors
 ///
@@ -688,6 +883,7 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 /// Every finished run is in the log.
 pub(crate) fn execute(
     plan: &Design,
+    timeout: Option<Duration>,
     log: &mut RunLog,
     run: &mut dyn FnMut(&Config) -> Outcome,
     progress: &mut dyn FnMut(&Progress<'_>),
@@ -701,7 +897,7 @@ pub(crate) fn execute(
             return Err(SweepError::Interrupted);
         }
         let tried: BTreeSet<Config> = log.lines().iter().map(|l| l.config.clone()).collect();
-        let measured = estimates(log.lines(), &objective);
+        let measured = estimates(log.lines(), &objective, plan.ignore_failure);
         let mut configs: Vec<Config> =
             search::next_configs(&plan.grid, plan.strategy, &measured, &tried, plan.tolerance);
         // Configurations of earlier stages that still lack runs (an interrupted sweep).
@@ -711,15 +907,9 @@ pub(crate) fn execute(
                 .filter(|l| &l.config == c && l.warmup == warm)
                 .count()
         };
-        let timed_out: BTreeSet<&Config> = log
-            .lines()
-            .iter()
-            .filter(|l| l.status == Status::Timeout)
-            .map(|l| &l.config)
-            .collect();
         for c in &tried {
             if !configs.contains(c)
-                && !timed_out.contains(c)
+                && !is_out(log.lines(), c, plan.ignore_failure)
                 && count(log.lines(), c, false) < plan.runs
             {
                 configs.push(c.clone());
@@ -731,10 +921,7 @@ pub(crate) fn execute(
         configs.sort();
         for round in 0.. {
             let needs = |lines: &[RunLine], c: &Config| -> Option<bool> {
-                if lines
-                    .iter()
-                    .any(|l| &l.config == c && l.status == Status::Timeout)
-                {
+                if is_out(lines, c, plan.ignore_failure) {
                     return None;
                 }
                 if count(lines, c, true) < plan.warmup {
@@ -794,7 +981,14 @@ pub(crate) fn execute(
                         stderr_tail = tail;
                         (Status::Failed, Some(error), None)
                     }
-                    Outcome::Timeout => (Status::Timeout, Some("timed out".into()), None),
+                    Outcome::Timeout => (
+                        Status::Timeout,
+                        Some(timeout.map_or_else(
+                            || "timed out".to_owned(),
+                            |t| format!("timed out after {:.1} s", t.as_secs_f64()),
+                        )),
+                        None,
+                    ),
                     Outcome::Abandoned(why) => {
                         abandoned = Some(why.clone());
                         (Status::Timeout, Some(why), None)
@@ -820,6 +1014,7 @@ pub(crate) fn execute(
                     remaining_in_stage: total - i - 1,
                     stage,
                     lines,
+                    ignore_failure: plan.ignore_failure,
                 });
                 if let Some(why) = abandoned {
                     return Err(SweepError::Abandoned(why));
@@ -840,6 +1035,17 @@ pub struct ConfigSummary {
     pub runs: usize,
     /// Measured runs that failed, timed out or did not verify.
     pub failed: usize,
+    /// Of those, the measured runs that timed out.
+    #[serde(default)]
+    pub timed_out: usize,
+    /// Why the configuration is out of the running (a run of it failed, and the sweep does not
+    /// ignore failures; or it timed out and has no successful run): `3 of 8 runs failed:
+    /// ./flaky.sh exited with status 134 (race detected, aborting)`. `None`: eligible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<String>,
+    /// The first failed run's reason, warm-up included (`None` when none failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
     /// Statistics of the successful runs' wall times (seconds).
     pub wall: Option<Summary>,
     /// Statistics of each objective the summaries were made for, in their order (`None` where
@@ -849,11 +1055,15 @@ pub struct ConfigSummary {
     pub metrics: BTreeMap<String, Summary>,
     /// Median workload throughput.
     pub throughput: Option<Throughput>,
-    /// Speedup over the 1-thread configuration of the same family (or, failing that, over
-    /// 1 thread placed by the OS).
+    /// Speedup over the 1-thread configuration of the same family — with instances, over one
+    /// copy of one thread of that placement family, so that the gain from splitting shows —
+    /// or, failing that, over 1 thread placed by the OS.
     pub speedup: Option<f64>,
-    /// Speedup per thread.
+    /// Speedup per thread (every copy's threads counted).
     pub efficiency: Option<f64>,
+    /// The configuration the speedup is taken over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Config>,
     /// Median voluntary context switches per run.
     pub voluntary_ctx_switches: Option<f64>,
     /// Median involuntary context switches per run.
@@ -864,18 +1074,59 @@ pub struct ConfigSummary {
     pub busy_runs: usize,
 }
 
+/// Why a configuration whose runs are `runs` (warm-up included, in log order) is out of the
+/// running, when it is: a failed run without `ignore_failure`, or a timeout that left it no
+/// successful run. `made` and the counts are of measured runs.
+fn out_reason(runs: &[&RunLine], ignore_failure: bool) -> Option<String> {
+    let first = runs.iter().find(|l| l.status != Status::Ok)?;
+    let measured: Vec<&&RunLine> = runs.iter().filter(|l| !l.warmup).collect();
+    let ok = measured.iter().filter(|l| l.status == Status::Ok).count();
+    let timed_out = measured
+        .iter()
+        .filter(|l| l.status == Status::Timeout)
+        .count();
+    let failed = measured.len() - ok;
+    if ignore_failure && !(timed_out > 0 && ok == 0) {
+        return None;
+    }
+    let why = first.failure().unwrap_or_default();
+    if first.warmup {
+        return Some(match first.status {
+            Status::Timeout => format!("its warm-up run {why}"),
+            _ => format!("its warm-up run failed: {why}"),
+        });
+    }
+    let of = format!("{failed} of {}", crate::sys::counted(measured.len(), "run"));
+    Some(if timed_out == failed {
+        // `timed out after 2.0 s`: said once, after the count.
+        format!("{of} {why}")
+    } else if timed_out == 0 {
+        format!("{of} failed: {why}")
+    } else {
+        format!("{of} failed or timed out; the first: {why}")
+    })
+}
+
 /// Summarises the measured (non-warm-up) runs of the log per configuration, in configuration
 /// order, with statistics of each of `objectives` (their first gives the speedup when it is a
-/// metric of the program: its own figure against its 1-thread figure).
-pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSummary> {
-    let mut by_config: BTreeMap<Config, Vec<&RunLine>> = BTreeMap::new();
-    for line in lines.iter().filter(|l| !l.warmup) {
-        by_config.entry(line.config.clone()).or_default().push(line);
+/// metric of the program: its own figure against its 1-thread figure). A configuration with a
+/// failed run is marked out of the running ([`ConfigSummary::out`]) unless `ignore_failure`.
+pub fn summarize(
+    lines: &[RunLine],
+    objectives: &[Objective],
+    ignore_failure: bool,
+) -> Vec<ConfigSummary> {
+    let mut all_runs: BTreeMap<Config, Vec<&RunLine>> = BTreeMap::new();
+    for line in lines {
+        all_runs.entry(line.config.clone()).or_default().push(line);
     }
     let med = |v: Vec<f64>| crate::measure::stats::median(&v);
-    let mut out: Vec<ConfigSummary> = by_config
+    let mut out: Vec<ConfigSummary> = all_runs
         .into_iter()
-        .map(|(config, runs)| {
+        // A configuration put out by its warm-up run has a row too, to say why.
+        .filter(|(_, all)| all.iter().any(|l| !l.warmup || l.status != Status::Ok))
+        .map(|(config, all)| {
+            let runs: Vec<&RunLine> = all.iter().copied().filter(|l| !l.warmup).collect();
             let ok: Vec<&RunRecord> = runs
                 .iter()
                 .filter(|l| l.status == Status::Ok)
@@ -900,6 +1151,9 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
             ConfigSummary {
                 runs: ok.len(),
                 failed: runs.len() - ok.len(),
+                timed_out: runs.iter().filter(|l| l.status == Status::Timeout).count(),
+                out: out_reason(&all, ignore_failure),
+                first_failure: all.iter().find_map(|l| l.failure()),
                 wall: Summary::of(&walls),
                 objectives: objectives
                     .iter()
@@ -920,6 +1174,7 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
                 }),
                 speedup: None,
                 efficiency: None,
+                baseline: None,
                 voluntary_ctx_switches: field(&|r| {
                     r.measurement.voluntary_ctx_switches.map(|n| n as f64)
                 }),
@@ -932,9 +1187,11 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
             }
         })
         .collect();
-    // Speedup and efficiency against the family's 1-thread median: of the wall time, or of
-    // the program's own figure when that is the objective (as a cost: a rate's speedup is the
-    // ratio of the rates).
+    // Speedup and efficiency against the family's 1-thread median — with instances, against
+    // one copy of one thread of the same placement family — of the wall time, or of the
+    // program's own figure when that is the objective (as a cost: a rate's speedup is the
+    // ratio of the rates). A configuration out of the running is no baseline and gets none
+    // (a crashing configuration's "182% efficiency" is no figure to show).
     let by_metric = objectives.first().filter(|o| {
         matches!(
             o.quantity,
@@ -947,10 +1204,10 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
             None => Some(s.wall.as_ref()?.median),
         }
     };
-    let one_thread: BTreeMap<Family, f64> = out
+    let one_thread: BTreeMap<Family, (Config, f64)> = out
         .iter()
-        .filter(|s| s.config.threads == 1)
-        .filter_map(|s| Some((s.config.family(), cost(s)?)))
+        .filter(|s| s.config.threads == 1 && s.out.is_none())
+        .filter_map(|s| Some((s.config.family(), (s.config.clone(), cost(s)?))))
         .collect();
     let os_baseline = one_thread
         .iter()
@@ -961,17 +1218,19 @@ pub fn summarize(lines: &[RunLine], objectives: &[Objective]) -> Vec<ConfigSumma
                 && f.mem.is_default()
                 && f.instances == 1
         })
-        .map(|(_, &t)| t);
-    for s in &mut out {
+        .map(|(_, base)| base.clone());
+    for s in out.iter_mut().filter(|s| s.out.is_none()) {
         let Some(own) = cost(s) else { continue };
-        let base = one_thread.get(&s.config.family()).copied().or(os_baseline);
-        if let Some(base) = base {
+        let family = Family {
+            instances: 1,
+            ..s.config.family()
+        };
+        let base = one_thread.get(&family).cloned().or(os_baseline.clone());
+        if let Some((base_config, base)) = base {
+            let threads = s.config.threads * s.config.instances;
             s.speedup = Some(crate::measure::stats::speedup(base, own));
-            s.efficiency = Some(crate::measure::stats::efficiency(
-                base,
-                own,
-                s.config.threads,
-            ));
+            s.efficiency = Some(crate::measure::stats::efficiency(base, own, threads));
+            s.baseline = Some(base_config);
         }
     }
     out

@@ -57,14 +57,66 @@ impl MetricSource {
 
 impl FromStr for MetricSource {
     type Err = MetricError;
+    /// `stdout` and `stderr` are the only keywords; anything else is a file name, but for a
+    /// near miss of a keyword (`STDOUT`, `sdtout`, `stdin`, `err`, `-`), which is refused: a
+    /// typo must not become a file that every run fails to find (or, were it there, a file of
+    /// the user's that coretune would remove). `./err` names a file called `err`.
     fn from_str(s: &str) -> Result<Self, MetricError> {
         Ok(match s {
             "stdout" => Self::Stdout,
             "stderr" => Self::Stderr,
             "" => return Err(MetricError::Source),
-            path => Self::File(path.to_owned()),
+            name => {
+                if let Some(meant) = near_keyword(name) {
+                    return Err(MetricError::NearKeyword {
+                        given: name.to_owned(),
+                        meant,
+                    });
+                }
+                Self::File(name.to_owned())
+            }
         })
     }
+}
+
+/// The keyword `name` is a near miss of, when it is one: a word (no path separator, no
+/// extension) within two edits of `stdout` or `stderr` in any case, or one of the names that
+/// mean a stream elsewhere (`stdin`, `out`, `err`, `-`, `1`, `2`).
+fn near_keyword(name: &str) -> Option<&'static str> {
+    if name.contains(['/', '\\', '.']) {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    match lower.as_str() {
+        "stdin" | "in" | "out" | "-" | "1" | "0" => return Some("stdout"),
+        "err" | "2" => return Some("stderr"),
+        _ => {}
+    }
+    let (to_out, to_err) = (edits(&lower, "stdout"), edits(&lower, "stderr"));
+    match to_out.min(to_err) {
+        0..=2 if to_out <= to_err => Some("stdout"),
+        0..=2 => Some("stderr"),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance between two short ASCII words (the misspelt-placeholder check in
+/// `run.rs` has its own).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<u8> = b.bytes().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 impl fmt::Display for MetricSource {
@@ -142,6 +194,17 @@ pub enum MetricError {
     /// An empty `--metric-from`.
     #[error("--metric-from: expected stdout, stderr or a file name")]
     Source,
+    /// `--metric-from` a near miss of `stdout` or `stderr` (`stdin`, `STDOUT`, `sdtout`).
+    #[error(
+        "--metric-from '{given}': did you mean {meant}? (only stdout and stderr are read as \
+         streams; a file of that name is ./{given})"
+    )]
+    NearKeyword {
+        /// The name given.
+        given: String,
+        /// The keyword it is closest to.
+        meant: &'static str,
+    },
     /// `--higher-is-better` or `--unit` naming no metric.
     #[error("{option} {name}: no --metric of that name (metrics: {known})")]
     UnknownMetric {
@@ -924,6 +987,45 @@ mod test {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn only_stdout_and_stderr_are_keywords_and_a_near_miss_is_refused() {
+        for (given, meant) in [
+            ("stdin", "stdout"),
+            ("STDOUT", "stdout"),
+            ("sdtout", "stdout"),
+            ("Stderr", "stderr"),
+            ("stder", "stderr"),
+            ("err", "stderr"),
+            ("out", "stdout"),
+            ("-", "stdout"),
+        ] {
+            let e = given.parse::<MetricSource>().unwrap_err();
+            assert_eq!(
+                e,
+                MetricError::NearKeyword {
+                    given: given.into(),
+                    meant
+                },
+                "{given}"
+            );
+            assert!(e.to_string().contains(&format!("did you mean {meant}?")));
+        }
+        for file in [
+            "./err",
+            "results.txt",
+            "out-{threads}.json",
+            "/tmp/stdin",
+            "latency",
+        ] {
+            assert_eq!(
+                file.parse::<MetricSource>(),
+                Ok(MetricSource::File(file.into())),
+                "{file}"
+            );
+        }
+        assert_eq!("stderr".parse::<MetricSource>(), Ok(MetricSource::Stderr));
     }
 
     #[test]

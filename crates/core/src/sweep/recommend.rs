@@ -1,6 +1,10 @@
 //! The recommendation: the fastest configuration only when it is better beyond noise; otherwise
 //! the simplest of those that tie with it.
 //!
+//! Only configurations in the running take part: one whose run failed (without `tune -i`) is
+//! never recommended, never the fastest, in no tie and not on the Pareto front; the warnings
+//! say which were put out and why.
+//!
 //! A configuration *ties* with the fastest when its 95% interval of the median overlaps the
 //! fastest's, or its median is within the tolerance (3% by default) of the fastest's. Among the
 //! ties the simplest wins: fewer threads, then no pinning, then no CPU exclusion, then no
@@ -37,13 +41,17 @@ pub struct Recommendation {
     pub warnings: Vec<String>,
 }
 
-/// The first objective's cost estimate of a configuration (lower is better).
+/// The first objective's cost estimate of a configuration in the running (lower is better);
+/// `None` for one out of it or without a successful run.
 fn estimate(s: &ConfigSummary, objective: &Objective) -> Option<Estimate> {
+    if s.out.is_some() {
+        return None;
+    }
     Some(objective.estimate(s.objectives.first()?.as_ref()?))
 }
 
 /// The configurations on the Pareto front of `objectives` (none when there are fewer than
-/// two): those no other configuration beats on every one, by median.
+/// two): those in the running that no other one beats on every objective, by median.
 pub(crate) fn pareto(summaries: &[ConfigSummary], objectives: &[Objective]) -> Vec<Config> {
     if objectives.len() < 2 {
         return Vec::new();
@@ -54,7 +62,11 @@ pub(crate) fn pareto(summaries: &[ConfigSummary], objectives: &[Objective]) -> V
             objectives
                 .iter()
                 .zip(&s.objectives)
-                .map(|(o, v)| v.as_ref().map(|v| o.cost(v.median)))
+                .map(|(o, v)| {
+                    v.as_ref()
+                        .filter(|_| s.out.is_none())
+                        .map(|v| o.cost(v.median))
+                })
                 .collect()
         })
         .collect();
@@ -130,17 +142,18 @@ pub(crate) fn recommend_on(
             .all(|(_, e)| !ties(e, &chosen_est, tolerance));
 
     let mut reason = Vec::new();
-    // The speedup is of the time, or of the program's own figure when that is the objective.
+    // The speedup is of the time, or of the program's own figure when that is the objective;
+    // with instances, over one copy of one thread (the gain from splitting the machine).
+    let over = match &chosen.baseline {
+        Some(b) if b.instances == 1 && chosen.config.instances > 1 => "one copy of 1 thread's",
+        _ => "the 1-thread",
+    };
     let speed = match &objective.quantity {
-        Quantity::Time => chosen
-            .speedup
-            .map(|s| format!(", {s:.2}× the 1-thread time")),
-        Quantity::Metric(name) => chosen
-            .speedup
-            .map(|s| format!(", {s:.2}× the 1-thread {name}")),
+        Quantity::Time => chosen.speedup.map(|s| format!(", {s:.2}× {over} time")),
+        Quantity::Metric(name) => chosen.speedup.map(|s| format!(", {s:.2}× {over} {name}")),
         Quantity::Throughput => chosen
             .speedup
-            .map(|s| format!(", {s:.2}× the 1-thread throughput")),
+            .map(|s| format!(", {s:.2}× {over} throughput")),
         Quantity::Cpu | Quantity::Rss => None,
     }
     .unwrap_or_default();
@@ -326,23 +339,67 @@ pub(crate) fn recommend_on(
                 }
             ));
         }
-        if s.failed > 0 {
+    }
+    // Configurations put out by a failed run, told once with the first's reason.
+    let out: Vec<&ConfigSummary> = summaries.iter().filter(|s| s.out.is_some()).collect();
+    if let Some(first) = out.first() {
+        warnings.push(format!(
+            "{} out of the running after a failed run (the first: {}: {}); tune -i keeps \
+             such configurations, without their failed runs.",
+            if out.len() == 1 {
+                "1 configuration is".to_owned()
+            } else {
+                format!("{} configurations are", out.len())
+            },
+            first.config,
+            first.out.as_deref().unwrap_or_default()
+        ));
+    }
+    // Failed runs left out of the statistics of configurations still in the running (-i).
+    for s in summaries.iter().filter(|s| s.out.is_none() && s.failed > 0) {
+        let word = if s.timed_out == s.failed {
+            "timed out"
+        } else {
+            "failed"
+        };
+        warnings.push(format!(
+            "{}: {} of {} {word} (left out of its statistics); the first: {}.",
+            s.config,
+            s.failed,
+            crate::sys::counted(s.runs + s.failed, "run"),
+            s.first_failure.as_deref().unwrap_or("failed")
+        ));
+    }
+    if !noise_known {
+        let single: Vec<&(&ConfigSummary, Estimate)> = measured
+            .iter()
+            .filter(|(s, _)| s.runs < MIN_RUNS_FOR_NOISE)
+            .collect();
+        if single.len() == measured.len() && single.iter().all(|(s, _)| s.failed == 0) {
+            warnings.push(
+                "one successful run per configuration: there is no interval, so no difference \
+                 can be told from noise (--runs 3 or more for that)."
+                    .to_owned(),
+            );
+        } else {
+            let (first, _) = single[0];
             warnings.push(format!(
-                "{}: {} run(s) failed (excluded).",
-                s.config, s.failed
+                "{} with one successful run ({}{}): there is no interval for {}, so no \
+                 difference can be told from noise.",
+                crate::sys::counted(single.len(), "configuration"),
+                first.config,
+                if first.failed > 0 {
+                    format!(", of {} made", first.runs + first.failed)
+                } else {
+                    String::new()
+                },
+                if single.len() == 1 { "it" } else { "them" }
             ));
         }
     }
-    if !noise_known {
-        warnings.push(
-            "one run per configuration: there is no interval, so no difference can be told \
-             from noise (--runs 3 or more for that)."
-                .to_owned(),
-        );
-    }
     if simpler.is_empty() && measured.len() == 1 {
         warnings.push(format!(
-            "{} is the only configuration measured: nothing to compare it with.",
+            "{} is the only configuration in the running: nothing to compare it with.",
             chosen.config
         ));
     }

@@ -49,9 +49,18 @@ pub struct ConfigRow {
     pub runs: usize,
     /// Failed, timed-out or unverified measured runs.
     pub failed: usize,
-    /// Speedup over the family's 1-thread median.
+    /// Of those, the runs that timed out (absent when none did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timed_out: usize,
+    /// Why the configuration is out of the running — a run of it failed (`1 of 3 runs
+    /// failed: ./app exited with status 134 (race detected)`, `1 of 1 run timed out after
+    /// 2.0 s`) — so that it is never recommended; absent while it is eligible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<String>,
+    /// Speedup over the family's 1-thread median (with instances, over one copy of one thread
+    /// of the same placement family).
     pub speedup: Option<f64>,
-    /// Speedup per thread.
+    /// Speedup per thread (with instances, per thread of all copies).
     pub efficiency: Option<f64>,
     /// Median workload throughput.
     pub throughput: Option<Throughput>,
@@ -136,6 +145,11 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// `complete` of a `summary.json` written before the field was: those were read as complete.
+fn complete_by_default() -> bool {
+    true
+}
+
 impl ConfigRow {
     fn of(s: &ConfigSummary, lines: &[RunLine], objectives: &[Objective]) -> Self {
         let w = s.wall.as_ref();
@@ -167,6 +181,8 @@ impl ConfigRow {
             sys_s: mean_of(&|r| r.measurement.sys.map(|d| d.as_secs_f64())),
             runs: s.runs,
             failed: s.failed,
+            timed_out: s.timed_out,
+            out: s.out.clone(),
             speedup: s.speedup,
             efficiency: s.efficiency,
             throughput: s.throughput,
@@ -233,6 +249,21 @@ impl ConfigRow {
         }
     }
 
+    /// How the runs that did not count ended, in one word: `timed out` when every one timed
+    /// out (or the configuration's warm-up did), else `failed`.
+    pub fn failure_word(&self) -> &'static str {
+        let warmup_timed_out = self.failed == 0
+            && self
+                .out
+                .as_deref()
+                .is_some_and(|o| o.starts_with("its warm-up run timed out"));
+        if (self.failed > 0 && self.timed_out == self.failed) || warmup_timed_out {
+            "timed out"
+        } else {
+            "failed"
+        }
+    }
+
     /// The first objective's median and interval (the wall time's for a time sweep).
     pub fn objective(&self) -> Option<(f64, Option<(f64, f64)>)> {
         match self.objectives.first() {
@@ -268,6 +299,10 @@ pub struct UslRow {
 pub struct RunCounts {
     /// Measured runs (warm-ups excluded).
     pub measured: usize,
+    /// Measured runs the whole sweep makes, when the plan knows it before the results are in
+    /// (an exhaustive plan without `--min-time`, or a complete sweep); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<usize>,
     /// Measured runs that completed and verified.
     pub ok: usize,
     /// Measured runs that failed, timed out or did not verify.
@@ -294,6 +329,11 @@ pub struct SweepReport {
     /// The grid and settings (`plan` in `summary.json`).
     #[serde(rename = "plan")]
     pub design: Design,
+    /// Whether the sweep is complete: continuing it would make no run. An interrupted or
+    /// stopped sweep's report says `false`, and its recommendation is provisional (absent in
+    /// summaries of coretune before it: read as complete).
+    #[serde(default = "complete_by_default")]
+    pub complete: bool,
     /// One row per configuration measured, in configuration order.
     pub configs: Vec<ConfigRow>,
     /// One fit per family with enough points.
@@ -339,7 +379,7 @@ impl SweepReport {
         {
             design.objectives.clone_from(&objectives);
         }
-        let summaries = summarize(lines, &objectives);
+        let summaries = summarize(lines, &objectives, design.ignore_failure);
         let pareto = pareto(&summaries, &objectives);
         let mut recommendation = recommend_on(&summaries, design.tolerance, &objectives, &pareto);
         if let Some(r) = recommendation.as_mut() {
@@ -370,8 +410,14 @@ impl SweepReport {
             })
             .collect();
         let measured: Vec<&RunLine> = lines.iter().filter(|l| !l.warmup).collect();
+        let complete = super::is_complete(&design, lines);
         let runs = RunCounts {
             measured: measured.len(),
+            planned: if complete {
+                Some(measured.len())
+            } else {
+                super::planned_runs(&design, lines)
+            },
             ok: measured.iter().filter(|l| l.status == Status::Ok).count(),
             failed: measured.iter().filter(|l| l.status != Status::Ok).count(),
             busy: measured.iter().filter(|l| l.noise.busy).count(),
@@ -384,6 +430,7 @@ impl SweepReport {
             target,
             machine,
             design,
+            complete,
             configs,
             usl,
             recommendation,
@@ -398,17 +445,24 @@ impl SweepReport {
         self.configs.iter().find(|c| c.config == r.config)
     }
 
-    /// Why nothing could be recommended: `None` when a configuration completed a verified run,
-    /// else a one-line reason naming the first failure.
+    /// Why nothing could be recommended: `None` when a configuration in the running completed
+    /// a verified run, else a one-line reason naming the first failure.
     pub fn failure(&self, lines: &[RunLine]) -> Option<String> {
         if self.recommendation.is_some() {
             return None;
         }
         let failed: Vec<&RunLine> = lines.iter().filter(|l| l.status != Status::Ok).collect();
+        let ok = lines.len() - failed.len();
         Some(match failed.first() {
             None => "no run was made".to_owned(),
             Some(first) => format!(
-                "no configuration completed a verified run ({} of {} failed; the first: {}: {}{})",
+                "no configuration {} ({} of {} failed; the first: {}: {}{})",
+                if ok == 0 {
+                    "completed a verified run"
+                } else {
+                    // Some runs passed, in configurations that failed other runs.
+                    "is in the running: each had a failed run"
+                },
                 failed.len(),
                 crate::sys::counted(lines.len(), "run"),
                 first.config,
@@ -420,6 +474,36 @@ impl SweepReport {
                     .map_or_else(String::new, |l| format!(": {l}"))
             ),
         })
+    }
+
+    /// How far an incomplete sweep got, for the outputs' "incomplete" line (`None` when it is
+    /// complete): `5 of 12 measured runs` where the plan knows its total, else `5 measured
+    /// runs so far`, or `no measured run yet` when it stopped before any configuration
+    /// completed one (during warm-up).
+    pub fn incomplete(&self) -> Option<String> {
+        if self.complete {
+            return None;
+        }
+        Some(match (self.runs.measured, self.runs.planned) {
+            (0, _) => "no measured run yet".to_owned(),
+            (done, Some(planned)) => format!("{done} of {planned} measured runs"),
+            (done, None) => format!("{} so far", crate::sys::counted(done, "measured run")),
+        })
+    }
+
+    /// What the outputs say when there is nothing to recommend: that the sweep stopped before
+    /// any measured run (an incomplete sweep interrupted during warm-up), or that no
+    /// configuration in the running completed a verified run.
+    pub fn nothing_to_recommend(&self) -> &'static str {
+        if !self.complete && self.runs.measured == 0 {
+            "The sweep stopped before any configuration completed a measured run: nothing to \
+             recommend yet."
+        } else if self.complete {
+            "No configuration in the running completed a verified run: nothing to recommend."
+        } else {
+            "No configuration in the running has completed a verified run yet: nothing to \
+             recommend so far."
+        }
     }
 }
 

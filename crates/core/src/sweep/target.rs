@@ -1,7 +1,16 @@
 //! What a sweep measures ([`Target`]) and how every run of it is made ([`RunSettings`]), and the
 //! two together with the plan: [`SweepSpec`], the `sweep.json` of a results folder.
+//!
+//! A new sweep also records where it ran and what it ran ([`SweepSpec::record`]): the absolute
+//! working directory, the program file ([`ProgramFile`]: its resolved path, size, modification
+//! time and a CRC-32 of its content) and the variables coretune sets for its runs. `--resume`
+//! runs from that directory and refuses a program that is not the same file
+//! ([`SweepSpec::check_program`]), so that the runs of two programs are never pooled; folders
+//! written before these fields were recorded resume and report as they did.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +42,11 @@ pub enum Target {
 }
 
 impl Target {
+    /// Whether the command runs through `sh -c` (`--shell`, `--server`).
+    pub fn is_shell(&self) -> bool {
+        matches!(self, Target::Command { shell: true, .. })
+    }
+
     /// A short label for tables and the hyperfine export: the workload's name, or the command.
     pub fn label(&self) -> String {
         match self {
@@ -110,20 +124,197 @@ pub struct SweepSpec {
     /// How each run is made.
     #[serde(flatten)]
     pub settings: RunSettings,
+    /// The absolute working directory the sweep ran in: `--resume` runs from it (absent in
+    /// folders of coretune before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The program file the sweep measured (absent for a built-in workload, a program whose
+    /// name holds a placeholder, a shell command whose first word is not a program, and in
+    /// folders of coretune before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramFile>,
+    /// The variables coretune sets for the runs: name → value where every configuration gets
+    /// the same, null where it varies with the configuration (`OMP_NUM_THREADS`, the pinning
+    /// plan); empty for a built-in workload.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Option<String>>,
+}
+
+/// A program file as a sweep measured it: enough to tell, on `--resume`, whether `./app` is
+/// still the same file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramFile {
+    /// The program as the command names it (`./app`, `sysbench`).
+    pub name: String,
+    /// The file it resolved to, absolute, links resolved.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its last modification, nanoseconds since the Unix epoch (absent where the system does
+    /// not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ns: Option<u64>,
+    /// A hash of its content, `crc32:` and 8 hex digits (CRC-32/IEEE: a check that the bytes
+    /// are the same, not a defence against someone forging a file).
+    pub hash: String,
+}
+
+impl ProgramFile {
+    /// The file `name` resolves to now (as `execvp` would find it, from the current
+    /// directory), read whole for its hash.
+    ///
+    /// # Errors
+    ///
+    /// The program is not found, or its file cannot be read.
+    pub fn of(name: &str) -> Result<Self, SweepError> {
+        let found = crate::program::find_program(name)?;
+        let path = std::fs::canonicalize(&found)
+            .or_else(|_| std::path::absolute(&found))
+            .unwrap_or(found);
+        let read = |error| SweepError::Read {
+            path: path.clone(),
+            error,
+        };
+        let meta = std::fs::metadata(&path).map_err(read)?;
+        let mut file = std::fs::File::open(&path).map_err(read)?;
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buf).map_err(read)?;
+            if n == 0 {
+                break;
+            }
+            crc.update(&buf[..n]);
+        }
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_nanos()).ok());
+        Ok(Self {
+            name: name.to_owned(),
+            path,
+            size: meta.len(),
+            mtime_ns,
+            hash: format!("crc32:{:08x}", crc.finalize()),
+        })
+    }
+
+    /// What differs between this record and `now`, the same program found again (`path`,
+    /// `size`, `mtime`, `hash`); empty when it is the same file. A file copied or touched
+    /// (a new mtime) but of the same path, size and content is the same program.
+    pub fn differences(&self, now: &Self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.path != now.path {
+            out.push("path");
+        }
+        if self.size != now.size {
+            out.push("size");
+        }
+        if self.mtime_ns != now.mtime_ns {
+            out.push("mtime");
+        }
+        if self.hash != now.hash {
+            out.push("hash");
+        }
+        if out == ["mtime"] {
+            out.clear();
+        }
+        out
+    }
 }
 
 /// Version of `sweep.json`.
 pub const SWEEP_SCHEMA: &str = "coretune-sweep/1";
 
 impl SweepSpec {
-    /// A spec of the current schema.
+    /// A spec of the current schema, recording nothing of where it runs ([`SweepSpec::record`]
+    /// does).
     pub fn new(design: Design, target: Target, settings: RunSettings) -> Self {
         Self {
             schema: SWEEP_SCHEMA.into(),
             design,
             target,
             settings,
+            cwd: None,
+            program: None,
+            env: BTreeMap::new(),
         }
+    }
+
+    /// Records what a new sweep measures, here and now: the current directory, the program
+    /// file, and `env`, the variables its runs get (`Runner::env_set`).
+    ///
+    /// # Errors
+    ///
+    /// The current directory cannot be read, or the program's file cannot be.
+    pub fn record(&mut self, env: BTreeMap<String, Option<String>>) -> Result<(), SweepError> {
+        let cwd = std::env::current_dir().map_err(|error| SweepError::Read {
+            path: PathBuf::from("."),
+            error,
+        })?;
+        self.cwd = Some(cwd);
+        self.program = match self.program_name() {
+            Some(name) => match ProgramFile::of(&name) {
+                Ok(file) => Some(file),
+                // A shell command's first word that is no program (`cd`, `i=0;`).
+                Err(SweepError::Launch(_)) if self.target.is_shell() => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        self.env = env;
+        Ok(())
+    }
+
+    /// The program the target starts, as named: a command's first word, or a shell command's
+    /// (a server's) first word; `None` for a built-in workload or a name with a placeholder,
+    /// which is another program per configuration.
+    fn program_name(&self) -> Option<String> {
+        let Target::Command { argv, shell } = &self.target else {
+            return None;
+        };
+        let first = if *shell {
+            argv.join(" ").split_whitespace().next()?.to_owned()
+        } else {
+            argv.first()?.clone()
+        };
+        (!first.contains('{')).then_some(first)
+    }
+
+    /// The directory a resumed sweep runs from: the one it ran in, for a program (its
+    /// relative paths, `--metric-from` files and `--prepare` are relative to it); `None` for a
+    /// built-in workload and for folders that did not record it.
+    pub fn working_dir(&self) -> Option<&Path> {
+        match self.target {
+            Target::Command { .. } => self.cwd.as_deref(),
+            Target::Workload { .. } => None,
+        }
+    }
+
+    /// Checks, before a resumed sweep runs (from [`SweepSpec::working_dir`]), that its program
+    /// is the file it measured.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::NotTheSameProgram`] naming what differs, or that it is gone.
+    pub fn check_program(&self) -> Result<(), SweepError> {
+        let Some(then) = &self.program else {
+            return Ok(());
+        };
+        let differs = match ProgramFile::of(&then.name) {
+            Ok(now) => match then.differences(&now).as_slice() {
+                [] => return Ok(()),
+                [one] => format!("its {one} differs"),
+                [init @ .., last] => format!("its {} and {last} differ", init.join(", ")),
+            },
+            Err(_) => "it is gone".to_owned(),
+        };
+        Err(SweepError::NotTheSameProgram {
+            name: then.name.clone(),
+            path: then.path.clone(),
+            differs,
+        })
     }
 
     /// Reads a `sweep.json`.

@@ -6,6 +6,7 @@ use super::*;
 use crate::grid::ThrottleSpec;
 use crate::measure::{Measurement, MigrationSource, RssSource};
 use crate::workload::Unit;
+use std::collections::BTreeMap;
 
 /// A run record with the given wall time (what a runner hands back).
 pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {
@@ -45,6 +46,7 @@ pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {
         min_time: Duration::ZERO,
         tolerance: 0.03,
         objectives: Vec::new(),
+        ignore_failure: false,
     }
 }
 
@@ -78,6 +80,7 @@ fn simulate(plan: &Design, cost: &dyn Fn(&Config) -> f64) -> Vec<RunLine> {
     let runs = std::cell::RefCell::new(std::collections::BTreeMap::<Config, u64>::new());
     execute(
         plan,
+        None,
         &mut log,
         &mut |c| {
             let mut runs = runs.borrow_mut();
@@ -146,13 +149,13 @@ fn search_agrees_with_exhaustive_in_fewer_runs() {
         let full = simulate(&plan(g.clone(), Strategy::Exhaustive), &cost);
         let fast = simulate(&plan(g.clone(), Strategy::Search), &cost);
         let a = recommend(
-            &summarize(&full, &[Objective::time()]),
+            &summarize(&full, &[Objective::time()], false),
             0.03,
             &[Objective::time()],
         )
         .unwrap();
         let b = recommend(
-            &summarize(&fast, &[Objective::time()]),
+            &summarize(&fast, &[Objective::time()], false),
             0.03,
             &[Objective::time()],
         )
@@ -181,7 +184,7 @@ fn interleaved_rounds_with_warmup_and_no_repeats() {
         configs.dedup();
         assert_eq!(configs.len(), 4, "every configuration once per round");
     }
-    let summaries = summarize(&lines, &[Objective::time()]);
+    let summaries = summarize(&lines, &[Objective::time()], false);
     assert!(summaries.iter().all(|s| s.runs == 3 && s.failed == 0));
     let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
     assert!((two.speedup.unwrap() - 2.0).abs() < 0.05);
@@ -199,6 +202,7 @@ fn interrupted_sweep_resumes_without_losing_or_repeating_runs() {
     let mut log = RunLog::open(&path).unwrap();
     let result = execute(
         &p,
+        None,
         &mut log,
         &mut |c| {
             made.set(made.get() + 1);
@@ -220,6 +224,7 @@ fn interrupted_sweep_resumes_without_losing_or_repeating_runs() {
     assert_eq!(log.lines().len(), 10);
     execute(
         &p,
+        None,
         &mut log,
         &mut |c| {
             made.set(made.get() + 1);
@@ -233,7 +238,7 @@ fn interrupted_sweep_resumes_without_losing_or_repeating_runs() {
     assert_eq!(made.get(), 24);
     let lines = RunLog::open(&path).unwrap().lines().to_vec();
     assert_eq!(lines.len(), 24);
-    for s in summarize(&lines, &[Objective::time()]) {
+    for s in summarize(&lines, &[Objective::time()], false) {
         assert_eq!((s.runs, s.failed), (3, 0), "{}", s.config);
     }
 }
@@ -246,6 +251,7 @@ fn failures_are_logged_and_never_timed() {
     let mut log = RunLog::open(&dir.path().join("runs.jsonl")).unwrap();
     execute(
         &p,
+        None,
         &mut log,
         &mut |c| {
             if c.threads == 2 {
@@ -258,14 +264,22 @@ fn failures_are_logged_and_never_timed() {
         &|| false,
     )
     .unwrap();
-    let summaries = summarize(log.lines(), &[Objective::time()]);
+    let summaries = summarize(log.lines(), &[Objective::time()], false);
     let two = summaries.iter().find(|s| s.config.threads == 2).unwrap();
-    assert_eq!((two.runs, two.failed), (0, 3));
+    // Its warm-up failed: no measured run, and out of the running, saying why.
+    assert_eq!((two.runs, two.failed), (0, 0));
+    assert_eq!(
+        two.out.as_deref(),
+        Some("its warm-up run failed: exit status 3")
+    );
     assert!(two.wall.is_none());
     let rec = recommend(&summaries, 0.03, &[Objective::time()]).unwrap();
     assert_eq!(rec.config.threads, 1);
     assert!(
-        rec.warnings.iter().any(|w| w.contains("3 run(s) failed")),
+        rec.warnings.iter().any(|w| w.contains(
+            "1 configuration is out of the running after a failed run (the first: 2 threads, \
+             place os: its warm-up run failed: exit status 3)"
+        )),
         "{:?}",
         rec.warnings
     );
@@ -288,7 +302,7 @@ fn ties_go_to_fewer_threads_and_no_pinning() {
         }
     });
     let rec = recommend(
-        &summarize(&lines, &[Objective::time()]),
+        &summarize(&lines, &[Objective::time()], false),
         0.03,
         &[Objective::time()],
     )
@@ -316,7 +330,7 @@ fn a_clear_winner_is_recommended_beyond_noise() {
             }
     });
     let rec = recommend(
-        &summarize(&lines, &[Objective::time()]),
+        &summarize(&lines, &[Objective::time()], false),
         0.03,
         &[Objective::time()],
     )
@@ -345,7 +359,7 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     let mut one_run = plan(g.clone(), Strategy::Exhaustive);
     one_run.runs = 1;
     let rec = recommend(
-        &summarize(&simulate(&one_run, &cost), &[Objective::time()]),
+        &summarize(&simulate(&one_run, &cost), &[Objective::time()], false),
         0.03,
         &[Objective::time()],
     )
@@ -356,14 +370,14 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     assert!(
         rec.warnings
             .iter()
-            .any(|w| w.starts_with("one run per configuration")),
+            .any(|w| w.starts_with("one successful run per configuration")),
         "{:?}",
         rec.warnings
     );
     // Only the 4-thread spread configuration measured.
     let alone = plan(grid(vec![4], &["spread"], &["all"]), Strategy::Exhaustive);
     let rec = recommend(
-        &summarize(&simulate(&alone, &cost), &[Objective::time()]),
+        &summarize(&simulate(&alone, &cost), &[Objective::time()], false),
         0.03,
         &[Objective::time()],
     )
@@ -373,7 +387,7 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     assert!(
         rec.warnings
             .iter()
-            .any(|w| w.contains("the only configuration measured")),
+            .any(|w| w.contains("the only configuration in the running")),
         "{:?}",
         rec.warnings
     );
@@ -388,7 +402,7 @@ fn oversubscription_shows_in_the_reason() {
         _ => 1.2,
     });
     let rec = recommend(
-        &summarize(&lines, &[Objective::time()]),
+        &summarize(&lines, &[Objective::time()], false),
         0.03,
         &[Objective::time()],
     )
@@ -409,6 +423,7 @@ fn a_timed_out_configuration_gets_no_more_runs_and_the_sweep_ends() {
     let mut log = RunLog::open(&dir.path().join("runs.jsonl")).unwrap();
     execute(
         &plan,
+        None,
         &mut log,
         &mut |c| {
             if c.threads == 2 {
@@ -438,6 +453,7 @@ fn an_abandoned_run_is_logged_then_stops_the_sweep() {
     let mut log = RunLog::in_memory();
     let err = execute(
         &plan,
+        None,
         &mut log,
         &mut |_| Outcome::Abandoned("stuck".into()),
         &mut |_| {},
@@ -473,6 +489,7 @@ fn complete_means_continuing_would_make_no_run() {
     let mut log = RunLog::in_memory();
     execute(
         &p,
+        None,
         &mut log,
         &mut |c| Outcome::Done(record(1.0 / c.threads as f64, 0)),
         &mut |_| {},
@@ -493,6 +510,7 @@ fn a_run_stopped_by_a_signal_is_not_logged_and_stops_the_sweep() {
     let made = Cell::new(0);
     let result = execute(
         &p,
+        None,
         &mut log,
         &mut |_| {
             made.set(made.get() + 1);
@@ -508,4 +526,405 @@ fn a_run_stopped_by_a_signal_is_not_logged_and_stops_the_sweep() {
     assert!(matches!(result, Err(SweepError::Interrupted)));
     assert_eq!(log.lines().len(), 2);
     assert!(log.lines().iter().all(|l| l.status == Status::Ok));
+}
+
+/// A failed run of `./flaky2.sh` (finding 6's script) with its stderr.
+fn crash() -> Outcome {
+    Outcome::ProgramFailed {
+        error: "./flaky2.sh exited with status 134".into(),
+        stderr_tail: Some("race detected, aborting\n".into()),
+    }
+}
+
+/// Finding 6's sweep: 1 thread passes all 8 runs in 0.2 s; 2 threads take 0.05 s when they
+/// pass, and crash on every run but each fourth, from the third on.
+fn flaky_sweep(ignore_failure: bool) -> Vec<RunLine> {
+    let mut p = plan(grid(vec![1, 2], &["os"], &["all"]), Strategy::Exhaustive);
+    (p.runs, p.warmup, p.ignore_failure) = (8, 0, ignore_failure);
+    let made = std::cell::RefCell::new(BTreeMap::<usize, usize>::new());
+    let mut log = RunLog::in_memory();
+    execute(
+        &p,
+        None,
+        &mut log,
+        &mut |c| {
+            let mut made = made.borrow_mut();
+            let k = made.entry(c.threads).or_insert(0);
+            *k += 1;
+            match (c.threads, *k) {
+                (1, _) => Outcome::Done(record(0.2, 0)),
+                (_, 1 | 2) => Outcome::Done(record(0.05, 0)),
+                (_, k) if k % 4 == 0 => Outcome::Done(record(0.05, 0)),
+                _ => crash(),
+            }
+        },
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap();
+    log.lines().to_vec()
+}
+
+#[test]
+fn a_configuration_whose_runs_mostly_crash_is_never_recommended() {
+    let lines = flaky_sweep(false);
+    // Its first failure is its last run, as a timeout's is.
+    let two: Vec<&RunLine> = lines.iter().filter(|l| l.config.threads == 2).collect();
+    assert_eq!(two.len(), 3, "{two:#?}");
+    assert_eq!(two[2].status, Status::Failed);
+    assert_eq!(lines.iter().filter(|l| l.config.threads == 1).count(), 8);
+    let objectives = [Objective::time(), cpu()];
+    let summaries = summarize(&lines, &objectives, false);
+    let flaky = summaries.iter().find(|s| s.config.threads == 2).unwrap();
+    assert_eq!(
+        flaky.out.as_deref(),
+        Some("1 of 3 runs failed: ./flaky2.sh exited with status 134 (race detected, aborting)")
+    );
+    let rec = recommend(&summaries, 0.03, &objectives).unwrap();
+    // Not recommended, not the fastest, not on the Pareto front (though faster on both).
+    assert_eq!((rec.config.threads, rec.fastest.threads), (1, 1));
+    assert_eq!(
+        super::recommend::pareto(&summaries, &objectives),
+        vec![rec.config.clone()]
+    );
+    assert!(!rec.reason.contains("2 threads"), "{}", rec.reason);
+    assert!(
+        rec.warnings.iter().any(|w| w.starts_with(
+            "1 configuration is out of the running after a failed run (the first: 2 threads, \
+             place os: 1 of 3 runs failed: ./flaky2.sh exited with status 134 (race detected, \
+             aborting)); tune -i keeps"
+        )),
+        "{:?}",
+        rec.warnings
+    );
+    // A sweep resumed from this log makes no further run of it: it is complete.
+    let mut p = plan(grid(vec![1, 2], &["os"], &["all"]), Strategy::Exhaustive);
+    (p.runs, p.warmup) = (8, 0);
+    assert!(is_complete(&p, &lines));
+}
+
+/// `tune -i`: failed runs are left out of the statistics as hyperfine's `--ignore-failure`
+/// does, the configuration gets all its runs and stays eligible, and the warning quotes the
+/// first failure.
+#[test]
+fn with_ignore_failure_failed_runs_are_left_out_and_the_configuration_stays_eligible() {
+    let lines = flaky_sweep(true);
+    assert_eq!(lines.iter().filter(|l| l.config.threads == 2).count(), 8);
+    let summaries = summarize(&lines, &[Objective::time()], true);
+    let flaky = summaries.iter().find(|s| s.config.threads == 2).unwrap();
+    assert_eq!(
+        (flaky.runs, flaky.failed, flaky.out.as_deref()),
+        (4, 4, None)
+    );
+    let rec = recommend(&summaries, 0.03, &[Objective::time()]).unwrap();
+    assert_eq!(rec.config.threads, 2);
+    assert!(
+        rec.warnings.iter().any(|w| w
+            == "2 threads, place os: 4 of 8 runs failed (left out of its statistics); the \
+                first: ./flaky2.sh exited with status 134 (race detected, aborting)."),
+        "{:?}",
+        rec.warnings
+    );
+    // The same log judged without -i puts it out.
+    let strict = summarize(&lines, &[Objective::time()], false);
+    assert!(strict.iter().any(|s| s.out.is_some()));
+}
+
+fn cpu() -> Objective {
+    Objective::resolve(&["cpu".into()], &[]).unwrap().remove(0)
+}
+
+/// The search's estimates leave out a configuration with a failed run, so that a crash that
+/// happened to be fast first draws no brackets around it.
+#[test]
+fn the_search_counts_no_configuration_with_a_failed_run_as_a_contender() {
+    let g = grid((1..=8).collect(), &["os"], &["all"]);
+    let lines = {
+        let made = std::cell::RefCell::new(BTreeMap::<usize, usize>::new());
+        let mut log = RunLog::in_memory();
+        execute(
+            &plan(g.clone(), Strategy::Search),
+            None,
+            &mut log,
+            &mut |c| {
+                let mut made = made.borrow_mut();
+                let k = made.entry(c.threads).or_insert(0);
+                *k += 1;
+                match (c.threads, *k) {
+                    // Far the fastest on its warm-up and first run, then it crashes.
+                    (4, 1 | 2) => Outcome::Done(record(0.01, 0)),
+                    (4, _) => crash(),
+                    (t, _) => Outcome::Done(record(1.0 / t as f64, 0)),
+                }
+            },
+            &mut |_| {},
+            &|| false,
+        )
+        .unwrap();
+        log.lines().to_vec()
+    };
+    let time = Objective::time();
+    let four = g.configs()[3].clone();
+    assert!(!estimates(&lines, &time, false).contains_key(&four));
+    assert!(estimates(&lines, &time, true).contains_key(&four));
+    // Bracketing 4 would have measured 3 (between 2 and 4); 8 is the best in the running.
+    assert!(!lines.iter().any(|l| l.config.threads == 3), "{lines:#?}");
+    let rec = recommend(
+        &summarize(&lines, std::slice::from_ref(&time), false),
+        0.03,
+        &[time],
+    )
+    .unwrap();
+    assert_eq!(rec.config.threads, 8);
+}
+
+fn failed_line(seq: usize, threads: usize, warmup: bool, status: Status) -> RunLine {
+    let mut c = grid(vec![threads], &["os"], &["all"]).configs().remove(0);
+    c.threads = threads;
+    RunLine {
+        seq,
+        config: c,
+        warmup,
+        status,
+        error: Some(match status {
+            Status::Timeout => "timed out after 2.0 s".into(),
+            _ => "./flaky2.sh exited with status 134".into(),
+        }),
+        stderr_tail: (status == Status::Failed).then(|| "race detected, aborting\n".into()),
+        record: None,
+        noise: Noise::default(),
+        ended_at: 0.0,
+    }
+}
+
+/// As each run fails, one line says so at once (as hyperfine shows an exit code); after three
+/// of one configuration, one line says the rest are in runs.jsonl, then nothing.
+#[test]
+fn each_failed_run_is_told_at_once_and_after_three_the_rest_are_in_the_log() {
+    let mut lines: Vec<RunLine> = Vec::new();
+    let mut notes = Vec::new();
+    for (threads, warmup, status) in [
+        (2, true, Status::Ok),
+        (2, false, Status::Ok),
+        (2, false, Status::Ok),
+        (2, false, Status::Failed),
+        (1, false, Status::Timeout),
+        (2, false, Status::Failed),
+        (2, false, Status::Failed),
+        (2, false, Status::Failed),
+        (2, false, Status::Failed),
+    ] {
+        let mut l = failed_line(lines.len(), threads, warmup, status);
+        if status == Status::Ok {
+            (l.error, l.stderr_tail, l.record) = (None, None, Some(record(0.1, 0)));
+        }
+        lines.push(l);
+        let p = Progress {
+            line: lines.last().unwrap(),
+            done: lines.len(),
+            remaining_in_stage: 0,
+            stage: 0,
+            lines: &lines,
+            ignore_failure: true,
+        };
+        notes.extend(p.failure_note());
+    }
+    assert_eq!(
+        notes,
+        [
+            "2 threads, place os: run 3 failed: ./flaky2.sh exited with status 134 (race \
+             detected, aborting)",
+            "1 thread, place os: run 1 timed out after 2.0 s; no more runs of it",
+            "2 threads, place os: run 4 failed: ./flaky2.sh exited with status 134 (race \
+             detected, aborting)",
+            "2 threads, place os: run 5 failed: ./flaky2.sh exited with status 134 (race \
+             detected, aborting)",
+            "2 threads, place os: further failures of it are in runs.jsonl",
+        ]
+    );
+    // Without -i, the first failure is the configuration's last run, and the line says so.
+    let p = Progress {
+        line: &lines[3],
+        done: 4,
+        remaining_in_stage: 0,
+        stage: 0,
+        lines: &lines[..4],
+        ignore_failure: false,
+    };
+    assert!(
+        p.failure_note()
+            .unwrap()
+            .ends_with("(race detected, aborting); no more runs of it (-i keeps going)")
+    );
+}
+
+/// The "one run per configuration" warning counts the runs that succeeded, and says so: 8
+/// runs of which 1 passed leave no interval either, and `--runs 3` is not the advice.
+#[test]
+fn the_one_run_warning_counts_successful_runs_and_says_so() {
+    let mut lines = flaky_sweep(true);
+    // One success of 2 threads only: drop its other passes.
+    let mut passed = 0;
+    lines.retain(|l| {
+        if l.config.threads == 2 && l.status == Status::Ok {
+            passed += 1;
+            return passed == 1;
+        }
+        true
+    });
+    let rec = recommend(
+        &summarize(&lines, &[Objective::time()], true),
+        0.03,
+        &[Objective::time()],
+    )
+    .unwrap();
+    assert!(
+        rec.warnings.iter().any(|w| w
+            == "1 configuration with one successful run (2 threads, place os, of 5 made): \
+                there is no interval for it, so no difference can be told from noise."),
+        "{:?}",
+        rec.warnings
+    );
+    assert!(
+        !rec.warnings.iter().any(|w| w.contains("--runs 3")),
+        "{:?}",
+        rec.warnings
+    );
+}
+
+/// Finding 19: with instances, the speedup is over one copy of one thread of the same
+/// placement family, so 2 copies of membw at 154 GB/s against one at 78.7 show 1.96×, and the
+/// reason says which baseline.
+#[test]
+fn with_instances_the_speedup_is_over_one_copy_of_one_thread() {
+    let mut g = grid(vec![1], &["os"], &["all"]);
+    g.instances = vec![1, 2];
+    let mut lines = Vec::new();
+    for c in g.configs() {
+        let gbs = if c.instances == 1 { 78.7 } else { 154.0 };
+        for _ in 0..3 {
+            let mut r = record(0.1, 0);
+            r.throughput = crate::workload::Throughput {
+                value: gbs,
+                unit: Unit::GbPerSec,
+            };
+            let mut l = failed_line(lines.len(), 1, false, Status::Ok);
+            (l.config, l.error, l.stderr_tail, l.record) = (c.clone(), None, None, Some(r));
+            lines.push(l);
+        }
+    }
+    let objectives = [Objective::throughput()];
+    let summaries = summarize(&lines, &objectives, false);
+    let two = summaries.iter().find(|s| s.config.instances == 2).unwrap();
+    assert!(
+        (two.speedup.unwrap() - 154.0 / 78.7).abs() < 1e-9,
+        "{two:?}"
+    );
+    // Two copies of one thread: the efficiency is per thread of all copies.
+    assert!((two.efficiency.unwrap() - 154.0 / 78.7 / 2.0).abs() < 1e-9);
+    assert_eq!(two.baseline.as_ref().map(|b| b.instances), Some(1));
+    let rec = recommend(&summaries, 0.03, &objectives).unwrap();
+    assert_eq!(rec.config.instances, 2);
+    assert!(
+        rec.reason
+            .contains("1.96× one copy of 1 thread's throughput"),
+        "{}",
+        rec.reason
+    );
+}
+
+/// An interrupted sweep's report says it is incomplete, with its counts where the plan knows
+/// them; before any measured run, it says that.
+#[test]
+fn an_interrupted_sweep_reports_itself_incomplete_with_its_counts() {
+    let p = plan(
+        grid(vec![1, 2], &["os", "spread"], &["all"]),
+        Strategy::Exhaustive,
+    );
+    let made = Cell::new(0);
+    let mut log = RunLog::in_memory();
+    let result = execute(
+        &p,
+        None,
+        &mut log,
+        &mut |c| {
+            made.set(made.get() + 1);
+            Outcome::Done(record(1.0 / c.threads as f64, 0))
+        },
+        &mut |_| {},
+        &|| made.get() >= 9,
+    );
+    assert!(matches!(result, Err(SweepError::Interrupted)));
+    let target = Target::Command {
+        argv: vec!["./app".into()],
+        shell: false,
+    };
+    let report = |lines: &[RunLine]| {
+        SweepReport::build(target.clone(), test_machine(), p.clone(), lines, &|_| {
+            Vec::new()
+        })
+    };
+    // 4 warm-ups and 5 measured runs of 4 × 3.
+    let r = report(log.lines());
+    assert!(!r.complete);
+    assert_eq!((r.runs.measured, r.runs.planned), (5, Some(12)));
+    assert_eq!(r.incomplete().as_deref(), Some("5 of 12 measured runs"));
+    let r = report(&log.lines()[..3]);
+    assert_eq!(r.incomplete().as_deref(), Some("no measured run yet"));
+    assert!(
+        r.nothing_to_recommend()
+            .starts_with("The sweep stopped before any configuration completed a measured run")
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["complete"], false);
+    // A search does not know its total before the results are in.
+    let mut search = p.clone();
+    search.strategy = Strategy::Search;
+    let r = SweepReport::build(target, test_machine(), search, log.lines(), &|_| Vec::new());
+    assert_eq!(r.runs.planned, None);
+    assert_eq!(r.incomplete().as_deref(), Some("5 measured runs so far"));
+}
+
+fn test_machine() -> crate::topology::MachineRecord {
+    crate::topology::MachineRecord {
+        hostname: "test".into(),
+        kernel: "6.1".into(),
+        cpu_model: "test".into(),
+        governor: None,
+        settings: Default::default(),
+        topology: "1 package, 2 cores".into(),
+        tool_version: "0.1.0".into(),
+        command: Vec::new(),
+        environment: Default::default(),
+    }
+}
+
+/// A program file touched or copied anew is the same program; one rebuilt is not.
+#[cfg(unix)]
+#[test]
+fn a_program_touched_is_the_same_file_but_one_rebuilt_is_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app");
+    let write = |body: &str| {
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("#!/bin/sh\necho 1\n");
+    let name = path.to_str().unwrap();
+    let then = ProgramFile::of(name).unwrap();
+    assert!(
+        then.hash.starts_with("crc32:") && then.hash.len() == 14,
+        "{then:?}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    write("#!/bin/sh\necho 1\n");
+    let touched = ProgramFile::of(name).unwrap();
+    assert_ne!(then.mtime_ns, touched.mtime_ns);
+    assert!(then.differences(&touched).is_empty());
+    write("#!/bin/sh\necho 2\n");
+    assert_eq!(
+        then.differences(&ProgramFile::of(name).unwrap()),
+        ["mtime", "hash"]
+    );
 }

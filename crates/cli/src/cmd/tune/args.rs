@@ -95,6 +95,12 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "SECS", allow_negative_numbers = true,
           value_parser = numbers::seconds())]
     timeout: Option<f64>,
+    /// Keep a configuration whose runs fail (hyperfine's -i): its failed runs are left out of
+    /// its statistics and it stays eligible. Without it a failed run (a non-zero exit, a
+    /// crash, a timeout, a result that does not verify) ends the configuration's runs and it is
+    /// never recommended.
+    #[arg(long, short = 'i')]
+    ignore_failure: bool,
     /// Measure every configuration of the grid instead of searching it.
     #[arg(long)]
     exhaustive: bool,
@@ -111,12 +117,16 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out", "exhaustive", "command",
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
-        "min_time", "timeout", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
+        "min_time", "timeout", "ignore_failure", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
         "metric", "metric_from", "higher_is_better", "unit", "objective", "server", "ready",
         "client", "client_cpus", "ready_timeout",
     ])]
     resume: Option<PathBuf>,
+    /// With --resume: continue although the program is not the file the sweep measured (its
+    /// size or content changed), or from here when the sweep's working directory is gone.
+    #[arg(long, requires = "resume")]
+    force: bool,
     /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
     /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
     /// scripts and submit nothing.
@@ -162,8 +172,10 @@ pub(crate) struct TuneArgs {
     /// output or its last JSON line); repeat for several. A run whose output lacks one fails.
     #[arg(long, value_name = "NAME=RULE")]
     metric: Vec<String>,
-    /// Where the metrics are read: stdout, stderr, or a file the program writes (placeholders
-    /// substituted; removed before each run so that an old one never counts).
+    /// Where the metrics are read: stdout, stderr (the only keywords: a near miss such as stdin
+    /// is refused; ./NAME is a file), or a file the program writes (placeholders substituted).
+    /// A file that already exists is refused before anything runs: coretune removes the file
+    /// between runs so that an old figure never counts, and removes only what its runs wrote.
     #[arg(long, value_name = "FROM", default_value = "stdout", value_hint = clap::ValueHint::FilePath,
           value_parser = crate::choices::offered(&MetricSource::KEYWORDS), hide_possible_values = true)]
     metric_from: String,
@@ -258,8 +270,9 @@ pub(super) struct Machine {
 /// Where a measured sweep comes from and goes.
 #[derive(Debug)]
 pub(super) enum Folder {
-    /// `--resume DIR`: the sweep in DIR (its grid and settings are read from DIR).
-    Resume(PathBuf),
+    /// `--resume DIR`: the sweep in DIR (its grid and settings are read from DIR); `force`:
+    /// even when its program changed or its working directory is gone.
+    Resume { dir: PathBuf, force: bool },
     /// A new sweep, into `--out` (`None`: a timestamped folder).
     New {
         sweep: Box<SweepOptions>,
@@ -284,6 +297,8 @@ pub(super) struct SweepOptions {
     objectives: Vec<Objective>,
     /// `--launcher`: who starts the program's ranks.
     pub(super) launcher: Option<Launcher>,
+    /// `-i`/`--ignore-failure`.
+    ignore_failure: bool,
 }
 
 /// The grid axes the arguments name, as given.
@@ -356,7 +371,10 @@ impl TryFrom<&TuneArgs> for TuneOptions {
             let topo = TopologyArgs::default().load()?;
             let counts = MachineCounts::live(&topo);
             let folder = match &args.resume {
-                Some(dir) => Folder::Resume(dir.clone()),
+                Some(dir) => Folder::Resume {
+                    dir: dir.clone(),
+                    force: args.force,
+                },
                 None => {
                     check_settings(args)?;
                     let settings = settings(args)?;
@@ -405,6 +423,7 @@ impl SweepOptions {
             tolerance: args.tolerance / 100.0,
             objectives: objectives(args)?,
             launcher: launcher(args)?,
+            ignore_failure: args.ignore_failure,
         })
     }
 
@@ -425,6 +444,7 @@ impl SweepOptions {
             min_time: Duration::try_from_secs_f64(self.min_time).unwrap_or_default(),
             tolerance: self.tolerance,
             objectives: self.objectives.clone(),
+            ignore_failure: self.ignore_failure,
         }
     }
 }
@@ -553,6 +573,16 @@ fn server(args: &TuneArgs) -> anyhow::Result<Option<ServerSettings>> {
 /// events per second), and wall time without metrics (an empty list: old folders say the same).
 fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
     let metrics = metrics(args)?;
+    if let (Some(_), true, true) = (&args.server, metrics.is_empty(), args.objective.is_empty()) {
+        // The run's time is the client's, which the client fixes itself (`wrk -d1s` takes a
+        // second whatever the server does): a sweep on it would rank noise.
+        bail!(
+            "--server without --metric: a run's time is the client's, fixed by the client \
+             (wrk -d1s takes a second whatever the server does), so it measures nothing; read \
+             the client's figure with --metric (rps=Requests/sec:\\s+([0-9.]+)), or say \
+             --objective time to judge the client's time"
+        );
+    }
     Ok(match (args.objective.is_empty(), metrics.first()) {
         (false, _) => Objective::resolve(&args.objective, &metrics)?,
         (true, Some(first)) => Objective::resolve(std::slice::from_ref(&first.name), &metrics)?,
@@ -781,6 +811,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     opt("pool", w.pool.clone());
     for (flag, on) in [
         ("--exhaustive", args.exhaustive),
+        ("--ignore-failure", args.ignore_failure),
         ("--shell", args.shell),
         ("--batch", w.batch),
     ] {
@@ -855,6 +886,7 @@ mod test {
                 "--tolerance",
                 "2.5",
                 "--exhaustive",
+                "-i",
                 "--count",
                 "99",
                 "--repeat",

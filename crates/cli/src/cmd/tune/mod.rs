@@ -31,7 +31,7 @@ use coretune_core::grid::{Grid, MachineCounts};
 use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::program::{self, StopSignal};
 use coretune_core::sweep::{
-    Progress, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
+    Progress, RunLine, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
 };
 use coretune_core::topology::{CpuBudget, MachineRecord, topology_summary};
 use coretune_core::workload;
@@ -86,18 +86,7 @@ fn measure(
         counts: machine,
     } = on;
     let (mut folder, runner) = match folder {
-        Folder::Resume(dir) => {
-            let folder = SweepFolder::resume(&dir).context("--resume")?;
-            let spec = folder.spec();
-            let runner = Runner::new(&topo, spec.target.clone(), spec.settings.clone(), machine)?;
-            if let Some(launcher) = spec.settings.launcher {
-                launcher.check_grid(&topo, &spec.design.grid)?;
-                launcher.check_here(&spec.design.grid)?;
-            }
-            check_grid(&runner, &spec.design.grid)?;
-            show_instance_warnings(&spec.design.grid, &topo);
-            (folder, runner)
-        }
+        Folder::Resume { dir, force } => resume(&dir, force, &topo, machine)?,
         Folder::New {
             sweep,
             settings,
@@ -118,24 +107,30 @@ fn measure(
     let bar = progress_bar(quiet);
     let places = cpu_places(&topo);
     let spec = folder.spec().clone();
-    let export = |lines: &[coretune_core::sweep::RunLine]| -> anyhow::Result<SweepReport> {
-        let results = SweepResults {
-            dir: &dir,
-            spec: &spec,
-            lines,
-        };
-        write_report(&results, record.clone(), &topo, &places)
+    let results = |lines| SweepResults {
+        dir: &dir,
+        spec: &spec,
+        lines,
     };
     let mut stage = (usize::MAX, 0);
     let result = folder.execute(
         &runner,
         &mut |p: &Progress<'_>| {
+            if let Some(note) = p.failure_note() {
+                bar.suspend(|| eprintln!("coretune: {note}"));
+            }
             show(&bar, &mut stage, p);
             if p.remaining_in_stage == 0 {
                 // After every stage, so an interrupted sweep still has its summaries.
-                if let Err(e) = export(p.lines) {
-                    bar.suspend(|| eprintln!("coretune: warning: {e:#}"));
-                }
+                let now = SweepResults {
+                    dir: &dir,
+                    spec: &spec,
+                    lines: p.lines,
+                };
+                let report = now.report(record.clone(), Some(&topo), None);
+                // Not said here: the files are written again at the end, and what fails then
+                // is said once (a full disk would say it after every stage).
+                let _ = write_report(&now, &report, &places);
             }
         },
         &|| stop.load(Ordering::SeqCst),
@@ -145,7 +140,10 @@ fn measure(
         // The handler ends what was started, says so and exits.
         std::thread::park();
     }
-    let report = export(folder.lines())?;
+    // The table is printed from the runs held in memory, whether or not the files can be
+    // written (a full disk): the files are written whole or not at all.
+    let report = results(folder.lines()).report(record.clone(), Some(&topo), None);
+    let written = write_report(&results(folder.lines()), &report, &places);
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -168,20 +166,111 @@ fn measure(
     let resume = format!("coretune tune --resume {}", dir.display());
     match result {
         Ok(()) => {}
+        // Stopped after its last run had finished: nothing is missing.
+        Err(SweepError::Interrupted) if report.complete => {
+            eprintln!("coretune: interrupted after the sweep's last run: the sweep is complete");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
         Err(SweepError::Interrupted) => {
-            eprintln!("coretune: interrupted; continue with: {resume}");
+            let runs = &report.runs;
+            let after = if runs.measured == 0 {
+                "before any configuration completed a measured run".to_owned()
+            } else {
+                format!(
+                    "after {}{}",
+                    runs.measured,
+                    runs.planned.map_or_else(
+                        || " measured runs".to_owned(),
+                        |planned| format!(" of {planned} measured runs")
+                    )
+                )
+            };
+            eprintln!(
+                "coretune: interrupted {after}; the sweep is incomplete: continue with: {resume}"
+            );
             return Ok(ExitCode::from(exit::INTERRUPTED));
         }
         Err(SweepError::Abandoned(why)) => {
             bail!("{why}; the finished runs are saved, continue with: {resume}")
         }
+        // The log (or a run's monitor samples) could not be written, as on a full disk: the
+        // sweep stopped at the first failed append, and says so once.
+        Err(e @ SweepError::Write { .. }) => {
+            bail!(
+                "{e}: the sweep stopped there{}; every run before it is saved: free some space \
+                 and continue with: {resume}",
+                if written.is_err() {
+                    " (and its report files were left as they were)"
+                } else {
+                    ""
+                }
+            )
+        }
         Err(e) => return Err(e).context("sweep"),
     }
+    written?;
     if let Some(why) = report.failure(folder.lines()) {
         eprintln!("coretune: {why}");
         return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the sweep in `dir` to continue it, with the runner its `sweep.json` describes: run
+/// from the directory it ran in, whatever this one is (`dir` is made absolute first), and only
+/// when its program is the file it measured — or, with `force`, regardless (said once).
+fn resume<'t>(
+    dir: &Path,
+    force: bool,
+    topo: &'t Topology,
+    machine: MachineCounts,
+) -> anyhow::Result<(SweepFolder, Runner<'t>)> {
+    // Named from anywhere, the folder is the same once the directory changes (Windows'
+    // absolute paths are normalised already; its canonical ones are `\\?\` paths).
+    let dir = if cfg!(windows) {
+        std::path::absolute(dir)
+    } else {
+        std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir))
+    }
+    .with_context(|| format!("--resume {}", dir.display()))?;
+    let folder = SweepFolder::resume(&dir).context("--resume")?;
+    let spec = folder.spec();
+    if let Some(cwd) = spec.working_dir() {
+        match std::env::set_current_dir(cwd) {
+            Ok(()) => {}
+            Err(_) if force => eprintln!(
+                "coretune: warning: the sweep ran in {}, which is gone: --force runs it from here",
+                cwd.display()
+            ),
+            Err(_) => {
+                return Err(SweepError::WorkingDirGone {
+                    dir: cwd.to_path_buf(),
+                })
+                .context("--resume");
+            }
+        }
+    }
+    match spec.check_program() {
+        Ok(()) => {}
+        Err(SweepError::NotTheSameProgram {
+            name,
+            path,
+            differs,
+        }) if force => eprintln!(
+            "coretune: warning: --force: going on with '{name}', which is not the file this sweep \
+             measured ({}: {differs})",
+            path.display()
+        ),
+        Err(e) => return Err(e).context("--resume"),
+    }
+    let runner = Runner::new(topo, spec.target.clone(), spec.settings.clone(), machine)?;
+    if let Some(launcher) = spec.settings.launcher {
+        launcher.check_grid(topo, &spec.design.grid)?;
+        launcher.check_here(&spec.design.grid)?;
+    }
+    check_grid(&runner, &spec.design.grid, folder.lines())?;
+    show_instance_warnings(&spec.design.grid, topo);
+    Ok((folder, runner))
 }
 
 /// Makes the sweep the arguments describe, checks it against this machine (the workload builds,
@@ -200,13 +289,14 @@ fn new_sweep<'t>(
     if let Some(launcher) = sweep.launcher {
         launcher.check_here(&grid)?;
     }
-    check_grid(&runner, &grid)?;
+    check_grid(&runner, &grid, &[])?;
     show_instance_warnings(&grid, topo);
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
     };
-    let spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    let mut spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    spec.record(runner.env_set(&spec.design.grid))?;
     Ok((SweepFolder::create(&dir, spec)?, runner))
 }
 
@@ -257,11 +347,13 @@ fn launcher_grid(sweep: &SweepOptions, topo: &Topology, grid: Grid) -> anyhow::R
     Ok(grid)
 }
 
-/// Every CPU set of the grid resolves here; their warnings go to stderr, and so does the
-/// reason when pinned placements cannot reach the program's threads one by one.
-fn check_grid(runner: &Runner<'_>, grid: &Grid) -> anyhow::Result<()> {
+/// Every CPU set of the grid resolves here, and no metric file is in the way (`lines`: the runs
+/// a resumed sweep has made); the warnings go to stderr, and so does the reason when pinned
+/// placements cannot reach the program's threads one by one.
+fn check_grid(runner: &Runner<'_>, grid: &Grid, lines: &[RunLine]) -> anyhow::Result<()> {
     show_cpus_warnings(runner.check(grid)?);
     runner.check_program(grid)?;
+    runner.check_metric_files(grid, lines)?;
     if let Some(warning) = runner.pinning_warning(grid) {
         eprintln!("coretune: warning: {warning}");
     }
@@ -398,16 +490,12 @@ fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
     bar.set_message(format!("{}: {wall}", p.line.config));
 }
 
-/// Builds the report of `results` (apply lines on this machine's topology) and writes every
-/// report file into its folder.
+/// Writes every report file of `report`, the report of `results`, into its folder.
 fn write_report(
     results: &SweepResults<'_>,
-    machine: MachineRecord,
-    topo: &Topology,
+    report: &SweepReport,
     places: &[CpuPlace],
-) -> anyhow::Result<SweepReport> {
-    let report = results.report(machine, Some(topo), None);
-    let view = results.run_view(&report, places);
-    report::write_all(results.dir, &report, &view)?;
-    Ok(report)
+) -> anyhow::Result<()> {
+    let view = results.run_view(report, places);
+    report::write_all(results.dir, report, &view)
 }

@@ -29,6 +29,7 @@ fn node_type(name: &str, times: &[(usize, f64)]) -> NodeTypeReport {
     let mut log = RunLog::in_memory();
     execute(
         &p,
+        None,
         &mut log,
         &mut |c| {
             let t = times.iter().find(|t| t.0 == c.threads).unwrap().1;

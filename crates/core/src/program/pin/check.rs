@@ -2,7 +2,7 @@
 //! its place (a forked process from its own place, as the pinning library's log says), the
 //! windows in which a thread may still be elsewhere left out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -119,7 +119,8 @@ pub fn check_samples(
     struct Seen {
         name: String,
         started: u64,
-        cpus: BTreeSet<usize>,
+        /// The CPU it was on at each sample that counts, in sample order.
+        cpus: Vec<usize>,
     }
     let union = set_to_vec(&placement.union());
     // pid → tid → what was seen of it.
@@ -135,7 +136,7 @@ pub fn check_samples(
             let seen = threads.entry(t.tid).or_insert_with(|| Seen {
                 name: t.name.clone(),
                 started: t.started.unwrap_or(0),
-                cpus: BTreeSet::new(),
+                cpus: Vec::new(),
             });
             seen.name.clone_from(&t.name);
             // Two windows in which a thread may be seen elsewhere without anything having gone
@@ -152,7 +153,7 @@ pub fn check_samples(
                 first && union.contains(&t.cpu)
             };
             if !window {
-                seen.cpus.insert(t.cpu);
+                seen.cpus.push(t.cpu);
             }
         }
     }
@@ -178,13 +179,7 @@ pub fn check_samples(
         record.processes_seen += 1;
         for (i, (tid, seen)) in order.into_iter().enumerate() {
             let planned = plan[i].unwrap_or(&union);
-            let outside: Vec<usize> = seen
-                .cpus
-                .iter()
-                .copied()
-                .filter(|c| !planned.contains(c))
-                .collect();
-            if !outside.is_empty() {
+            if let Some(outside) = off_place(&seen.cpus, planned) {
                 record.off_place.push(OffPlace {
                     pid,
                     tid,
@@ -197,6 +192,26 @@ pub fn check_samples(
         }
     }
     record
+}
+
+/// The CPUs outside `planned` that a thread seen on `seen` (one CPU per sample, in order) was
+/// on, when it is out of its place: when it was outside at its last sample, where it stayed.
+/// An excursion before is forgiven: a program may move its own threads for a while and put
+/// them back — hwloc's x86 discovery, which an Open MPI rank runs in `MPI_Init`, binds the
+/// main thread to each allowed PU in turn to read its CPUID (here for 200 ms of a 300 ms rank)
+/// and then restores its binding — while a thread moved for good is caught.
+pub(crate) fn off_place(seen: &[usize], planned: &[usize]) -> Option<Vec<usize>> {
+    if seen.last().is_none_or(|c| planned.contains(c)) {
+        return None;
+    }
+    let mut cpus: Vec<usize> = seen
+        .iter()
+        .copied()
+        .filter(|c| !planned.contains(c))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
 }
 
 /// How long after thread `pid` (a process's main thread) thread `tid` was given its id, for
@@ -259,6 +274,7 @@ mod test {
             irqs: Default::default(),
             softirqs: Default::default(),
             policies: Default::default(),
+            ranks: Default::default(),
             at_ns: None,
         };
         let good = [

@@ -35,6 +35,8 @@ mod library;
 mod plan;
 
 pub use check::{OffPlace, PinLog, PinRecord, check_samples};
+
+pub(crate) use check::off_place;
 pub use elf::{Obstacle, OpenMpRuntime, ProgramInfo, inspect_program};
 pub use library::{LIB_FILE, LIB_VAR, embed_library, find_library};
 pub use plan::{

@@ -94,14 +94,13 @@ impl Runner<'_> {
             } else {
                 None
             };
-            // A metric file left by an earlier run must not pass for this run's figure.
+            // A metric file left by an earlier run must not pass for this run's figure; only a
+            // file an earlier run of this sweep wrote is removed.
             for m in metrics {
                 if let MetricSource::File(name) = &m.from {
-                    let path = substitute_copy(name, c, &cpus, k);
-                    match std::fs::remove_file(&path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Outcome::Failed(format!("--metric-from {path}: {e}")),
+                    let path = PathBuf::from(substitute_copy(name, c, &cpus, k));
+                    if let Err(e) = self.clear_metric_file(&path) {
+                        return Outcome::Failed(e);
                     }
                 }
             }

@@ -22,6 +22,14 @@ impl Runner<'_> {
             Ok(w) => w,
             Err(e) => return Outcome::Failed(e.to_string()),
         };
+        // What each rank gets, for the audit (Open MPI's ranks are the launcher's descendants;
+        // Slurm's tasks run under slurmd, out of coretune's sight).
+        if launcher == Launcher::Mpirun {
+            match launcher.expected(self.topology, c) {
+                Ok(ranks) => started.ranks = Some(ranks),
+                Err(e) => return Outcome::Failed(e.to_string()),
+            }
+        }
         if shell {
             words.extend(["sh".to_owned(), "-c".to_owned(), argv.join(" ")]);
         } else {

@@ -2,11 +2,12 @@
 //! the checks made before a sweep, and one run of a configuration with its audit — the run
 //! itself is one of the modes of the sibling files.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::placeholders::{misspelt_placeholder, substitute};
+use super::placeholders::{misspelt_placeholder, substitute, substitute_copy};
 use crate::cpuset::Warning;
 use crate::grid::{Config, ConfigError, Grid, MachineCounts};
 use crate::memory::MemPlan;
@@ -16,8 +17,10 @@ use crate::program::pin::{self, PerThread, PinRecord, ProgramInfo};
 use crate::program::server::Ready;
 use crate::program::watch::{Monitor, Sample};
 use crate::program::{Audit, Placed};
+use crate::sweep::RankPlan;
+use crate::sweep::objective::MetricSource;
 use crate::sweep::target::{RunSettings, ServerSettings, Target};
-use crate::sweep::{Outcome, SweepError};
+use crate::sweep::{Outcome, RunLine, SweepError};
 use crate::sys::{format_list, set_to_vec};
 use crate::topology::Topology;
 use crate::workload::Workload;
@@ -80,6 +83,9 @@ pub struct Runner<'t> {
     /// `--show-output`: a program's output goes to coretune's (else stdout is dropped and the
     /// end of stderr kept for a failed run's record).
     pub(super) show_output: bool,
+    /// `--metric-from` files that were absent before one of this runner's runs: whatever is
+    /// there afterwards is that run's, the only kind of file coretune removes between runs.
+    own_metric_files: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
 }
 
 impl<'t> Runner<'t> {
@@ -167,6 +173,7 @@ impl<'t> Runner<'t> {
             settings,
             machine,
             show_output: false,
+            own_metric_files: std::sync::Mutex::default(),
         })
     }
 
@@ -260,6 +267,102 @@ impl<'t> Runner<'t> {
                 program::find_program(&substitute(program, &c, &cpus))?;
             }
         }
+        Ok(())
+    }
+
+    /// Checks, before anything runs, that no `--metric-from` file of any configuration (or
+    /// instance) of `grid` exists yet: coretune removes the file between runs so that an old
+    /// figure never passes for a new one, and removes only what its own runs wrote, so a file
+    /// already there — the user's — is refused. For a resumed sweep, `lines` are the runs in
+    /// its log: a file at the path of a configuration that has runs there is taken for the last
+    /// one's (and removed before its next run); a file at any other path is refused as for a new
+    /// sweep, including one the run in flight wrote before a hard kill (second Ctrl-C,
+    /// SIGKILL) when it was its configuration's first.
+    ///
+    /// # Errors
+    ///
+    /// [`SweepError::MetricFileExists`] naming the first such file.
+    pub fn check_metric_files(&self, grid: &Grid, lines: &[RunLine]) -> Result<(), SweepError> {
+        let ran: std::collections::BTreeSet<&Config> = lines.iter().map(|l| &l.config).collect();
+        let mut own = self
+            .own_metric_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for c in &ran {
+            own.extend(self.metric_paths(c));
+        }
+        for c in grid.configs().iter().filter(|c| !ran.contains(c)) {
+            for path in self.metric_paths(c) {
+                if !own.contains(&path) && std::fs::symlink_metadata(&path).is_ok() {
+                    return Err(SweepError::MetricFileExists { path });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `--metric-from` files a run of `c` reads, one per instance, as the run names them
+    /// (a launcher's one command, a server's one client: one).
+    fn metric_paths(&self, c: &Config) -> Vec<PathBuf> {
+        let names: Vec<&str> = self
+            .settings
+            .metrics
+            .iter()
+            .filter_map(|m| match &m.from {
+                MetricSource::File(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let one = self.settings.launcher.is_some() || self.prepared.is_server();
+        let placements = if self.settings.launcher.is_some() && !self.prepared.is_server() {
+            let whole = Config {
+                instances: 1,
+                place: crate::placement::Policy::Os,
+                ..c.clone()
+            };
+            whole
+                .placement(self.topology, self.settings.binding)
+                .map(|p| vec![p])
+        } else {
+            c.placements(self.topology, self.settings.binding)
+        };
+        let Ok(placements) = placements else {
+            return Vec::new();
+        };
+        let take = if one { 1 } else { placements.len() };
+        let mut out = Vec::new();
+        for (k, p) in placements.iter().take(take).enumerate() {
+            let cpus = format_list(&set_to_vec(&p.union()));
+            for name in &names {
+                out.push(PathBuf::from(substitute_copy(name, c, &cpus, k)));
+            }
+        }
+        out
+    }
+
+    /// Makes way for a run's `--metric-from` file at `path`: a file there that one of this
+    /// runner's runs wrote is removed, any other is left alone and fails the run; the path is
+    /// then this runner's, for after the run.
+    pub(super) fn clear_metric_file(&self, path: &std::path::Path) -> Result<(), String> {
+        let mut own = self
+            .own_metric_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if std::fs::symlink_metadata(path).is_ok() {
+            if !own.contains(path) {
+                return Err(format!(
+                    "--metric-from {}: the file is there and no run of this sweep wrote it: \
+                     left alone (coretune removes only its own runs' files)",
+                    path.display()
+                ));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| format!("--metric-from {}: {e}", path.display()))?;
+        }
+        own.insert(path.to_path_buf());
         Ok(())
     }
 
@@ -380,6 +483,60 @@ impl<'t> Runner<'t> {
         ))
     }
 
+    /// The variables coretune sets for the runs of `grid`, as `sweep.json` records them: name
+    /// → value where every configuration gets the same, `None` where it varies (a built-in
+    /// workload sets none). Made by the code that sets them for a run ([`program::placed_env`]).
+    pub fn env_set(&self, grid: &Grid) -> BTreeMap<String, Option<String>> {
+        if matches!(self.prepared, Prepared::Builtin(_)) {
+            return BTreeMap::new();
+        }
+        let mut each: Vec<BTreeMap<String, String>> = Vec::new();
+        for c in grid.configs() {
+            // Under a launcher the run is one command on the configuration's whole set.
+            let launched = self.settings.launcher.is_some() && !self.prepared.is_server();
+            let whole = Config {
+                instances: 1,
+                place: crate::placement::Policy::Os,
+                ..c.clone()
+            };
+            let placements = if launched {
+                whole
+                    .placement(self.topology, self.settings.binding)
+                    .map(|p| vec![p])
+            } else {
+                c.placements(self.topology, self.settings.binding)
+            };
+            for p in placements.iter().flatten() {
+                let per_thread = if launched {
+                    None
+                } else {
+                    self.per_thread(&c, p)
+                };
+                let mut env: BTreeMap<String, String> =
+                    program::placed_env(c.threads, Some(p), per_thread.as_ref())
+                        .into_iter()
+                        .collect();
+                if let Some(launcher) = self.settings.launcher {
+                    env.extend(
+                        launcher
+                            .env()
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+                    );
+                }
+                each.push(env);
+            }
+        }
+        let mut out: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for name in each.iter().flat_map(BTreeMap::keys) {
+            let mut values = each.iter().map(|e| e.get(name));
+            let first = values.next().flatten();
+            let same = first.is_some() && values.all(|v| v == first);
+            out.insert(name.clone(), first.filter(|_| same).cloned());
+        }
+        out
+    }
+
     /// Makes one run of `config` — of each of its instances at once, each on its own part of the
     /// CPUs ([`Config::placements`]) — and audits it: every program it started is checked
     /// against the configuration ([`Placed::audit`]: where each thread of each process ran, the
@@ -409,12 +566,14 @@ impl<'t> Runner<'t> {
             .collect();
         let program = !matches!(self.prepared, Prepared::Builtin(_));
         let policies = program && !config.mem.is_default();
+        let ranks = launcher == Some(super::super::Launcher::Mpirun);
         let audited = program && (config.is_restricted() || policies || launcher.is_some());
         let monitor = match (self.settings.monitor, audited) {
             (Some(every), _) => {
-                Monitor::start_with(every.max(Duration::from_millis(1)), false, policies).ok()
+                Monitor::start_with(every.max(Duration::from_millis(1)), false, policies, ranks)
+                    .ok()
             }
-            (None, true) => Monitor::start_audit(CHECK_EVERY, policies).ok(),
+            (None, true) => Monitor::start_audit(CHECK_EVERY, policies, ranks).ok(),
             (None, false) => None,
         };
         let mut started = Started::default();
@@ -532,6 +691,8 @@ pub(super) struct Started {
     /// What the mode checked (a server's listener, what was left running, a built-in
     /// workload's workers) and found.
     pub(super) audit: Audit,
+    /// Under `mpirun`: what each rank was to get.
+    pub(super) ranks: Option<Vec<RankPlan>>,
 }
 
 impl Started {
@@ -565,8 +726,87 @@ impl Started {
                 (Some(_), None) => {}
             }
         }
+        if let (Some(plans), Some(root)) = (&self.ranks, self.programs.first()) {
+            audit.merge(ranks_audit(plans, samples, root.id()));
+        }
         (pinning, audit)
     }
+}
+
+/// Each MPI rank of the launcher `root`'s tree (known by the rank in its environment) against
+/// its plan: every one of its threads ran within the rank's CPUs, and it had the rank's memory
+/// policy.
+fn ranks_audit(plans: &[RankPlan], samples: &[Sample], root: u32) -> Audit {
+    let root = i32::try_from(root).ok();
+    let ranks: BTreeMap<i32, usize> = samples
+        .iter()
+        .flat_map(|s| s.ranks.iter().map(|(&p, &r)| (p, r)))
+        .collect();
+    let mut audit = Audit::default();
+    let cpus: Vec<Vec<usize>> = plans.iter().map(|p| set_to_vec(&p.cpus)).collect();
+    // Each rank thread's CPUs, sample after sample.
+    let mut on: BTreeMap<(usize, i32), (String, Vec<usize>)> = BTreeMap::new();
+    for s in samples {
+        for t in s.threads.iter().filter(|t| t.tree == root) {
+            let Some(&rank) = ranks.get(&t.pid).filter(|&&r| r < plans.len()) else {
+                continue;
+            };
+            on.entry((rank, t.tid))
+                .or_insert_with(|| (t.name.clone(), Vec::new()))
+                .1
+                .push(t.cpu);
+        }
+    }
+    // (rank, thread id, thread name, the CPUs it was on outside the rank's).
+    let outside: Vec<(usize, i32, String, Vec<usize>)> = on
+        .into_iter()
+        .filter_map(|((rank, tid), (name, cpus_on))| {
+            let out = crate::program::pin::off_place(&cpus_on, &cpus[rank])?;
+            Some((rank, tid, name, out))
+        })
+        .collect();
+    let seen: std::collections::BTreeSet<usize> = ranks.values().copied().collect();
+    let described: Vec<String> = plans
+        .iter()
+        .map(|p| format!("rank {}: {}", p.rank, format_list(&set_to_vec(&p.cpus))))
+        .collect();
+    audit.checked.push(format!(
+        "each rank within its CPUs ({}; {} of {} seen)",
+        described.join(", "),
+        seen.len(),
+        plans.len()
+    ));
+    for (rank, tid, name, cpus_seen) in outside {
+        audit.mismatches.push(format!(
+            "rank {rank}: thread {tid} ({name}) ran on CPU {}, outside the rank's CPUs {}",
+            format_list(&cpus_seen),
+            format_list(&cpus[rank])
+        ));
+    }
+    let wanted: Vec<(usize, String)> = plans
+        .iter()
+        .filter_map(|p| Some((p.rank, p.mem.as_ref()?.numa_maps_word())))
+        .collect();
+    if !wanted.is_empty() {
+        audit
+            .checked
+            .push("each rank's memory policy (numa_maps)".to_owned());
+        for s in samples {
+            for (pid, policy) in &s.policies {
+                let Some(&rank) = ranks.get(pid) else {
+                    continue;
+                };
+                if let Some((_, want)) = wanted.iter().find(|(r, _)| *r == rank)
+                    && policy != want
+                {
+                    audit.mismatches.push(format!(
+                        "rank {rank} (pid {pid}) has memory policy {policy}, not {want}"
+                    ));
+                }
+            }
+        }
+    }
+    audit
 }
 
 /// How often a run with something to check is sampled when `--monitor` does not say: often

@@ -3,6 +3,7 @@
 //! the server after), its client run once on its own CPUs, the server stopped with everything
 //! it started.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::program::pin::PerThread;
 use crate::program::server::{Ready, Server, file_tail};
 use crate::program::{self, PlacedCommand};
 use crate::sweep::Outcome;
+use crate::sweep::objective::MetricSource;
 use crate::sweep::target::ServerSettings;
 use crate::sys::{format_list, set_to_vec};
 
@@ -66,6 +68,14 @@ impl Runner<'_> {
             Ok((set, _)) => set,
             Err(e) => return Outcome::Failed(e),
         };
+        for m in &self.settings.metrics {
+            if let MetricSource::File(name) = &m.from
+                && let Err(e) = self.clear_metric_file(&PathBuf::from(substitute(name, c, &cpus)))
+            {
+                let _ = running.stop(SERVER_GRACE);
+                return Outcome::Failed(e);
+            }
+        }
         let words = substitute(&server.client, c, &cpus);
         let mut cmd = PlacedCommand::new(program::shell_command(&words))
             .cpus(Some(client_set))
