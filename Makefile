@@ -92,6 +92,8 @@ DESTDIR ?=
 CORETUNE ?= target/release/coretune
 # The pinning library cargo builds next to the binary.
 PINLIB ?= $(dir $(CORETUNE))libcoretune_pin.so
+# The helper that starts a measured program, so that its peak memory is its own.
+EXECHELPER ?= $(dir $(CORETUNE))coretune-exec
 BINDIR = $(DESTDIR)$(PREFIX)/bin
 LIBDIR = $(DESTDIR)$(PREFIX)/lib/coretune
 BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
@@ -128,6 +130,7 @@ install: setup build
 install-files:
 	$(call install-program,$(CORETUNE),$(BINDIR)/coretune)
 	$(call install-program,$(PINLIB),$(LIBDIR)/libcoretune_pin.so)
+	$(call install-program,$(EXECHELPER),$(LIBDIR)/coretune-exec)
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	'$(CORETUNE)' completions bash > "$$tmp/coretune" && \
 	'$(CORETUNE)' completions zsh > "$$tmp/_coretune" && \
@@ -148,6 +151,7 @@ uninstall:
 	else \
 	  rm -f '$(MAN1DIR)/coretune.1' '$(MAN1DIR)'/coretune-*.1; \
 	fi
-	rm -f '$(BINDIR)/.debug/coretune.debug' '$(LIBDIR)/.debug/libcoretune_pin.so.debug'
-	rm -f '$(BINDIR)/coretune' '$(LIBDIR)/libcoretune_pin.so' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
+	rm -f '$(BINDIR)/.debug/coretune.debug' '$(LIBDIR)/.debug/libcoretune_pin.so.debug' \
+	  '$(LIBDIR)/.debug/coretune-exec.debug'
+	rm -f '$(BINDIR)/coretune' '$(LIBDIR)/libcoretune_pin.so' '$(LIBDIR)/coretune-exec' '$(BASHDIR)/coretune' '$(ZSHDIR)/_coretune' \
 	  '$(FISHDIR)/coretune.fish'

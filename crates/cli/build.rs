@@ -1,5 +1,6 @@
-//! Builds the pinning library (`crates/pin`, `libcoretune_pin.so`) and hands it to the binary,
-//! which carries it: however coretune is installed (`cargo install --path crates/cli`, a copied
+//! Builds the pinning library (`crates/pin`, `libcoretune_pin.so`) and the helper that starts a
+//! measured program (`coretune-exec`, from the same crate) and hands them to the binary, which
+//! carries them: however coretune is installed (`cargo install --path crates/cli`, a copied
 //! binary, `make install`), per-thread placement finds a library — the one installed beside it
 //! if there is one, else this copy, written to a cache folder on first use
 //! (`coretune_core::program::pin::find_library`).
@@ -30,12 +31,14 @@ fn main() {
     println!("cargo:rustc-env=CORETUNE_TARGET={target}");
 
     let embedded = out.join("libcoretune_pin.so");
+    let embedded_exec = out.join("coretune-exec");
     let linux = env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     // `CORETUNE_EMBED_PIN=0` leaves the library out (a packager that installs it beside the
     // binary, and wants the binary smaller).
     let wanted = env::var("CORETUNE_EMBED_PIN").map_or(true, |v| v != "0");
     if !(linux && wanted && pin.join("Cargo.toml").is_file()) {
         std::fs::write(&embedded, b"").expect("OUT_DIR is writable");
+        std::fs::write(&embedded_exec, b"").expect("OUT_DIR is writable");
         return;
     }
     let release = env::var("PROFILE").is_ok_and(|p| p == "release");
@@ -49,7 +52,9 @@ fn main() {
         .arg(&target_dir)
         .arg("--target")
         .arg(&target)
-        .arg("--lib");
+        .arg("--lib")
+        .arg("--bin")
+        .arg("coretune-exec");
     if release {
         cmd.arg("--release");
     }
@@ -67,11 +72,16 @@ fn main() {
         .env(format!("CARGO_PROFILE_{profile}_STRIP"), "symbols");
     let status = cmd.status().expect("cargo runs");
     assert!(status.success(), "building crates/pin failed: {status}");
-    let built = target_dir
+    let dir = target_dir
         .join(&target)
-        .join(if release { "release" } else { "debug" })
-        .join("libcoretune_pin.so");
-    std::fs::copy(&built, &embedded).unwrap_or_else(|e| panic!("{}: {e}", built.display()));
+        .join(if release { "release" } else { "debug" });
+    for (file, to) in [
+        ("libcoretune_pin.so", &embedded),
+        ("coretune-exec", &embedded_exec),
+    ] {
+        let built = dir.join(file);
+        std::fs::copy(&built, to).unwrap_or_else(|e| panic!("{}: {e}", built.display()));
+    }
 }
 
 /// `CORETUNE_COMMIT`: the commit this binary is built from, when built from a git checkout;

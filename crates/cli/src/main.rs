@@ -101,6 +101,11 @@ fn main() -> ExitCode {
         env!("OUT_DIR"),
         "/libcoretune_pin.so"
     )));
+    // The helper that starts a measured program (`build.rs`; empty off Linux).
+    coretune_core::program::pin::embed_exec_helper(include_bytes!(concat!(
+        env!("OUT_DIR"),
+        "/coretune-exec"
+    )));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => match numbers::one_line(&err) {

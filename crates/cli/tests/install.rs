@@ -298,6 +298,7 @@ fn make_install_files_then_uninstall() {
     let mut files = vec![
         ("bin/coretune".to_owned(), 0o755),
         ("lib/coretune/libcoretune_pin.so".to_owned(), 0o755),
+        ("lib/coretune/coretune-exec".to_owned(), 0o755),
         (
             "share/bash-completion/completions/coretune".to_owned(),
             0o644,
@@ -340,7 +341,11 @@ fn make_install_files_then_uninstall() {
     );
     assert_eq!(installed("share/man/man1/coretune.1"), stdout(&["man"]));
     // Installed stripped: no debug information, no symbol table (the dynamic symbols stay).
-    for program in ["bin/coretune", "lib/coretune/libcoretune_pin.so"] {
+    for program in [
+        "bin/coretune",
+        "lib/coretune/libcoretune_pin.so",
+        "lib/coretune/coretune-exec",
+    ] {
         let names = sections(&usr.join(program));
         assert!(names.contains(".text"), "{program}: {names:?}");
         for gone in [".debug_info", ".symtab"] {

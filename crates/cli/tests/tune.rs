@@ -2293,3 +2293,48 @@ fn resume_runs_from_the_sweeps_directory_and_refuses_another_program() {
     util::assert_ok(&out);
     assert!(std::fs::read_to_string(&log).unwrap().contains("impostor"));
 }
+
+/// Finding 10 of the first afternoon: every run's peak memory carried coretune's own image from
+/// before `exec` (13 MiB for `true`), so `--objective rss` could not tell small programs apart.
+/// A program's peak is now its own: what the kernel says of its memory (`VmHWM`, read by the
+/// program itself at its end) within a little, both for a tiny program and for one that
+/// touches 24 MiB.
+#[cfg(target_os = "linux")]
+#[test]
+fn peak_memory_is_the_programs_own_not_coretunes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, script) in [
+        ("tiny", "grep VmHWM /proc/$$/status"),
+        (
+            "big",
+            "python3 -c \"b = bytearray(24 << 20); print(open('/proc/self/status').read())\" | grep VmHWM",
+        ),
+    ] {
+        let dir = tmp.path().join(name);
+        let out = util::coretune()
+            .args(["tune", "--threads", "1", "--place", "os", "--runs", "3"])
+            .args([
+                "--warmup",
+                "0",
+                "--quiet",
+                "--metric",
+                r"hwm=VmHWM:\s+(\d+)",
+            ])
+            .args(["--objective", "rss", "--out"])
+            .arg(&dir)
+            .args(["--shell", "--", script])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        for run in util::read_jsonl(&dir.join("runs.jsonl")) {
+            let peak = run["record"]["peak_rss_bytes"].as_f64().unwrap() / 1024.0;
+            let own = run["record"]["metrics"]["hwm"].as_f64().unwrap();
+            // The shell's own peak, or the pipeline's largest process (python's): the run's
+            // peak is its largest process's, within 512 KiB of what that one read.
+            assert!(
+                peak >= own * 0.9 && peak <= own + 512.0,
+                "{name}: peak {peak} KiB, the program's own {own} KiB: {run}"
+            );
+        }
+    }
+}

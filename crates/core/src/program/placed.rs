@@ -27,7 +27,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
 use super::launch::{LaunchError, Launched};
-use super::pin::{PerThread, PinLog, PinRecord, check_samples};
+use super::pin::{PerThread, PinLog, PinRecord, check_samples, find_exec_helper, off_place};
 use super::thread_env;
 use super::watch::Sample;
 use crate::memory::MemPlan;
@@ -45,6 +45,8 @@ pub struct PlacedCommand {
     threads: Option<(usize, Option<Placement>, Option<PerThread>)>,
     mem: Option<MemPlan>,
     tree: Tree,
+    /// Started through `coretune-exec` ([`PlacedCommand::own_figures`]).
+    helper: bool,
 }
 
 impl PlacedCommand {
@@ -56,6 +58,7 @@ impl PlacedCommand {
             threads: None,
             mem: None,
             tree: Tree::Shared,
+            helper: false,
         }
     }
 
@@ -92,6 +95,38 @@ impl PlacedCommand {
     #[must_use]
     pub fn contained(mut self) -> Self {
         self.tree = Tree::Own;
+        self
+    }
+
+    /// Starts it through `coretune-exec` ([`find_exec_helper`]), where that helper is found, so
+    /// that its figures are its own: a process started by coretune counts coretune's own image
+    /// from before `exec` in its peak memory (`ru_maxrss` keeps it across `exec`), a megabyte or
+    /// more; the small helper forks and `exec`s the program, and reports its peak memory, CPU
+    /// times and context switches, and when it `exec`ed ([`Placed::usage`],
+    /// [`Placed::exec_ns`]). Everything else — CPU set, memory policy, cgroup, process group,
+    /// variables, stdio, exit status — reaches the program as it would directly. Without the
+    /// helper it is started directly. Call it before [`PlacedCommand::command`]: the command is
+    /// rebuilt around the helper.
+    #[must_use]
+    pub fn own_figures(mut self) -> Self {
+        let Ok(helper) = find_exec_helper() else {
+            return self;
+        };
+        let mut wrapped = Command::new(helper);
+        wrapped
+            .arg(self.cmd.get_program())
+            .args(self.cmd.get_args());
+        for (name, value) in self.cmd.get_envs() {
+            match value {
+                Some(value) => wrapped.env(name, value),
+                None => wrapped.env_remove(name),
+            };
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            wrapped.current_dir(dir);
+        }
+        self.cmd = wrapped;
+        self.helper = true;
         self
     }
 
@@ -141,6 +176,22 @@ impl PlacedCommand {
                 expected.placement = Some((per_thread.clone(), placement.clone()));
             }
         }
+        let mut report = None;
+        if self.helper {
+            let file = tempfile::NamedTempFile::new().map_err(spawn_error)?;
+            self.cmd.env("CORETUNE_EXEC_REPORT", file.path());
+            report = Some(file);
+            // The pinning library is for the program, not the helper.
+            let preload = self
+                .cmd
+                .get_envs()
+                .find(|(name, _)| *name == "LD_PRELOAD")
+                .and_then(|(_, value)| value.map(std::ffi::OsStr::to_os_string));
+            if let Some(preload) = preload {
+                self.cmd.env("CORETUNE_EXEC_PRELOAD", preload);
+                self.cmd.env_remove("LD_PRELOAD");
+            }
+        }
         if let Some(mem) = &self.mem {
             mem.apply_before_exec(&mut self.cmd).map_err(spawn_error)?;
         }
@@ -149,6 +200,7 @@ impl PlacedCommand {
             launched,
             expected,
             log,
+            report,
         })
     }
 
@@ -240,6 +292,17 @@ pub struct Placed {
     launched: Launched,
     expected: Expected,
     log: Option<tempfile::NamedTempFile>,
+    /// Where `coretune-exec` reports the program's own figures, when it started it.
+    report: Option<tempfile::NamedTempFile>,
+}
+
+/// What `coretune-exec` reported of the program it started.
+#[derive(Clone, Copy, Debug, Default)]
+struct Report {
+    /// When it was about to `exec` (`CLOCK_MONOTONIC` ns).
+    exec_ns: Option<u64>,
+    /// Its own resource use, once it ended.
+    usage: Option<crate::sys::ResourceUsage>,
 }
 
 /// What the audit of one run of a placed program found: what was checked and, one line each,
@@ -310,6 +373,51 @@ impl Placed {
         self.launched.kill();
     }
 
+    /// What `coretune-exec` reported (nothing when it did not start the program).
+    fn report(&self) -> Report {
+        let Some(text) = self
+            .report
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(f.path()).ok())
+        else {
+            return Report::default();
+        };
+        let mut report = Report::default();
+        for line in text.lines() {
+            let words: Vec<u64> = line
+                .split_ascii_whitespace()
+                .skip(1)
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            match (line.split_ascii_whitespace().next(), words.as_slice()) {
+                (Some("exec"), [ns]) => report.exec_ns = Some(*ns),
+                (Some("end"), [maxrss_kb, user_us, sys_us, vcs, ivcs]) => {
+                    report.usage = Some(crate::sys::ResourceUsage {
+                        user: Duration::from_micros(*user_us),
+                        system: Duration::from_micros(*sys_us),
+                        voluntary_ctx_switches: Some(*vcs),
+                        involuntary_ctx_switches: Some(*ivcs),
+                        max_rss_bytes: maxrss_kb * 1024,
+                    });
+                }
+                _ => {}
+            }
+        }
+        report
+    }
+
+    /// Its own CPU time, context switches and peak memory (with the children it waited for),
+    /// once it has been reaped: as `coretune-exec` reported them, else as the OS gives them
+    /// for the process coretune started.
+    pub(crate) fn usage(&self) -> Option<crate::sys::ResourceUsage> {
+        self.report().usage.or_else(|| self.launched.usage())
+    }
+
+    /// When the program was about to `exec` (`CLOCK_MONOTONIC` ns): a run is timed from there.
+    pub(crate) fn exec_ns(&self) -> Option<u64> {
+        self.report().exec_ns.or_else(|| self.launched.exec_ns())
+    }
+
     /// Whether its samples are worth taking: a CPU set, a per-thread plan or a memory policy
     /// to check.
     pub fn needs_samples(&self) -> bool {
@@ -371,28 +479,32 @@ impl Placed {
             }
             record = Some(r);
         } else if let Some(cpus) = &self.expected.cpus {
-            let threads = samples
+            // Each thread's CPUs, sample after sample.
+            let mut seen: std::collections::BTreeMap<(i32, i32), (String, Vec<usize>)> =
+                std::collections::BTreeMap::new();
+            for t in samples
                 .iter()
                 .flat_map(|s| &s.threads)
-                .filter(|t| t.pid != own);
-            let mut outside: Vec<(i32, i32, String, usize)> = Vec::new();
-            let mut seen = std::collections::BTreeSet::new();
-            for t in threads {
-                seen.insert(t.tid);
-                if !cpus.contains(&t.cpu) && !outside.iter().any(|o| o.1 == t.tid) {
-                    outside.push((t.pid, t.tid, t.name.clone(), t.cpu));
-                }
+                .filter(|t| t.pid != own)
+            {
+                seen.entry((t.pid, t.tid))
+                    .or_insert_with(|| (t.name.clone(), Vec::new()))
+                    .1
+                    .push(t.cpu);
             }
             audit.checked.push(format!(
                 "every thread within CPUs {} ({} seen)",
                 sys::format_list(cpus),
                 crate::sys::counted(seen.len(), "thread")
             ));
-            for (pid, tid, name, cpu) in outside {
-                audit.mismatches.push(format!(
-                    "thread {tid} ({name}) of pid {pid} ran on CPU {cpu}, outside its CPUs {}",
-                    sys::format_list(cpus)
-                ));
+            for ((pid, tid), (name, on)) in seen {
+                if let Some(outside) = off_place(&on, cpus) {
+                    audit.mismatches.push(format!(
+                        "thread {tid} ({name}) of pid {pid} ran on CPU {}, outside its CPUs {}",
+                        sys::format_list(&outside),
+                        sys::format_list(cpus)
+                    ));
+                }
             }
         }
         if let Some(mem) = &self.expected.mem {

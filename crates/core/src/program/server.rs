@@ -581,7 +581,8 @@ impl Server {
         self.ended = true;
         let stderr_tail = self.stderr_tail();
         if left.is_empty() {
-            let usage = add_usage(self.tree().usage(), self.orphans.get());
+            let own = self.placed.as_ref().and_then(Placed::usage);
+            let usage = add_usage(own, self.orphans.get());
             Ok(Stopped {
                 status,
                 ended_before,

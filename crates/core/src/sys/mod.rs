@@ -133,7 +133,9 @@ pub(crate) use os::{
 // Files: rules files checked before they are trusted; saved state written durably (the same
 // on every OS).
 pub(crate) use os::{canonical_path, link_meta, read_no_follow};
-pub(crate) use state::{create_private_dir, read_if_exists, remove_durably, write_durably};
+pub(crate) use state::{
+    create_private_dir, make_executable, read_if_exists, remove_durably, write_durably,
+};
 
 // Reserving CPUs: cgroup cpusets and systemd.
 pub(crate) use os::{

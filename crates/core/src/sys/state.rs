@@ -53,6 +53,19 @@ pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
+/// Lets everyone run the file at `path` (mode 0755 on Unix; nothing elsewhere, where running a
+/// file is not a permission).
+pub(crate) fn make_executable(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// The bytes of `path`, `None` when there is no such file.
 pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, SysError> {
     match std::fs::read(path) {

@@ -38,7 +38,10 @@ pub use check::{OffPlace, PinLog, PinRecord, check_samples};
 
 pub(crate) use check::off_place;
 pub use elf::{Obstacle, OpenMpRuntime, ProgramInfo, inspect_program};
-pub use library::{LIB_FILE, LIB_VAR, embed_library, find_library};
+pub use library::{
+    EXEC_FILE, EXEC_VAR, LIB_FILE, LIB_VAR, embed_exec_helper, embed_library, find_exec_helper,
+    find_library,
+};
 pub use plan::{
     Mechanism, PLAN_VAR, PerThread, PinError, SkipMask, fallback, per_thread, pool_note,
     repin_process,

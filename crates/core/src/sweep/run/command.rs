@@ -66,13 +66,17 @@ impl Runner<'_> {
                 .iter()
                 .map(|a| substitute_copy(a, c, &cpus, k))
                 .collect();
-            let mut cmd = if shell {
+            let cmd = if shell {
                 program::shell_command(&words.join(" "))
             } else {
                 let mut cmd = Command::new(PathBuf::from(&words[0]));
                 cmd.args(&words[1..]);
                 cmd
             };
+            // Through coretune-exec, so that its peak memory is its own (before the stdio is
+            // set: the command is rebuilt around the helper).
+            let mut placed = PlacedCommand::new(cmd).own_figures();
+            let cmd = placed.command();
             // stderr goes to an unnamed file, read only after the program has ended (the end
             // of it for a failed run, all of it for a metric read there); stdout too when a
             // metric is read there: nothing of coretune reads beside the program while it runs
@@ -122,7 +126,7 @@ impl Runner<'_> {
                 Ok(mem) => mem,
                 Err(e) => return Outcome::Failed(format!("{}{e}", copy(k))),
             };
-            let placed = PlacedCommand::new(cmd)
+            let placed = placed
                 .cpus(c.is_restricted().then(|| placement.union()))
                 .threads(c.threads, Some(placement), per_thread.as_ref())
                 .memory(mem)
@@ -175,13 +179,13 @@ impl Runner<'_> {
         }
         let usage = running
             .iter()
-            .map(|r| r.child.launched().usage())
+            .map(|r| r.child.usage())
             .reduce(|a, b| Some(a?.plus(b?)))
             .flatten();
         // Timed from the first copy's `exec`: not what coretune did to start it.
         let exec_ns = running
             .iter()
-            .map(|r| r.child.launched().exec_ns())
+            .map(|r| r.child.exec_ns())
             .collect::<Option<Vec<u64>>>()
             .and_then(|v| v.into_iter().min());
         let measurement = probe.finish_from(exec_ns, usage);

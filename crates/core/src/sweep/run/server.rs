@@ -47,6 +47,7 @@ impl Runner<'_> {
             Err(e) => return Outcome::Failed(e),
         };
         let cmd = PlacedCommand::new(program::shell_command(&line))
+            .own_figures()
             .cpus(c.is_restricted().then(|| placement.union()))
             .threads(c.threads, Some(placement), per_thread)
             .memory(mem);
