@@ -913,6 +913,30 @@ fn cpus_that_leave_out_cpus_of_an_explicit_list_are_warned_about() {
         .unwrap();
     util::assert_ok(&out);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("leaves out"));
+    // `run` says it too (here, where the machine has CPUs 0 and 1 at least).
+    let (first, last) = first_and_last_cpu();
+    if first != last {
+        let list = format!("{first},{last}");
+        let out = coretune()
+            .args(["run", "-t", "2", "--place", &list, "--cpus"])
+            .arg(format!("pu:{last}"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        util::assert_ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("leaves out CPU {first} of --place '{list}'")),
+            "{err}"
+        );
+    }
+}
+
+/// The first and last CPU this process may use.
+fn first_and_last_cpu() -> (usize, usize) {
+    let set = coretune_core::program::affinity_of(0).unwrap();
+    let cpus = coretune_core::cpuset::set_to_vec(&set);
+    (cpus[0], cpus[cpus.len() - 1])
 }
 
 /// Finding 35: `run --cpus 0` warned that the set "includes CPU 0" though CPU 0 was what the

@@ -98,6 +98,16 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         bail!("run: no command given (coretune run [OPTIONS] [--] CMD ARGS...)");
     };
     let path = find_program(program)?;
+    if let (Some(spec), Some(expr)) = (&args.place, &args.cpus) {
+        let left_out = spec.left_out_by(&topo, cpus.as_ref(), args.physical);
+        if !left_out.is_empty() {
+            eprintln!(
+                "coretune: warning: --cpus '{expr}' leaves out {} of --place '{spec}': the \
+                 threads written for them go round-robin over the rest of the list",
+                coretune_core::cpuset::cpus_named(&left_out)
+            );
+        }
+    }
     let placement = match (args.threads, &args.place) {
         (Some(n), Some(spec)) => Some(
             plan_spec(&topo, n, spec, cpus.as_ref(), args.physical, args.bind).context("run")?,

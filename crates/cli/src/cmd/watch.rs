@@ -106,7 +106,10 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                 // The program's output goes to standard error: standard output is the JSON.
                 cmd.stdout(Stdio::from(std::io::stderr()));
             }
-            let child = coretune_core::program::spawn(cmd, None)
+            // Started as every program coretune starts (in its process group: Ctrl-C reaches
+            // both), unplaced: watch looks where it runs on its own.
+            let child = coretune_core::program::PlacedCommand::new(cmd)
+                .start()
                 .with_context(|| args.command[0].clone())?;
             (
                 i32::try_from(child.id()).context("child pid out of range")?,
@@ -130,7 +133,11 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
         samples.push(sample);
         let ended = match child.as_mut() {
-            Some(c) => match c.try_wait().context("waiting for the program")? {
+            Some(c) => match c
+                .launched_mut()
+                .try_wait()
+                .context("waiting for the program")?
+            {
                 Some(s) => {
                     status = Some(s);
                     true
