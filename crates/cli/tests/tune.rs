@@ -2344,3 +2344,46 @@ fn peak_memory_is_the_programs_own_not_coretunes() {
         }
     }
 }
+
+/// Finding 35 (two of its rough edges): a `--prepare` that fails said "--prepare exited with
+/// exit status: 5", and a server that fails was named "server 'sh'" (the shell that runs its
+/// line). They say "--prepare 'exit 5' failed with status 5" and name the server's program.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failing_prepare_and_a_failing_server_are_said_plainly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = util::coretune()
+        .args(["tune", "--threads", "1", "--place", "os", "--runs", "1"])
+        .args(["--warmup", "0", "--quiet", "--prepare", "exit 5", "--out"])
+        .arg(tmp.path().join("prepare"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--prepare 'exit 5' failed with status 5"),
+        "{stderr}"
+    );
+    let out = util::coretune()
+        .args(["tune", "--threads", "1", "--place", "os", "--runs", "1"])
+        .args(["--warmup", "0", "--quiet", "--objective", "time"])
+        .args([
+            "--server",
+            "nginxx -c none",
+            "--ready",
+            "false",
+            "--client",
+            "true",
+        ])
+        .arg("--out")
+        .arg(tmp.path().join("server"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("server 'nginxx' (pid") && !stderr.contains("server 'sh'"),
+        "{stderr}"
+    );
+}
