@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{Mechanism, PerThread, SkipMask};
+use super::plan::{Mechanism, PerThread, SkipMask, made_after};
 use crate::placement::Placement;
 use crate::program::watch::Sample;
 use crate::sys::{format_list, set_to_vec};
@@ -212,14 +212,6 @@ pub(crate) fn off_place(seen: &[usize], planned: &[usize]) -> Option<Vec<usize>>
     cpus.sort_unstable();
     cpus.dedup();
     Some(cpus)
-}
-
-/// How long after thread `pid` (a process's main thread) thread `tid` was given its id, for
-/// ordering threads created in the same clock tick: ids are handed out upwards and wrap past
-/// `pid_max` (at most 2^22), so a thread made after a wrap has a smaller id than the main
-/// thread but was made after it.
-pub(super) fn made_after(pid: i32, tid: i32) -> i64 {
-    (i64::from(tid) - i64::from(pid)).rem_euclid(1 << 22)
 }
 
 #[cfg(test)]

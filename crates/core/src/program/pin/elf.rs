@@ -10,7 +10,6 @@ use object::elf;
 use object::read::elf::{Dyn as _, ElfFile, FileHeader, ProgramHeader as _};
 use object::{Endianness, Object as _, ObjectSymbol as _, ReadCache};
 
-use super::plan::SkipMask;
 use crate::sys;
 
 /// The section a program that builds coretune-pool from the environment carries
@@ -43,17 +42,6 @@ impl OpenMpRuntime {
             Some(Self::Llvm)
         } else {
             None
-        }
-    }
-
-    /// The skip mask its helper threads need: libgomp and LLVM's libomp create exactly their
-    /// workers (measured; `crates/cli/tests/pin.rs`), Intel's runtime starts a monitor thread
-    /// first (likwid-pin(1): `-s 0x1` for Intel's runtime). The library keeps the same table
-    /// for plans with `skip=auto` (`crates/pin/src/runtime.rs`).
-    pub fn default_skip(self) -> SkipMask {
-        match self {
-            Self::Intel => SkipMask(0x1),
-            Self::Gnu | Self::Llvm | Self::Static => SkipMask(0),
         }
     }
 }

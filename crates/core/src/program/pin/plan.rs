@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use super::check::made_after;
 use super::elf::{Obstacle, OpenMpRuntime, ProgramInfo};
 use crate::placement::{Binding, Placement};
 use crate::program::launch::{LaunchError, bind_one};
@@ -105,6 +104,19 @@ pub enum PinError {
     /// A skip mask that is not `0x` + at most 16 hex digits.
     #[error("skip mask '{0}' must be hex starting with 0x (likwid-pin's -s), e.g. 0x1")]
     BadSkipMask(String),
+}
+
+impl OpenMpRuntime {
+    /// The skip mask its helper threads need: libgomp and LLVM's libomp create exactly their
+    /// workers (measured; `crates/cli/tests/pin.rs`), Intel's runtime starts a monitor thread
+    /// first (likwid-pin(1): `-s 0x1` for Intel's runtime). The library keeps the same table
+    /// for plans with `skip=auto` (`crates/pin/src/runtime.rs`).
+    pub fn default_skip(self) -> SkipMask {
+        match self {
+            Self::Intel => SkipMask(0x1),
+            Self::Gnu | Self::Llvm | Self::Static => SkipMask(0),
+        }
+    }
 }
 
 /// How one program gets a placement: the mechanism, the skip mask in force, and a warning
@@ -370,6 +382,14 @@ pub fn repin_process(
         return Err(no_such_process());
     }
     Ok(out)
+}
+
+/// How long after thread `pid` (a process's main thread) thread `tid` was given its id, for
+/// ordering threads created in the same clock tick: ids are handed out upwards and wrap past
+/// `pid_max` (at most 2^22), so a thread made after a wrap has a smaller id than the main
+/// thread but was made after it.
+pub(super) fn made_after(pid: i32, tid: i32) -> i64 {
+    (i64::from(tid) - i64::from(pid)).rem_euclid(1 << 22)
 }
 
 #[cfg(test)]
