@@ -100,9 +100,9 @@ fn near_keyword(name: &str) -> Option<&'static str> {
     }
 }
 
-/// Levenshtein distance between two short ASCII words (the misspelt-placeholder check in
-/// `run.rs` has its own).
-fn edits(a: &str, b: &str) -> usize {
+/// Levenshtein distance between two short ASCII words (also the misspelt-placeholder check's,
+/// `run/placeholders.rs`).
+pub(in crate::sweep) fn edits(a: &str, b: &str) -> usize {
     let b: Vec<u8> = b.bytes().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.bytes().enumerate() {

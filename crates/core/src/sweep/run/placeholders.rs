@@ -2,6 +2,7 @@
 //! `{instance}`, `{instances}`), their substitution, and the misspellings caught before a sweep.
 
 use crate::grid::Config;
+use crate::sweep::objective::edits;
 
 /// The placeholders a command's arguments may hold.
 pub(crate) const PLACEHOLDERS: [&str; 6] =
@@ -31,24 +32,6 @@ pub(super) fn misspelt_placeholder(argv: &[String]) -> Option<(String, String, &
         }
     }
     None
-}
-
-/// Levenshtein distance between two short ASCII words.
-fn edits(a: &str, b: &str) -> usize {
-    let b: Vec<u8> = b.bytes().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.bytes().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (prev + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// Substitutes `{threads}` (per instance), `{cpus}` (the CPU list), `{place}`, `{mem}` (the
