@@ -36,11 +36,13 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
+# CORETUNE_TEST_STRICT=1: a test that finds a tool missing fails instead of skipping (the
+# set-up installs every one: a skip here would pass having checked nothing).
 unit-tests:
-	$(CARGO) test --locked --workspace
+	CORETUNE_TEST_STRICT=1 $(CARGO) test --locked --workspace
 
 release-tests:
-	$(CARGO) test --locked --workspace --release
+	CORETUNE_TEST_STRICT=1 $(CARGO) test --locked --workspace --release
 
 # Benchmarks compile and run once at a tiny size (they print their own numbers under `--bench`).
 bench-smoke:

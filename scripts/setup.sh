@@ -19,7 +19,8 @@
 #                             and libopenmpi-dev (mpirun and mpicc, for tune --launcher mpirun),
 #                             numactl (the apply lines of memory policies are run as pasted),
 #                             systemd (only its systemd-analyze: `verify` reads the apply lines'
-#                             unit settings; nothing needs systemd running)
+#                             unit settings; nothing needs systemd running), time (/usr/bin/time:
+#                             coretune's own peak memory while a program logs gigabytes)
 #
 # Installs what is missing with apt-get when running as root or with password-less sudo;
 # otherwise stops and prints the exact command to run. Does nothing when all is present.
@@ -27,7 +28,7 @@ set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev numactl systemd)
+  packages+=(hwloc-nox gcc libgomp1 hyperfine chromium likwid libomp-dev golang-go slurmctld slurmd slurm-client munge qemu-system-x86 busybox-static cpio sysbench nginx-light wrk redis-server redis-tools openmpi-bin libopenmpi-dev numactl systemd time)
 fi
 
 missing=()

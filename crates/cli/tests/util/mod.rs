@@ -175,13 +175,20 @@ pub fn resume(dir: &std::path::Path) {
     assert_ok(&out);
 }
 
-/// Whether `program` is on `PATH`; when it is not, says that the test is skipped for it.
+/// Whether `program` is on `PATH`; when it is not, says that the test is skipped for it — or,
+/// under `CORETUNE_TEST_STRICT=1` (what `make test` and CI set: their set-up installs every
+/// tool), fails the test: a skip there would pass having checked nothing.
 pub fn installed(program: &str) -> bool {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
+        assert!(
+            std::env::var_os("CORETUNE_TEST_STRICT").is_none_or(|v| v != "1"),
+            "{program} is not installed, and CORETUNE_TEST_STRICT=1 (make test) needs every \
+             tool the tests use: scripts/setup.sh --test installs it"
+        );
         eprintln!("skipped: {program} is not installed (make test installs it)");
     }
     found

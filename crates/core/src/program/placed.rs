@@ -47,12 +47,16 @@ pub struct PlacedCommand {
     tree: Tree,
     /// Started through `coretune-exec` ([`PlacedCommand::own_figures`]).
     helper: bool,
+    /// The program as given, for messages (the command's program is the helper's path when
+    /// the helper starts it).
+    label: String,
 }
 
 impl PlacedCommand {
     /// `cmd`, as yet unplaced, in coretune's process group.
     pub fn new(cmd: Command) -> Self {
         Self {
+            label: cmd.get_program().to_string_lossy().into_owned(),
             cmd,
             cpus: None,
             threads: None,
@@ -142,7 +146,7 @@ impl PlacedCommand {
     /// [`LaunchError::CommandNotFound`], [`LaunchError::Spawn`] (a CPU set or memory policy
     /// the kernel refuses, the run's log that cannot be made).
     pub fn start(mut self) -> Result<Placed, LaunchError> {
-        let program = self.cmd.get_program().to_string_lossy().into_owned();
+        let program = self.label.clone();
         let spawn_error = |error| LaunchError::Spawn {
             program: program.clone(),
             error,
@@ -195,7 +199,17 @@ impl PlacedCommand {
         if let Some(mem) = &self.mem {
             mem.apply_before_exec(&mut self.cmd).map_err(spawn_error)?;
         }
-        let launched = Launched::start(self.cmd, self.cpus.as_ref(), self.tree)?;
+        let launched =
+            Launched::start(self.cmd, self.cpus.as_ref(), self.tree).map_err(|e| match e {
+                // The helper's path is not what the user named.
+                LaunchError::CommandNotFound { .. } if self.helper => {
+                    LaunchError::CommandNotFound { program }
+                }
+                LaunchError::Spawn { error, .. } if self.helper => {
+                    LaunchError::Spawn { program, error }
+                }
+                other => other,
+            })?;
         Ok(Placed {
             launched,
             expected,
@@ -216,7 +230,7 @@ impl PlacedCommand {
         if timeout.is_some() {
             self.tree = Tree::Own;
         }
-        let program = self.cmd.get_program().to_string_lossy().into_owned();
+        let program = self.label.clone();
         let mut child = self.start()?;
         // Not fatal: without forwarding, Ctrl-C still reaches the child through the terminal's
         // process group (without a timeout; with one, coretune's own exit ends it).
