@@ -1010,10 +1010,15 @@ mod test {
         use super::super::*;
         use crate::program::find_program;
 
-        /// Whether every one of `programs` is installed; says which is not when one is missing.
+        /// Whether every one of `programs` is installed; says which is not when one is missing
+        /// (and fails under `CORETUNE_TEST_STRICT=1`, as `make test` runs: it installs them).
         fn have(programs: &[&str]) -> bool {
             for program in programs {
                 if find_program(program).is_err() {
+                    assert!(
+                        std::env::var_os("CORETUNE_TEST_STRICT").is_none_or(|v| v != "1"),
+                        "{program} is not installed (CORETUNE_TEST_STRICT=1)"
+                    );
                     eprintln!("skipped: {program} is not installed");
                     return false;
                 }
