@@ -464,9 +464,11 @@ fn a_launcher_takes_a_program_and_no_instance_placeholder() {
     }
 }
 
-/// The audit of a run under `mpirun` knows each rank (from the rank in its environment) and
-/// checks that its threads ran on the rank's CPUs: a rank that moves itself off them fails the
-/// run as a mismatch naming the rank; ranks that stay pass, the check said in the record.
+/// The audit of a run under `mpirun` knows each rank from the pinning library's start log (the
+/// rank in its environment, the CPUs it may run on as its image starts, before `MPI_Init` moves
+/// anything) and checks them against the plan: a rank whose image starts off its CPUs, or a
+/// launcher that leaves the ranks unbound, fails the run as a mismatch naming the rank; ranks
+/// that start on their CPUs pass, the check said in the record.
 #[test]
 fn a_rank_that_leaves_its_cpus_under_mpirun_fails_the_run_as_a_mismatch() {
     if !util::installed("mpirun") || !util::installed("taskset") {
@@ -493,9 +495,45 @@ fn a_rank_that_leaves_its_cpus_under_mpirun_fails_the_run_as_a_mismatch() {
         .arg(&script)
         .status()
         .unwrap();
-    let sweep = |name: &str, arg: &str| {
+    // A site's `mpirun` wrapper that drops the binding coretune asks for, as a launcher that
+    // "knows better" does: first in PATH.
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v mpirun"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wrapper = tmp.path().join("bin");
+    std::fs::create_dir(&wrapper).unwrap();
+    std::fs::write(
+        wrapper.join("mpirun"),
+        format!(
+            "#!/bin/sh\nskip=\nfor a; do shift\n  if [ -n \"$skip\" ]; then skip=; continue; fi\n  \
+             case \"$a\" in --bind-to|--map-by|--cpu-set) skip=1; continue;; esac\n  \
+             set -- \"$@\" \"$a\"\ndone\nexec {} --bind-to none \"$@\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(wrapper.join("mpirun"))
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        wrapper.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sweep = |name: &str, arg: &str, unbound: bool| {
         let dir = tmp.path().join(name);
-        let out = util::coretune()
+        let mut cmd = util::coretune();
+        if unbound {
+            cmd.env("PATH", &path);
+        }
+        let out = cmd
             .args(["tune", "--launcher", "mpirun", "--instances", "2"])
             .args(["--threads", "1", "--place", "cores", "--runs", "1"])
             .args(["--warmup", "0", "--quiet", "--out"])
@@ -507,29 +545,42 @@ fn a_rank_that_leaves_its_cpus_under_mpirun_fails_the_run_as_a_mismatch() {
             .unwrap();
         (out, util::read_jsonl(&dir.join("runs.jsonl")))
     };
-    let (out, runs) = sweep("stay", "stay");
+    let (out, runs) = sweep("stay", "stay", false);
     util::assert_ok(&out);
     let checked = runs[0]["record"]["audit"]["checked"].to_string();
     assert!(
         checked.contains(&format!(
-            "each rank within its CPUs (rank 0: {first}, rank 1: {last}; 2 of 2 seen)"
+            "each rank started on its CPUs (rank 0: {first}, rank 1: {last}; 2 of 2 seen start)"
         )),
         "{}",
         runs[0]
     );
-    let (out, runs) = sweep("move", "move");
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
-    let error = runs[0]["error"].as_str().unwrap();
+    let mismatch = |name: &str, arg: &str, unbound: bool| {
+        let (out, runs) = sweep(name, arg, unbound);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(runs[0]["status"], "mismatch", "{}", runs[0]);
+        runs[0]["error"].as_str().unwrap().to_owned()
+    };
+    // Rank 1 moves itself (its next image starts on another CPU).
+    let error = mismatch("move", "move", false);
     assert!(
-        error.contains("rank 1: thread")
+        error.contains("rank 1 (pid ")
             && error.contains(&format!(
-                "ran on CPU {first}, outside the rank's CPUs {last}"
+                "started on CPUs {first}, not bound to its CPUs {last}"
+            )),
+        "{error}"
+    );
+    // The launcher left the ranks unbound.
+    let error = mismatch("unbound", "stay", true);
+    assert!(
+        error.contains("rank 0 (pid ")
+            && error.contains(&format!(
+                "started on CPUs {first}-{last}, not bound to its CPUs {first}"
             )),
         "{error}"
     );

@@ -44,9 +44,12 @@
 //! the library does nothing.
 //!
 //! With `CORETUNE_PIN_LOG=PATH` (an existing file: coretune makes one per run), each process
-//! appends one line when it starts placing (`exec PID NS`: an image's constructor, its main
-//! thread on place 0) and one when it is forked (`fork PARENT PID PLACE NS`; `NS` is
-//! `CLOCK_MONOTONIC` in nanoseconds once the place is set), each with a single
+//! appends one line when its image starts (`exec PID NS cpus=LIST [rank=R]`: the constructor,
+//! once the main thread is on place 0 when there is a plan; the CPUs it may run on then, and its
+//! MPI rank when a launcher started it: this is written without a plan too, so that what a
+//! launcher applied to each rank, before the rank's `MPI_Init` moves anything, is on record)
+//! and one when it is forked (`fork PARENT PID PLACE NS`; `NS` is `CLOCK_MONOTONIC` in
+//! nanoseconds once the place is set), each with a single
 //! `write(2)` on a descriptor opened `O_APPEND`: coretune's audit of the run reads which place
 //! each process was given, whatever it does with its threads and however briefly it lived.
 //!
@@ -89,6 +92,14 @@ type StartRoutine = Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>;
 
 /// glibc's `fork`.
 type ForkFn = unsafe extern "C" fn() -> libc::pid_t;
+/// `pthread_setaffinity_np`'s signature.
+type ThreadAffinityFn =
+    unsafe extern "C" fn(libc::pthread_t, libc::size_t, *const libc::cpu_set_t) -> c_int;
+/// `sched_setaffinity`'s signature.
+type SchedAffinityFn =
+    unsafe extern "C" fn(libc::pid_t, libc::size_t, *const libc::cpu_set_t) -> c_int;
+/// An affinity mask of up to 4096 CPUs.
+type Mask = [libc::c_ulong; 64];
 
 /// glibc's `pthread_create`.
 type CreateFn = unsafe extern "C" fn(
@@ -160,6 +171,12 @@ static BASE: AtomicUsize = AtomicUsize::new(0);
 static LOG: AtomicI32 = AtomicI32::new(-1);
 /// `CORETUNE_PIN_DEBUG=1`.
 static DEBUG: AtomicBool = AtomicBool::new(false);
+/// The affinity the image started with, kept by the first change of any thread's affinity made
+/// through the C library (see [`keep_start`]).
+static START: std::sync::OnceLock<Mask> = std::sync::OnceLock::new();
+/// The real `pthread_setaffinity_np` and `sched_setaffinity`, looked up on first use.
+static REAL_THREAD_AFFINITY: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static REAL_SCHED_AFFINITY: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
 #[used]
 #[unsafe(link_section = ".init_array")]
@@ -170,6 +187,141 @@ static CONSTRUCTOR: extern "C" fn() = init;
 extern "C" fn init() {
     DEBUG.store(env(c"CORETUNE_PIN_DEBUG") == Some(b"1"), Ordering::Relaxed);
     let _ = real_create();
+    // The CPUs the image was started on, before the plan places its main thread.
+    keep_start();
+    place_main();
+    log_start(START.get());
+}
+
+/// Keeps the affinity the image started with, once: called in the constructor and before any
+/// change of a thread's affinity made through the C library, since other libraries'
+/// constructors may run before this one's (libgomp's, which binds the main thread to the
+/// first of `OMP_PLACES` when `OMP_PROC_BIND` is set, runs first: a library an executable
+/// links is initialised before a preloaded one). Only reads the calling thread's mask
+/// (`sched_getaffinity`, async-signal-safe) — the image's own while nothing has changed it.
+fn keep_start() {
+    if START.get().is_none()
+        && let Some(mask) = affinity()
+    {
+        let _ = START.set(mask);
+    }
+}
+
+/// A real function of the libraries loaded after this one, looked up once into `cache`.
+///
+/// # Safety
+///
+/// `F` must be the symbol's real function pointer type.
+unsafe fn real_cached<F: Copy>(cache: &AtomicPtr<c_void>, name: &CStr) -> Option<F> {
+    let mut ptr = cache.load(Ordering::Acquire);
+    if ptr.is_null() {
+        // SAFETY: `name` is NUL-terminated.
+        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+        if ptr.is_null() {
+            return None;
+        }
+        cache.store(ptr, Ordering::Release);
+    }
+    // SAFETY: `F` is the symbol's function pointer type (the caller's promise), the same size
+    // as `*mut c_void` on every Linux target.
+    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&ptr) })
+}
+
+/// `pthread_setaffinity_np`, after keeping the image's starting affinity ([`keep_start`]).
+///
+/// # Safety
+///
+/// As `pthread_setaffinity_np(3)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_setaffinity_np(
+    thread: libc::pthread_t,
+    size: libc::size_t,
+    set: *const libc::cpu_set_t,
+) -> c_int {
+    keep_start();
+    // SAFETY: `ThreadAffinityFn` is the symbol's signature.
+    match unsafe {
+        real_cached::<ThreadAffinityFn>(&REAL_THREAD_AFFINITY, c"pthread_setaffinity_np")
+    } {
+        // SAFETY: the caller's call, passed on.
+        Some(real) => unsafe { real(thread, size, set) },
+        None => libc::ENOSYS,
+    }
+}
+
+/// `sched_setaffinity`, after keeping the image's starting affinity ([`keep_start`]).
+///
+/// # Safety
+///
+/// As `sched_setaffinity(2)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sched_setaffinity(
+    pid: libc::pid_t,
+    size: libc::size_t,
+    set: *const libc::cpu_set_t,
+) -> c_int {
+    keep_start();
+    // SAFETY: `SchedAffinityFn` is the symbol's signature.
+    match unsafe { real_cached::<SchedAffinityFn>(&REAL_SCHED_AFFINITY, c"sched_setaffinity") } {
+        // SAFETY: the caller's call, passed on.
+        Some(real) => unsafe { real(pid, size, set) },
+        None => {
+            // SAFETY: errno is thread-local.
+            unsafe { *libc::__errno_location() = libc::ENOSYS };
+            -1
+        }
+    }
+}
+
+/// The calling thread's affinity mask (`None` when it cannot be read).
+fn affinity() -> Option<Mask> {
+    let mut mask: Mask = [0; 64];
+    // SAFETY: `mask` is a live, writable buffer; the kernel writes at most its size in bytes.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            0,
+            std::mem::size_of_val(&mask),
+            mask.as_mut_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    (rc == 0).then_some(mask)
+}
+
+/// The log line of an image that starts (`exec PID NS cpus=LIST [rank=R]`: `NS` once its main
+/// thread is placed, `LIST` the CPUs it was started on), when `CORETUNE_PIN_LOG` names the
+/// run's log: with or without a plan, so that what a launcher started (an MPI rank, on the CPUs
+/// the launcher bound it to, before its `MPI_Init` moves anything) is on record.
+fn log_start(started_on: Option<&Mask>) {
+    let Some(path) = env_c(c"CORETUNE_PIN_LOG") else {
+        return;
+    };
+    // SAFETY: `path` is a NUL-terminated string from the environment; no file is created (the
+    // run's log exists, made by coretune), and the descriptor does not survive `exec`.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+        )
+    };
+    LOG.store(fd, Ordering::Relaxed);
+    // Room for the list of every other CPU of the 4096 the mask holds.
+    let mut line = Line::<16384>::default();
+    let _ = write!(line, "exec {} {}", std::process::id(), monotonic_ns());
+    if let Some(mask) = started_on {
+        let _ = write!(line, " cpus={}", MaskList(mask));
+    }
+    let rank = [c"OMPI_COMM_WORLD_RANK", c"PMIX_RANK", c"PMI_RANK"]
+        .into_iter()
+        .find_map(env);
+    if let Some(rank) = rank.and_then(|r| std::str::from_utf8(r).ok()) {
+        let _ = write!(line, " rank={rank}");
+    }
+    line.push(b"\n");
+    log(&line);
+}
+
+/// Pins the main thread to the plan's first place (`CORETUNE_PIN`), when there is a plan.
+fn place_main() {
     let Some(text) = env(c"CORETUNE_PIN") else {
         debug(format_args!(
             "no CORETUNE_PIN in the environment: not pinning"
@@ -239,25 +391,11 @@ extern "C" fn init() {
         }
     ));
     PLAN.store(Box::into_raw(Box::new(active)), Ordering::Release);
-    if let Some(path) = env_c(c"CORETUNE_PIN_LOG") {
-        // SAFETY: `path` is a NUL-terminated string from the environment; no file is created
-        // (the run's log exists, made by coretune), and the descriptor does not survive `exec`.
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
-            )
-        };
-        LOG.store(fd, Ordering::Relaxed);
-        let mut line = Line::default();
-        let _ = writeln!(line, "exec {} {}", std::process::id(), monotonic_ns());
-        log(&line);
-    }
 }
 
 /// Appends one line to the run's log, in one `write(2)` (whole, since the file is `O_APPEND`
 /// and the line short).
-fn log(line: &Line) {
+fn log<const N: usize>(line: &Line<N>) {
     let fd = LOG.load(Ordering::Relaxed);
     if fd >= 0 {
         // SAFETY: writes `line.len` initialised bytes of `line.buf` to an open descriptor.
@@ -345,7 +483,7 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
     };
     // SAFETY: `getpid` and `getppid` take nothing and cannot fail.
     let (me, parent) = unsafe { (libc::getpid(), libc::getppid()) };
-    let mut line = Line::default();
+    let mut line: Line = Line::default();
     let _ = writeln!(line, "fork {parent} {me} {place} {}", monotonic_ns());
     log(&line);
     debug(format_args!(
@@ -581,36 +719,44 @@ fn debug(message: std::fmt::Arguments<'_>) {
     if !DEBUG.load(Ordering::Relaxed) {
         return;
     }
-    let mut line = Line::default();
+    let mut line: Line = Line::default();
     let _ = write!(line, "coretune-pin[{}]: {message}", std::process::id());
     line.push(b"\n");
     // SAFETY: writes `line.len` initialised bytes of `line.buf` to fd 2.
     let _ = unsafe { libc::write(2, line.buf.as_ptr().cast(), line.len) };
 }
 
-/// A line of at most 512 bytes; what does not fit is cut (with `...`).
-struct Line {
-    buf: [u8; 512],
+/// A line of at most `N` bytes, on the stack; what does not fit is cut, and the line then ends
+/// with `...` and a newline (anything pushed after that is dropped).
+struct Line<const N: usize = 512> {
+    buf: [u8; N],
     len: usize,
+    full: bool,
 }
 
-impl Default for Line {
+impl<const N: usize> Default for Line<N> {
     fn default() -> Self {
         Self {
-            buf: [0; 512],
+            buf: [0; N],
             len: 0,
+            full: false,
         }
     }
 }
 
-impl Line {
+impl<const N: usize> Line<N> {
     fn push(&mut self, bytes: &[u8]) {
-        let room = self.buf.len() - 4 - self.len.min(self.buf.len() - 4);
+        if self.full {
+            return;
+        }
+        // Four bytes stay free for the `...\n` of a cut line.
+        let room = N - 4 - self.len;
         if bytes.len() > room {
             self.buf[self.len..self.len + room].copy_from_slice(&bytes[..room]);
             self.len += room;
-            self.buf[self.len..self.len + 3].copy_from_slice(b"...");
-            self.len += 3;
+            self.buf[self.len..self.len + 4].copy_from_slice(b"...\n");
+            self.len += 4;
+            self.full = true;
         } else {
             self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
             self.len += bytes.len();
@@ -618,11 +764,8 @@ impl Line {
     }
 }
 
-impl std::fmt::Write for Line {
+impl<const N: usize> std::fmt::Write for Line<N> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        if self.len + 4 >= self.buf.len() {
-            return Ok(());
-        }
         self.push(s.as_bytes());
         Ok(())
     }
@@ -672,9 +815,12 @@ mod test {
             MaskList(&mask).to_string(),
             format!("0-2,4-5,7,{WORD_BITS}")
         );
-        let mut line = Line::default();
+        let mut line = Line::<512>::default();
         let long = "x".repeat(600);
         let _ = write!(line, "{long}");
-        assert!(line.len <= 512 && line.buf[..line.len].ends_with(b"..."));
+        line.push(b"\n");
+        let _ = write!(line, "more");
+        assert_eq!(line.len, 512);
+        assert!(line.buf[..line.len].ends_with(b"x...\n"));
     }
 }

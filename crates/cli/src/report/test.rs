@@ -402,7 +402,6 @@ fn sample(t_s: f64, busy: [f64; 4], worker_cpu: usize) -> coretune_core::program
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
         policies: Default::default(),
-        ranks: Default::default(),
         at_ns: None,
     }
 }

@@ -47,6 +47,8 @@ pub struct PlacedCommand {
     tree: Tree,
     /// Started through `coretune-exec` ([`PlacedCommand::own_figures`]).
     helper: bool,
+    /// The pinning library logs each image's start ([`PlacedCommand::log_starts`]).
+    log_starts: bool,
     /// The program as given, for messages (the command's program is the helper's path when
     /// the helper starts it).
     label: String,
@@ -63,6 +65,7 @@ impl PlacedCommand {
             mem: None,
             tree: Tree::Shared,
             helper: false,
+            log_starts: false,
         }
     }
 
@@ -134,6 +137,15 @@ impl PlacedCommand {
         self
     }
 
+    /// Has the pinning library (where it is found) log, as each image of the program's tree
+    /// starts, the CPUs it may run on and its MPI rank — without placing anything: what a
+    /// launcher applied to each rank, read by [`Placed::pin_log`].
+    #[must_use]
+    pub fn log_starts(mut self) -> Self {
+        self.log_starts = true;
+        self
+    }
+
     /// The command, for its stdio, working directory and other variables.
     pub fn command(&mut self) -> &mut Command {
         &mut self.cmd
@@ -179,6 +191,19 @@ impl PlacedCommand {
                 }
                 expected.placement = Some((per_thread.clone(), placement.clone()));
             }
+        }
+        if self.log_starts
+            && log.is_none()
+            && let Ok(library) = super::pin::find_library()
+        {
+            let file = tempfile::NamedTempFile::new().map_err(spawn_error)?;
+            self.cmd.env(LOG_VAR, file.path());
+            log = Some(file);
+            let preload = match std::env::var("LD_PRELOAD") {
+                Ok(rest) if !rest.trim().is_empty() => format!("{}:{rest}", library.display()),
+                _ => library.display().to_string(),
+            };
+            self.cmd.env("LD_PRELOAD", preload);
         }
         let mut report = None;
         if self.helper {
@@ -387,6 +412,12 @@ impl Placed {
         self.launched.kill();
     }
 
+    /// What the pinning library logged of the program's tree (`None` when it was not asked
+    /// to log: no per-thread plan, no [`PlacedCommand::log_starts`]).
+    pub fn pin_log(&self) -> Option<PinLog> {
+        self.log.as_ref().map(|f| PinLog::read(f.path()))
+    }
+
     /// What `coretune-exec` reported (nothing when it did not start the program).
     fn report(&self) -> Report {
         let Some(text) = self
@@ -457,11 +488,7 @@ impl Placed {
         let own = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
         let mut record = None;
         if let Some((per_thread, placement)) = &self.expected.placement {
-            let log = self
-                .log
-                .as_ref()
-                .and_then(|f| std::fs::read_to_string(f.path()).ok())
-                .map(|t| PinLog::parse(&t));
+            let log = self.pin_log();
             let r = check_samples(samples, own, per_thread, placement, log.as_ref());
             audit.checked.push(format!(
                 "each thread on its place ({} of {}{})",

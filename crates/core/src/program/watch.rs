@@ -123,11 +123,6 @@ pub struct Sample {
     /// `bind:1`, `prefer:0`), when the sampler reads them. Not kept in files.
     #[serde(skip)]
     pub policies: BTreeMap<i32, String>,
-    /// The MPI rank of each process seen for the first time in this sample with one in its
-    /// environment (`OMPI_COMM_WORLD_RANK`, `PMIX_RANK`, `PMI_RANK`), when the sampler reads
-    /// them. Not kept in files.
-    #[serde(skip)]
-    pub ranks: BTreeMap<i32, usize>,
     /// When it was taken, on `CLOCK_MONOTONIC` (nanoseconds; the clock of the pinning
     /// library's log), for telling which samples came after a process was placed. Not kept in
     /// files.
@@ -153,11 +148,6 @@ pub struct Sampler {
     threads_only: bool,
     /// Read each new process's memory policy ([`Sample::policies`]).
     policies: bool,
-    /// Read each new process's MPI rank ([`Sample::ranks`]).
-    ranks: bool,
-    /// The processes whose rank was looked for, with the name their main thread had then (a
-    /// rank is in the environment of the program `exec`ed with it).
-    rank_read: BTreeSet<(i32, String)>,
     /// The processes whose memory policy was read, with the name their main thread had then:
     /// a process that `exec`s another program (`numactl … prog`) is read again.
     policy_read: BTreeSet<(i32, String)>,
@@ -185,8 +175,6 @@ impl Sampler {
             threads_only: false,
             policies: false,
             policy_read: BTreeSet::new(),
-            ranks: false,
-            rank_read: BTreeSet::new(),
             prev: Raw::default(),
             start: Instant::now(),
         };
@@ -309,23 +297,6 @@ impl Sampler {
         // Before the threads are read: a thread seen in this sample was seen after this time.
         let at_ns = sys::monotonic_ns();
         let threads = self.threads();
-        let mut ranks = BTreeMap::new();
-        if self.ranks {
-            for t in threads.iter().filter(|t| t.tid == t.pid) {
-                let key = (t.pid, t.name.clone());
-                // The watched process (coretune) and a launcher itself (its own environment may
-                // name a rank: a batch step's) are not ranks.
-                if t.pid == self.pid.unwrap_or(0)
-                    || t.tree == Some(t.pid)
-                    || !self.rank_read.insert(key)
-                {
-                    continue;
-                }
-                if let Some(rank) = sys::mpi_rank(&self.proc_dir, t.pid) {
-                    ranks.insert(t.pid, rank);
-                }
-            }
-        }
         let mut policies = BTreeMap::new();
         if self.policies {
             let own = sys::process_exe(&self.proc_dir, self.pid.unwrap_or(0));
@@ -375,7 +346,6 @@ impl Sampler {
             irqs: delta(&raw.irqs, &self.prev.irqs),
             softirqs: delta(&raw.softirqs, &self.prev.softirqs),
             policies,
-            ranks,
             at_ns: Some(at_ns),
         };
         self.prev = raw;
@@ -412,38 +382,30 @@ impl Monitor {
     }
 
     /// Starts sampling what a run's audit needs: where this process's descendants' threads
-    /// run, with `policies` the memory policy of each of their processes, with `ranks` the MPI
-    /// rank of each.
+    /// run, and with `policies` the memory policy of each of their processes.
     ///
     /// # Errors
     ///
     /// As [`Monitor::start_self`].
-    pub fn start_audit(
-        interval: Duration,
-        policies: bool,
-        ranks: bool,
-    ) -> Result<Self, WatchError> {
-        Self::start_with(interval, true, policies, ranks)
+    pub fn start_audit(interval: Duration, policies: bool) -> Result<Self, WatchError> {
+        Self::start_with(interval, true, policies)
     }
 
     fn start(interval: Duration, threads_only: bool) -> Result<Self, WatchError> {
-        Self::start_with(interval, threads_only, false, false)
+        Self::start_with(interval, threads_only, false)
     }
 
     /// Starts sampling this process's descendants every `interval`: only their threads when
-    /// `threads_only`, each new process's memory policy with `policies` and its MPI rank with
-    /// `ranks`.
+    /// `threads_only`, and each new process's memory policy with `policies`.
     pub(crate) fn start_with(
         interval: Duration,
         threads_only: bool,
         policies: bool,
-        ranks: bool,
     ) -> Result<Self, WatchError> {
         let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
         let mut sampler = Sampler::live(Some(pid), true)?;
         sampler.threads_only = threads_only;
         sampler.policies = policies;
-        sampler.ranks = ranks;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()

@@ -110,9 +110,9 @@ pub(crate) use os::{cpu_stat, interrupts, load_average, softirqs};
 // Processes and threads; whether a library can be preloaded into a program (`LD_PRELOAD`);
 // the shared libraries this process has loaded.
 pub(crate) use os::{
-    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, loaded_libraries, memory_policy, mpi_rank,
-    own_threads, own_uid, process_state, process_uid, processes, socket_owners, tcp_listeners,
-    thread_ids, threads,
+    PRELOAD, PROC_DIR, PROC_FS, THREADS_VISIBLE, loaded_libraries, memory_policy, own_threads,
+    own_uid, process_state, process_uid, processes, socket_owners, tcp_listeners, thread_ids,
+    threads,
 };
 
 // The inputs of the CPU budget, and what the budget calls them; what a quota throttled.
@@ -571,7 +571,6 @@ mod test {
             process_uid: fn(&Path, i32) -> Result<u32, SysError>,
             processes: fn(&Path) -> Result<Vec<ProcessInfo>, SysError>,
             memory_policy: fn(&Path, i32) -> Option<String>,
-            mpi_rank: fn(&Path, i32) -> Option<usize>,
             tcp_listeners: fn(u16) -> Vec<(std::net::SocketAddr, u64)>,
             socket_owners: fn(&Path, &[u64]) -> Vec<i32>,
             thread_ids: fn(&Path, i32) -> Result<Vec<i32>, SysError>,

@@ -108,11 +108,6 @@ pub(crate) fn socket_owners(_proc_dir: &Path, _inodes: &[u64]) -> Vec<i32> {
     Vec::new()
 }
 
-/// No process's environment is read here.
-pub(crate) fn mpi_rank(_proc_dir: &Path, _pid: i32) -> Option<usize> {
-    None
-}
-
 /// No process's memory policy can be read here.
 pub(crate) fn memory_policy(_proc_dir: &Path, _pid: i32) -> Option<String> {
     None

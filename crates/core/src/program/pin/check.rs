@@ -54,13 +54,34 @@ impl PinRecord {
 }
 
 /// What the pinning library's log (`CORETUNE_PIN_LOG`, one per run) says of each process: the
-/// place its main thread was given — 0 for an image the library started in (`exec PID NS`),
-/// its fork place for a process forked without `exec` (`fork PARENT PID PLACE NS`) — and when
-/// (`CLOCK_MONOTONIC`, nanoseconds). A later line of a pid wins: a forked child that `exec`s
-/// starts again from place 0.
+/// place its main thread was given — 0 for an image the library started in
+/// (`exec PID NS cpus=LIST [rank=R]`), its fork place for a process forked without `exec`
+/// (`fork PARENT PID PLACE NS`) — and when (`CLOCK_MONOTONIC`, nanoseconds); for an image, the
+/// CPUs it could run on when it started and its MPI rank. A later line of a pid wins: a forked
+/// child that `exec`s starts again from place 0.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PinLog {
-    places: BTreeMap<i32, (usize, u64)>,
+    places: BTreeMap<i32, LogEntry>,
+}
+
+/// One process in a [`PinLog`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct LogEntry {
+    place: usize,
+    at: u64,
+    cpus: Option<Vec<usize>>,
+    rank: Option<usize>,
+}
+
+/// A process an MPI launcher started, as the pinning library saw it start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedRank {
+    /// Its pid.
+    pub pid: i32,
+    /// Its rank.
+    pub rank: usize,
+    /// The CPUs it could run on when its image started (what the launcher bound it to).
+    pub cpus: Vec<usize>,
 }
 
 impl PinLog {
@@ -70,29 +91,64 @@ impl PinLog {
         for line in text.lines() {
             let words: Vec<&str> = line.split_ascii_whitespace().collect();
             let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+            let field = |name: &str| {
+                words
+                    .iter()
+                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+            };
             let (pid, place, at) = match words.first() {
                 Some(&"exec") => (number(1), Some(0), number(2)),
                 Some(&"fork") => (number(2), number(3), number(4)),
                 _ => continue,
             };
-            if let (Some(pid), Some(place), Some(at)) = (pid, place, at) {
-                let (Ok(pid), Ok(place)) = (i32::try_from(pid), usize::try_from(place)) else {
-                    continue;
-                };
-                places.insert(pid, (place, at));
-            }
+            let (Some(pid), Some(place), Some(at)) = (pid, place, at) else {
+                continue;
+            };
+            let (Ok(pid), Ok(place)) = (i32::try_from(pid), usize::try_from(place)) else {
+                continue;
+            };
+            places.insert(
+                pid,
+                LogEntry {
+                    place,
+                    at,
+                    cpus: field("cpus").and_then(crate::sys::parse_list),
+                    rank: field("rank").and_then(|r| r.parse().ok()),
+                },
+            );
         }
         Self { places }
     }
 
+    /// The log of file `path` (empty when it cannot be read).
+    pub fn read(path: &std::path::Path) -> Self {
+        std::fs::read_to_string(path)
+            .map(|t| Self::parse(&t))
+            .unwrap_or_default()
+    }
+
     /// The place process `pid` was given and when, if the library logged it.
     pub fn place_of(&self, pid: i32) -> Option<(usize, u64)> {
-        self.places.get(&pid).copied()
+        self.places.get(&pid).map(|e| (e.place, e.at))
     }
 
     /// How many processes the library placed.
     pub fn processes(&self) -> usize {
         self.places.len()
+    }
+
+    /// The MPI ranks the log names, in pid order.
+    pub fn ranks(&self) -> Vec<LoggedRank> {
+        self.places
+            .iter()
+            .filter_map(|(&pid, e)| {
+                Some(LoggedRank {
+                    pid,
+                    rank: e.rank?,
+                    cpus: e.cpus.clone()?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -266,7 +322,6 @@ mod test {
             irqs: Default::default(),
             softirqs: Default::default(),
             policies: Default::default(),
-            ranks: Default::default(),
             at_ns: None,
         };
         let good = [

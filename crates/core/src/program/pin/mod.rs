@@ -34,7 +34,7 @@ mod elf;
 mod library;
 mod plan;
 
-pub use check::{OffPlace, PinLog, PinRecord, check_samples};
+pub use check::{LoggedRank, OffPlace, PinLog, PinRecord, check_samples};
 
 pub(crate) use check::off_place;
 pub use elf::{Obstacle, OpenMpRuntime, ProgramInfo, inspect_program};

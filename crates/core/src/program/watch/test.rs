@@ -166,7 +166,6 @@ fn a_thread_that_execs_is_summarised_once_per_name() {
         irqs: BTreeMap::new(),
         softirqs: BTreeMap::new(),
         policies: Default::default(),
-        ranks: Default::default(),
         at_ns: None,
     };
     // A launcher's forked child on CPU 0 before its exec, then `sh` on CPU 1, where the

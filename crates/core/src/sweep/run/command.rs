@@ -126,11 +126,15 @@ impl Runner<'_> {
                 Ok(mem) => mem,
                 Err(e) => return Outcome::Failed(format!("{}{e}", copy(k))),
             };
-            let placed = placed
+            let mut placed = placed
                 .cpus(c.is_restricted().then(|| placement.union()))
                 .threads(c.threads, Some(placement), per_thread.as_ref())
                 .memory(mem)
                 .contained();
+            if self.settings.launcher.is_some() {
+                // What the launcher gives each rank, logged as the rank starts.
+                placed = placed.log_starts();
+            }
             copies.push((placed, words, cpus, stdout_file, stderr_file));
         }
         let probe = ChildProbe::start();

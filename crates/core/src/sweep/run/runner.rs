@@ -13,7 +13,7 @@ use crate::grid::{Config, ConfigError, Grid, MachineCounts};
 use crate::memory::MemPlan;
 use crate::placement::{Binding, Placement};
 use crate::program;
-use crate::program::pin::{self, PerThread, PinRecord, ProgramInfo};
+use crate::program::pin::{self, PerThread, PinLog, PinRecord, ProgramInfo};
 use crate::program::server::Ready;
 use crate::program::watch::{Monitor, Sample};
 use crate::program::{Audit, Placed};
@@ -566,14 +566,12 @@ impl<'t> Runner<'t> {
             .collect();
         let program = !matches!(self.prepared, Prepared::Builtin(_));
         let policies = program && !config.mem.is_default();
-        let ranks = launcher == Some(super::super::Launcher::Mpirun);
         let audited = program && (config.is_restricted() || policies || launcher.is_some());
         let monitor = match (self.settings.monitor, audited) {
             (Some(every), _) => {
-                Monitor::start_with(every.max(Duration::from_millis(1)), false, policies, ranks)
-                    .ok()
+                Monitor::start_with(every.max(Duration::from_millis(1)), false, policies).ok()
             }
-            (None, true) => Monitor::start_audit(CHECK_EVERY, policies, ranks).ok(),
+            (None, true) => Monitor::start_audit(CHECK_EVERY, policies).ok(),
             (None, false) => None,
         };
         let mut started = Started::default();
@@ -726,62 +724,60 @@ impl Started {
                 (Some(_), None) => {}
             }
         }
-        if let (Some(plans), Some(root)) = (&self.ranks, self.programs.first()) {
-            audit.merge(ranks_audit(plans, samples, root.id()));
+        if let (Some(plans), Some(launcher)) = (&self.ranks, self.programs.first())
+            && let Some(log) = launcher.pin_log()
+        {
+            audit.merge(ranks_audit(plans, &log, samples));
         }
         (pinning, audit)
     }
 }
 
-/// Each MPI rank of the launcher `root`'s tree (known by the rank in its environment) against
-/// its plan: every one of its threads ran within the rank's CPUs, and it had the rank's memory
-/// policy.
-fn ranks_audit(plans: &[RankPlan], samples: &[Sample], root: u32) -> Audit {
-    let root = i32::try_from(root).ok();
-    let ranks: BTreeMap<i32, usize> = samples
-        .iter()
-        .flat_map(|s| s.ranks.iter().map(|(&p, &r)| (p, r)))
-        .collect();
+/// Each MPI rank of the launcher's tree against its plan, from what the pinning library logged
+/// as the rank's image started (`log`): before the rank's own start-up can move anything
+/// (Open MPI's `MPI_Init` runs hwloc's x86 discovery, which binds the rank's main thread to each
+/// PU in turn), the CPUs the launcher bound it to — all of its planned CPUs, and only those,
+/// when bound; within them when not — and (sampled) its memory policy.
+fn ranks_audit(plans: &[RankPlan], log: &PinLog, samples: &[Sample]) -> Audit {
     let mut audit = Audit::default();
-    let cpus: Vec<Vec<usize>> = plans.iter().map(|p| set_to_vec(&p.cpus)).collect();
-    // Each rank thread's CPUs, sample after sample.
-    let mut on: BTreeMap<(usize, i32), (String, Vec<usize>)> = BTreeMap::new();
-    for s in samples {
-        for t in s.threads.iter().filter(|t| t.tree == root) {
-            let Some(&rank) = ranks.get(&t.pid).filter(|&&r| r < plans.len()) else {
-                continue;
-            };
-            on.entry((rank, t.tid))
-                .or_insert_with(|| (t.name.clone(), Vec::new()))
-                .1
-                .push(t.cpu);
-        }
-    }
-    // (rank, thread id, thread name, the CPUs it was on outside the rank's).
-    let outside: Vec<(usize, i32, String, Vec<usize>)> = on
-        .into_iter()
-        .filter_map(|((rank, tid), (name, cpus_on))| {
-            let out = crate::program::pin::off_place(&cpus_on, &cpus[rank])?;
-            Some((rank, tid, name, out))
-        })
-        .collect();
-    let seen: std::collections::BTreeSet<usize> = ranks.values().copied().collect();
+    let logged = log.ranks();
     let described: Vec<String> = plans
         .iter()
         .map(|p| format!("rank {}: {}", p.rank, format_list(&set_to_vec(&p.cpus))))
         .collect();
+    let seen: std::collections::BTreeSet<usize> = logged.iter().map(|r| r.rank).collect();
     audit.checked.push(format!(
-        "each rank within its CPUs ({}; {} of {} seen)",
+        "each rank started on its CPUs ({}; {} of {} seen start)",
         described.join(", "),
         seen.len(),
         plans.len()
     ));
-    for (rank, tid, name, cpus_seen) in outside {
-        audit.mismatches.push(format!(
-            "rank {rank}: thread {tid} ({name}) ran on CPU {}, outside the rank's CPUs {}",
-            format_list(&cpus_seen),
-            format_list(&cpus[rank])
-        ));
+    for r in &logged {
+        let Some(plan) = plans.get(r.rank) else {
+            audit.mismatches.push(format!(
+                "pid {} is rank {}, beyond the {} planned",
+                r.pid,
+                r.rank,
+                crate::sys::counted(plans.len(), "rank")
+            ));
+            continue;
+        };
+        let planned = set_to_vec(&plan.cpus);
+        let fits = if plan.bound {
+            r.cpus == planned
+        } else {
+            r.cpus.iter().all(|c| planned.contains(c))
+        };
+        if !fits {
+            audit.mismatches.push(format!(
+                "rank {} (pid {}) started on CPUs {}, not {} its CPUs {}",
+                r.rank,
+                r.pid,
+                format_list(&r.cpus),
+                if plan.bound { "bound to" } else { "within" },
+                format_list(&planned)
+            ));
+        }
     }
     let wanted: Vec<(usize, String)> = plans
         .iter()
@@ -791,6 +787,7 @@ fn ranks_audit(plans: &[RankPlan], samples: &[Sample], root: u32) -> Audit {
         audit
             .checked
             .push("each rank's memory policy (numa_maps)".to_owned());
+        let ranks: BTreeMap<i32, usize> = logged.iter().map(|r| (r.pid, r.rank)).collect();
         for s in samples {
             for (pid, policy) in &s.policies {
                 let Some(&rank) = ranks.get(pid) else {

@@ -63,7 +63,7 @@ pub(crate) use interrupts::{interrupts, softirqs};
 pub(crate) use mempolicy::{set_mempolicy_before_exec, set_thread_mempolicy};
 pub(crate) use priority::{set_task_nice, task_nice};
 pub(crate) use proc::{
-    PROC_DIR, allowed_cpus, load_average, loaded_libraries, memory_policy, mpi_rank, own_cpu_ticks,
+    PROC_DIR, allowed_cpus, load_average, loaded_libraries, memory_policy, own_cpu_ticks,
     own_threads, own_uid, peak_rss_bytes, pids, process_cgroups, process_cmdline, process_exe,
     process_facts, process_state, process_uid, processes, reset_peak_rss, socket_owners,
     tcp_listeners, thread_ids, threads,

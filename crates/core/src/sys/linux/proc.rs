@@ -372,20 +372,6 @@ pub(crate) fn socket_owners(proc_dir: &Path, inodes: &[u64]) -> Vec<i32> {
         .collect()
 }
 
-/// The MPI rank of process `pid` from its environment (`OMPI_COMM_WORLD_RANK`, `PMIX_RANK`,
-/// `PMI_RANK`: what Open MPI, PMIx and MPICH/Hydra set in each rank), or `None`.
-pub(crate) fn mpi_rank(proc_dir: &Path, pid: i32) -> Option<usize> {
-    let environ = std::fs::read(proc_dir.join(pid.to_string()).join("environ")).ok()?;
-    ["OMPI_COMM_WORLD_RANK=", "PMIX_RANK=", "PMI_RANK="]
-        .iter()
-        .find_map(|name| {
-            environ
-                .split(|&b| b == 0)
-                .find_map(|entry| entry.strip_prefix(name.as_bytes()))
-                .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
-        })
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
