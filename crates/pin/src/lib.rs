@@ -427,17 +427,8 @@ fn env_c(name: &CStr) -> Option<&'static CStr> {
 
 /// The real `fork`, looked up on first use.
 fn real_fork() -> Option<ForkFn> {
-    let mut ptr = REAL_FORK.load(Ordering::Acquire);
-    if ptr.is_null() {
-        // SAFETY: the name is NUL-terminated.
-        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"fork".as_ptr()) };
-        if ptr.is_null() {
-            return None;
-        }
-        REAL_FORK.store(ptr, Ordering::Release);
-    }
-    // SAFETY: `ptr` is glibc's `fork`, whose signature `ForkFn` is.
-    Some(unsafe { std::mem::transmute::<*mut c_void, ForkFn>(ptr) })
+    // SAFETY: `ForkFn` is `fork`'s signature.
+    unsafe { real_cached(&REAL_FORK, c"fork") }
 }
 
 /// The wrapper: `fork`, and in the child, before it returns to the program, its place (the
@@ -531,17 +522,8 @@ unsafe fn lookup<F: Copy>(name: &CStr) -> Option<F> {
 
 /// The real `pthread_create`, looked up on first use.
 fn real_create() -> Option<CreateFn> {
-    let mut ptr = REAL.load(Ordering::Acquire);
-    if ptr.is_null() {
-        // SAFETY: the name is NUL-terminated.
-        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
-        if ptr.is_null() {
-            return None;
-        }
-        REAL.store(ptr, Ordering::Release);
-    }
-    // SAFETY: `ptr` is glibc's `pthread_create`, whose signature `CreateFn` is.
-    Some(unsafe { std::mem::transmute::<*mut c_void, CreateFn>(ptr) })
+    // SAFETY: `CreateFn` is `pthread_create`'s signature.
+    unsafe { real_cached(&REAL, c"pthread_create") }
 }
 
 /// The wrapper: `pthread_create` with the new thread's place in its attributes.
