@@ -227,7 +227,7 @@ unsafe fn real_cached<F: Copy>(cache: &AtomicPtr<c_void>, name: &CStr) -> Option
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&ptr) })
 }
 
-/// `pthread_setaffinity_np`, after keeping the image's starting affinity ([`keep_start`]).
+/// `pthread_setaffinity_np`, after keeping the affinity the image started with (for the start log).
 ///
 /// # Safety
 ///
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn pthread_setaffinity_np(
     }
 }
 
-/// `sched_setaffinity`, after keeping the image's starting affinity ([`keep_start`]).
+/// `sched_setaffinity`, after keeping the affinity the image started with (for the start log).
 ///
 /// # Safety
 ///

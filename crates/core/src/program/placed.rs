@@ -109,8 +109,8 @@ impl PlacedCommand {
     /// that its figures are its own: a process started by coretune counts coretune's own image
     /// from before `exec` in its peak memory (`ru_maxrss` keeps it across `exec`), a megabyte or
     /// more; the small helper forks and `exec`s the program, and reports its peak memory, CPU
-    /// times and context switches, and when it `exec`ed ([`Placed::usage`],
-    /// [`Placed::exec_ns`]). Everything else — CPU set, memory policy, cgroup, process group,
+    /// times and context switches, and when it `exec`ed (which the sweep's record of the run
+    /// takes). Everything else — CPU set, memory policy, cgroup, process group,
     /// variables, stdio, exit status — reaches the program as it would directly. Without the
     /// helper it is started directly. Call it before [`PlacedCommand::command`]: the command is
     /// rebuilt around the helper.

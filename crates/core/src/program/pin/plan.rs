@@ -249,7 +249,7 @@ impl PerThread {
     /// the plan, and `KMP_AFFINITY=disabled` so that LLVM's and Intel's OpenMP runtimes keep
     /// the places their threads were created with (LLVM's libomp otherwise resets every worker
     /// to the process's CPUs; likwid-pin sets it the same way); otherwise OpenMP's places, as
-    /// [`thread_env`](super::thread_env) gives them. With the library, the variables of
+    /// [`thread_env`](crate::program::thread_env) gives them. With the library, the variables of
     /// [`PerThread::cleared_env`] are removed too.
     pub fn env(
         &self,
@@ -356,7 +356,7 @@ pub(super) fn assign(
 ///
 /// # Errors
 ///
-/// As [`rebind_process`](super::rebind_process).
+/// As [`rebind_process`](crate::program::rebind_process).
 pub fn repin_process(
     pid: u32,
     places: &[CpuSet],
