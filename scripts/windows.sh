@@ -217,7 +217,7 @@ case $cmd in
     # The release coretune.exe as built, run under Wine by a Linux test (this machine's own
     # toolchain, not the cross one): topo against the Linux build's, run, bench, tune, watch.
     WINEPREFIX=$WINEPREFIX WINEDEBUG=-all \
-      cargo test --locked -p coretune --test windows_wine -- --ignored
+      cargo test --locked -p coretune --test cli windows_wine:: -- --ignored
     /usr/lib/wine/wineserver -k 2>/dev/null || true
     ;;
   cargo)

@@ -1,6 +1,6 @@
 //! `coretune bench` end to end, at the small size.
 
-mod util;
+use crate::util;
 
 #[test]
 fn json_has_the_documented_keys_for_every_workload() {

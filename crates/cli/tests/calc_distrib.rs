@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 const MACHINE: &str = "pack:2 core:2 pu:2";
 

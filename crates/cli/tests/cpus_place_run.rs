@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns, where clippy.toml does not reach
 
-mod util;
+use crate::util;
 
 use std::process::Command as StdCommand;
 

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeSet;
 use std::process::Command;

@@ -4,7 +4,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::process::Command as StdCommand;

@@ -12,7 +12,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt as _;

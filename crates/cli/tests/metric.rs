@@ -6,7 +6,7 @@
 #![cfg(unix)] // sh scripts as the programs measured
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

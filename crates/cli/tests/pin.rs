@@ -10,7 +10,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};

@@ -13,7 +13,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-mod util;
+use crate::util;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

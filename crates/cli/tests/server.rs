@@ -5,7 +5,7 @@
 #![cfg(target_os = "linux")] // process groups, /proc, the servers' Debian packages
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::net::TcpListener;
 use std::path::Path;

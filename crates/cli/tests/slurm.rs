@@ -7,7 +7,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

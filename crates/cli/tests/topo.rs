@@ -1,7 +1,7 @@
 //! `coretune topo` end to end: counts against hwloc's own tools for every corpus file, the JSON
 //! schema, the text form's size, every kind of `--input`, and one-line errors.
 
-mod util;
+use crate::util;
 
 use std::process::Command as StdCommand;
 

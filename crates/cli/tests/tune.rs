@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //!
 //! Adding a check: a `check NAME CMD...` line in the payload, an assertion on `guest.ok(NAME)`
 //! here. The guests run the release binary, so these tests run in the release pass
-//! (`cargo test --release --test vm`, part of `make test`); they skip, saying so, only where QEMU
+//! (`cargo test --release --test cli vm::`, part of `make test`); they skip, saying so, only where QEMU
 //! cannot run. `make vm-shell` boots a guest by hand (see the README).
 // Not built for Windows: QEMU guests booting Linux, checked against the guest's kernel: Linux hosts only.
 #![cfg(target_os = "linux")]
@@ -13,7 +13,7 @@
 
 #[path = "vm/guest.rs"]
 mod guest;
-mod util;
+use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -323,7 +323,7 @@ fn assert_steal_orders_nearest_first(guest: &Guest, place: &str, kernel: &Kernel
 #[test]
 #[cfg_attr(
     debug_assertions,
-    ignore = "the guests run the release binary: cargo test --release --test vm"
+    ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn two_sockets_smt_numa_placement_and_cgroup() {
     let Some(guest) = guest::boot("smt") else {
@@ -577,7 +577,7 @@ fn assert_pages_on(what: &str, lines: &[&str], policy: &str, nodes: &[usize]) {
 #[test]
 #[cfg_attr(
     debug_assertions,
-    ignore = "the guests run the release binary: cargo test --release --test vm"
+    ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn four_sockets_four_nodes_with_distances() {
     let Some(guest) = guest::boot("big") else {
@@ -688,7 +688,7 @@ fn four_sockets_four_nodes_with_distances() {
 #[test]
 #[cfg_attr(
     debug_assertions,
-    ignore = "the guests run the release binary: cargo test --release --test vm"
+    ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn offline_cpus_keep_core_numbering_right() {
     let Some(guest) = guest::boot("offline") else {

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 

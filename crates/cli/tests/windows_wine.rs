@@ -2,14 +2,14 @@
 //! seen working, with the release `coretune.exe` as built, from its target folder
 //! (`target/x86_64-pc-windows-gnu/release/`, where the Wine stand-in DLL sits beside it).
 //!
-//! `make test-windows` builds it and runs these (`cargo test -p coretune --test windows_wine --
+//! `make test-windows` builds it and runs these (`cargo test -p coretune --test cli windows_wine:: --
 //! --ignored`, with `scripts/windows.sh`'s environment); a plain `cargo test` leaves them out, as
 //! it has no Windows build to run.
 // Wine runs on Linux here.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,18 +1,18 @@
 //! Shared helpers for the CLI's integration tests.
-#![allow(dead_code, unused_imports, unreachable_pub, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
 use assert_cmd::Command;
 
 /// The `coretune` binary under test.
-pub fn coretune() -> Command {
+pub(crate) fn coretune() -> Command {
     Command::cargo_bin("coretune").unwrap()
 }
 
 /// The probe program (`crates/cli/examples/probe.rs`, built by `cargo test` beside the binary):
 /// what tests start where `sh`, `sleep` and `/proc` are not there (Windows).
-pub fn probe() -> PathBuf {
+pub(crate) fn probe() -> PathBuf {
     let bin = assert_cmd::cargo::cargo_bin("coretune");
     let path = bin
         .parent()
@@ -28,7 +28,7 @@ pub fn probe() -> PathBuf {
 }
 
 /// The `coretune` binary under test as a plain `std` command (to `spawn` it).
-pub fn coretune_std() -> std::process::Command {
+pub(crate) fn coretune_std() -> std::process::Command {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("coretune"))
 }
 
@@ -36,11 +36,11 @@ pub fn coretune_std() -> std::process::Command {
 // crate's, so both crates find and read `tests/data/topologies/` the same way.
 #[path = "../../../core/tests/util/mod.rs"]
 mod corpus;
-pub use corpus::{corpus_files, expected};
+pub(crate) use corpus::{corpus_files, expected};
 
 /// The corpus files that carry PCI and OS devices (`tests/data/topologies/io/`), as paths for
 /// the command line.
-pub fn io_files() -> Vec<String> {
+pub(crate) fn io_files() -> Vec<String> {
     let dir = corpus::topologies_dir().join("io");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .expect("tests/data/topologies/io is readable")
@@ -53,12 +53,12 @@ pub fn io_files() -> Vec<String> {
 }
 
 /// One corpus file's path, as a string for the command line.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     corpus::fixture(name).to_string_lossy().into_owned()
 }
 
 /// A JSON Schema from the repository's `docs/` folder, compiled.
-pub fn schema(name: &str) -> jsonschema::Validator {
+pub(crate) fn schema(name: &str) -> jsonschema::Validator {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../docs")
         .join(name);
@@ -68,7 +68,7 @@ pub fn schema(name: &str) -> jsonschema::Validator {
 }
 
 /// Runs `coretune ARGS`, expects success, parses stdout as JSON.
-pub fn json(args: &[&str]) -> serde_json::Value {
+pub(crate) fn json(args: &[&str]) -> serde_json::Value {
     let out = coretune().args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -79,7 +79,7 @@ pub fn json(args: &[&str]) -> serde_json::Value {
 }
 
 /// What `coretune place` plans: each thread's CPUs, each set as wide as `--bind` says.
-pub fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
+pub(crate) fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>> {
     let plan = json(&[
         "place",
         "--threads",
@@ -94,7 +94,7 @@ pub fn planned_bound(threads: usize, policy: &str, bind: &str) -> Vec<Vec<usize>
 }
 
 /// Each thread's `pus` in a `coretune place --json` plan.
-pub fn thread_pus(plan: &serde_json::Value) -> Vec<Vec<usize>> {
+pub(crate) fn thread_pus(plan: &serde_json::Value) -> Vec<Vec<usize>> {
     plan["threads"]
         .as_array()
         .unwrap()
@@ -111,7 +111,11 @@ pub fn thread_pus(plan: &serde_json::Value) -> Vec<Vec<usize>> {
 }
 
 /// Asserts `value` is valid against `validator`, listing every violation.
-pub fn assert_valid(validator: &jsonschema::Validator, value: &serde_json::Value, what: &str) {
+pub(crate) fn assert_valid(
+    validator: &jsonschema::Validator,
+    value: &serde_json::Value,
+    what: &str,
+) {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -124,7 +128,7 @@ pub fn assert_valid(validator: &jsonschema::Validator, value: &serde_json::Value
 }
 
 /// Asserts that a finished `coretune` (or helper) command succeeded, showing its stderr if not.
-pub fn assert_ok(out: &std::process::Output) {
+pub(crate) fn assert_ok(out: &std::process::Output) {
     assert!(
         out.status.success(),
         "{}",
@@ -133,17 +137,17 @@ pub fn assert_ok(out: &std::process::Output) {
 }
 
 /// A JSON file, parsed.
-pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// A sweep folder's `summary.json`.
-pub fn summary(dir: &std::path::Path) -> serde_json::Value {
+pub(crate) fn summary(dir: &std::path::Path) -> serde_json::Value {
     read_json(&dir.join("summary.json"))
 }
 
 /// A JSON-lines file (`runs.jsonl`), one value a line.
-pub fn read_jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+pub(crate) fn read_jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -153,7 +157,7 @@ pub fn read_jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
 }
 
 /// Copies a folder tree (a results folder) to `to`.
-pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -166,7 +170,7 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 }
 
 /// `coretune tune --quiet --resume DIR`, expected to succeed.
-pub fn resume(dir: &std::path::Path) {
+pub(crate) fn resume(dir: &std::path::Path) {
     let out = coretune()
         .args(["tune", "--quiet", "--resume"])
         .arg(dir)
@@ -178,7 +182,7 @@ pub fn resume(dir: &std::path::Path) {
 /// Whether `program` is on `PATH`; when it is not, says that the test is skipped for it — or,
 /// under `CORETUNE_TEST_STRICT=1` (what `make test` and CI set: their set-up installs every
 /// tool), fails the test: a skip there would pass having checked nothing.
-pub fn installed(program: &str) -> bool {
+pub(crate) fn installed(program: &str) -> bool {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
@@ -195,7 +199,7 @@ pub fn installed(program: &str) -> bool {
 }
 
 /// Whether the tests run as root (`id -u` is 0).
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::process::Command::new("id")
         .arg("-u")
         .output()
@@ -206,7 +210,7 @@ pub fn is_root() -> bool {
 /// profile) so that it is the fresh one: `cargo test` builds the binaries it tests but not a
 /// `cdylib` of another package. Cargo does not hold its build lock while tests run, so the
 /// nested `cargo build` is safe; it runs once per test binary.
-pub fn pin_library() -> PathBuf {
+pub(crate) fn pin_library() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -233,12 +237,12 @@ pub fn pin_library() -> PathBuf {
 /// A cgroup allowed `quota_us` of CPU time per 100 ms period, removed when dropped; `None` (with
 /// the reason on stderr) when this is not root on Linux or no cgroup cpu controller is mounted.
 /// Commands started through [`CpuQuota::command`] run inside it.
-pub struct CpuQuota {
+pub(crate) struct CpuQuota {
     dir: PathBuf,
 }
 
 impl CpuQuota {
-    pub fn new(quota_us: u64) -> Option<Self> {
+    pub(crate) fn new(quota_us: u64) -> Option<Self> {
         // The effective uid: the second field of `Uid:` in this process's status.
         #[cfg(target_os = "linux")]
         if std::fs::read_to_string("/proc/self/status")
@@ -283,7 +287,7 @@ impl CpuQuota {
 
     /// `program args...` started inside the cgroup (through `sh`, which moves itself in and
     /// then execs it).
-    pub fn command(&self, program: &std::path::Path) -> std::process::Command {
+    pub(crate) fn command(&self, program: &std::path::Path) -> std::process::Command {
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c")
             .arg(r#"echo $$ > "$1/cgroup.procs" && shift && exec "$@""#)
@@ -301,7 +305,7 @@ impl Drop for CpuQuota {
 }
 
 /// A TCP port nothing listens on now (bound to port 0, then let go).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -311,7 +315,7 @@ pub fn free_port() -> u16 {
 
 /// The live processes whose command line mentions `needle` (a test's own folder, port or
 /// marker word), coretune itself left out, each as `PID: COMMAND LINE`.
-pub fn processes_with(needle: &str) -> Vec<String> {
+pub(crate) fn processes_with(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = entry.file_name();
