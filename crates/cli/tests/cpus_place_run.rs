@@ -315,14 +315,14 @@ fn build_openmp(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     match built {
         Ok(o) if o.status.success() => Some(exe),
         Ok(o) => {
-            eprintln!(
-                "note: gcc -fopenmp failed (libgomp missing?), skipping: {}",
+            util::skip(format!(
+                "gcc -fopenmp failed (libgomp missing?): {}",
                 String::from_utf8_lossy(&o.stderr)
-            );
+            ));
             None
         }
         Err(e) => {
-            eprintln!("note: gcc not found ({e}), skipping the OpenMP test");
+            util::skip(format!("gcc not found ({e}): the OpenMP test needs it"));
             None
         }
     }

@@ -17,7 +17,7 @@ fn hwloc_installed() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIPPED: hwloc-calc (Debian hwloc-nox) not installed");
+        util::skip("hwloc-calc (Debian hwloc-nox) not installed");
     }
     ok
 }
@@ -212,13 +212,13 @@ fn device_locality_matches_hwloc_calc_on_this_machine() {
         .args(["--of", "xml"])
         .output()
     else {
-        eprintln!("SKIPPED: lstopo-no-graphics not installed");
+        util::skip("lstopo-no-graphics not installed");
         return;
     };
     let xml = String::from_utf8_lossy(&out.stdout);
     let (names, _, _) = devices(&xml);
     if names.is_empty() {
-        eprintln!("SKIPPED: this machine shows no OS device to hwloc");
+        util::skip("this machine shows no OS device to hwloc");
         return;
     }
     check_topology(None, &xml);

@@ -80,7 +80,7 @@ fn hwloc_installed() -> bool {
                 .is_ok_and(|o| o.status.success())
         });
         if !ok {
-            eprintln!("SKIPPED: hwloc-calc/hwloc-distrib (Debian hwloc-nox) not installed");
+            util::skip("hwloc-calc/hwloc-distrib (Debian hwloc-nox) not installed");
         }
         ok
     })

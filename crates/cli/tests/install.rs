@@ -203,7 +203,7 @@ fn man_out_writes_one_page_per_command() {
 #[test]
 fn man_pages_render_with_man_where_it_is_installed() {
     if StdCommand::new("man").arg("--version").output().is_err() {
-        eprintln!("skipped: no `man` program");
+        util::skip("no `man` program");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

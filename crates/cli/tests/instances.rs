@@ -241,7 +241,6 @@ fn a_built_in_workload_runs_as_copies_and_its_apply_lines_run() {
 #[test]
 fn each_copy_gets_its_memory_policy_and_the_numactl_lines_run() {
     if !util::installed("numactl") {
-        eprintln!("skipped: numactl is not installed (scripts/setup.sh --test)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

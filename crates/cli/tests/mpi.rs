@@ -14,9 +14,6 @@ use std::path::{Path, PathBuf};
 /// Open MPI is not installed.
 fn ranks(dir: &Path) -> Option<PathBuf> {
     if !util::installed("mpicc") || !util::installed("mpirun") {
-        eprintln!(
-            "skipped: Open MPI's mpicc and mpirun are not installed (scripts/setup.sh --test)"
-        );
         return None;
     }
     let exe = dir.join("ranks");
@@ -66,7 +63,7 @@ fn mpirun_places_each_ranks_threads_as_planned() {
     };
     let (first, last) = own_cpus();
     if first == last {
-        eprintln!("skipped: one CPU, no two ranks of their own");
+        util::skip("one CPU, no two ranks of their own");
         return;
     }
     // Each configuration on its own, its ranks' own report of where their threads may run.
@@ -476,7 +473,7 @@ fn a_rank_that_leaves_its_cpus_under_mpirun_fails_the_run_as_a_mismatch() {
     }
     let (first, last) = own_cpus();
     if first == last {
-        eprintln!("skipped: needs 2 CPUs");
+        util::skip("needs 2 CPUs");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -63,7 +63,7 @@ fn omp_llvm(dir: &Path) -> Option<PathBuf> {
             .flatten()
             .any(|e| e.path().join("lib/libomp.so.5").exists())
     {
-        eprintln!("SKIPPED: LLVM's libomp is not installed (apt-get install libomp-dev)");
+        util::skip("LLVM's libomp is not installed (apt-get install libomp-dev)");
         return None;
     }
     let obj = dir.join("omp.o");
@@ -324,7 +324,7 @@ fn rust_std_threads_get_their_places() {
 #[test]
 fn the_library_places_threads_as_likwid_pin_does() {
     if StdCommand::new("likwid-pin").arg("-v").output().is_err() {
-        eprintln!("SKIPPED: likwid-pin is not installed (apt-get install likwid)");
+        util::skip("likwid-pin is not installed (apt-get install likwid)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -478,7 +478,7 @@ fn go_build(dir: &Path, cgo: bool) -> Option<PathBuf> {
         .output();
     match out {
         Err(_) => {
-            eprintln!("SKIPPED: Go is not installed (apt-get install golang-go)");
+            util::skip("Go is not installed (apt-get install golang-go)");
             None
         }
         Ok(o) => {
@@ -530,7 +530,7 @@ fn programs_out_of_the_librarys_reach_are_named_and_still_run() {
         );
         assert_placed("setuid", &reports(&out), &all[..p]);
     } else {
-        eprintln!("SKIPPED: the set-user-ID check needs root (chown nobody)");
+        util::skip("the set-user-ID check needs root (chown nobody)");
     }
     // Go without cgo: warned; with cgo: its threads come from pthread_create, so preloaded.
     if let Some(exe) = go_build(dir.path(), false) {
@@ -626,11 +626,11 @@ fn tune_records_the_mechanism_and_flags_nothing_when_threads_stay() {
 /// thread: it writes the library it carries to `~/.cache/coretune/` and preloads that.
 /// Debug pass only: the install reuses this build's target folder and profile.
 #[test]
+#[cfg_attr(
+    not(debug_assertions),
+    ignore = "the cargo install test runs in the debug pass (it reuses its build)"
+)]
 fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
-    if !cfg!(debug_assertions) {
-        eprintln!("SKIPPED: the cargo install test runs in the debug pass (it reuses its build)");
-        return;
-    }
     let exe = assert_cmd::cargo::cargo_bin("coretune");
     // target/debug/coretune → target
     let target = exe.parent().unwrap().parent().unwrap();
@@ -866,7 +866,7 @@ fn forked_worker_processes_each_get_their_own_place() {
 #[test]
 fn a_forked_worker_that_leaves_its_place_fails_the_run_as_a_mismatch() {
     if pus() < 2 {
-        eprintln!("skipped: needs 2 CPUs");
+        util::skip("needs 2 CPUs");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -225,7 +225,7 @@ fn chromium_cmd(chromium: &Path, profile: &Path) -> Command {
 #[test]
 fn report_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else {
-        eprintln!("skipped: chromium is not installed (scripts/setup.sh --test installs it)");
+        util::skip("chromium is not installed (scripts/setup.sh --test installs it)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -289,7 +289,7 @@ fn report_renders_in_headless_chromium() {
 #[test]
 fn the_report_page_uses_the_window_and_breaks_no_interval_or_option() {
     let Some(chromium) = chromium() else {
-        eprintln!("skipped: chromium is not installed (scripts/setup.sh --test installs it)");
+        util::skip("chromium is not installed (scripts/setup.sh --test installs it)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

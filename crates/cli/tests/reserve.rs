@@ -118,11 +118,11 @@ impl Drop for TestCgroup {
 #[test]
 fn reserve_on_a_test_cgroup_and_undo_byte_for_byte() {
     if !is_root() || !two_cpus() {
-        eprintln!("SKIPPED: reserve on a cgroup needs root and 2 CPUs");
+        util::skip("reserve on a cgroup needs root and 2 CPUs");
         return;
     }
     let Some(cg) = TestCgroup::make() else {
-        eprintln!("SKIPPED: no cpuset cgroup hierarchy is mounted");
+        util::skip("no cpuset cgroup hierarchy is mounted");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -243,7 +243,7 @@ fn calls(dir: &Path) -> Vec<String> {
 #[test]
 fn systemd_way_through_a_fake_systemctl() {
     if !two_cpus() {
-        eprintln!("SKIPPED: systemd_way_through_a_fake_systemctl needs 2 CPUs");
+        util::skip("systemd_way_through_a_fake_systemctl needs 2 CPUs");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -323,7 +323,7 @@ fn systemd_way_through_a_fake_systemctl() {
 #[test]
 fn reserve_dry_run_says_how_and_saves_nothing() {
     if !two_cpus() {
-        eprintln!("SKIPPED: reserve_dry_run needs 2 CPUs");
+        util::skip("reserve_dry_run needs 2 CPUs");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -24,11 +24,13 @@ use util::coretune;
 /// Whether this test runs as root; prints the skip line when not.
 fn root_or_skip(test: &str) -> bool {
     if !util::is_root() {
-        eprintln!("SKIPPED: {test} needs root (the process-event connector, other processes)");
+        util::skip(format!(
+            "{test} needs root (the process-event connector, other processes)"
+        ));
         return false;
     }
     if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        eprintln!("SKIPPED: {test} needs 2 CPUs");
+        util::skip(format!("{test} needs 2 CPUs"));
         return false;
     }
     true
@@ -268,14 +270,16 @@ impl Setup {
         {
             Ok(o) if o.status.success() => Some(out),
             Ok(o) => {
-                eprintln!(
-                    "SKIPPED: gcc failed: {}",
+                util::skip(format!(
+                    "gcc failed: {}",
                     String::from_utf8_lossy(&o.stderr)
-                );
+                ));
                 None
             }
             Err(e) => {
-                eprintln!("SKIPPED: gcc not found ({e}): scripts/setup.sh --test installs it");
+                util::skip(format!(
+                    "gcc not found ({e}): scripts/setup.sh --test installs it"
+                ));
                 None
             }
         }
@@ -700,7 +704,7 @@ fn a_normal_user_polls_and_touches_only_its_own_processes() {
         .arg("--version")
         .output();
     if !usable.is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIPPED: a_normal_user_polls: setpriv cannot run coretune as nobody here");
+        util::skip("a_normal_user_polls: setpriv cannot run coretune as nobody here");
         return;
     }
     let bin_text = bin.to_string_lossy().into_owned();
@@ -777,9 +781,7 @@ fn in_a_pid_namespace_the_daemon_polls() {
     let out = match out {
         Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("unshare failed") => o,
         _ => {
-            eprintln!(
-                "SKIPPED: in_a_pid_namespace_the_daemon_polls: unshare --pid is not available"
-            );
+            util::skip("in_a_pid_namespace_the_daemon_polls: unshare --pid is not available");
             return;
         }
     };

@@ -197,7 +197,7 @@ fn fleets_on_a_real_slurm_cluster() {
     let cluster = match Cluster::start() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("SKIPPED: the Slurm tests need a local cluster: {why}");
+            util::skip(format!("the Slurm tests need a local cluster: {why}"));
             return;
         }
     };

@@ -168,7 +168,7 @@ fn xml_export_is_lstopos() {
         .args(["--of", "xml", "-"])
         .output()
     else {
-        eprintln!("skipped: lstopo is not installed (Debian package hwloc)");
+        util::skip("lstopo is not installed (Debian package hwloc)");
         return;
     };
     assert!(lstopo.status.success());
@@ -215,7 +215,7 @@ fn fsroot_directory_input() {
     let base = dir.path().join("live");
     let gathered = StdCommand::new("hwloc-gather-topology").arg(&base).output();
     let Ok(gathered) = gathered else {
-        eprintln!("SKIPPED: hwloc-gather-topology is not installed (apt-get install hwloc-nox)");
+        util::skip("hwloc-gather-topology is not installed (apt-get install hwloc-nox)");
         return;
     };
     assert!(gathered.status.success(), "hwloc-gather-topology failed");

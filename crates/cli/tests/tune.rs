@@ -325,7 +325,7 @@ fn timing_agrees_with_hyperfine() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED: hyperfine is not installed (apt-get install hyperfine)");
+        util::skip("hyperfine is not installed (apt-get install hyperfine)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -2057,7 +2057,7 @@ fn a_sweep_interrupted_during_warm_up_or_on_its_last_run_says_what_it_has() {
 #[test]
 fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_empty_file() {
     if !util::is_root() {
-        eprintln!("SKIPPED: mounting a small tmpfs needs root");
+        util::skip("mounting a small tmpfs needs root");
         return;
     }
     struct Mounted(std::path::PathBuf);

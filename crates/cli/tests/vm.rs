@@ -551,7 +551,7 @@ fn two_sockets_smt_numa_placement_and_cgroup() {
             assert_eq!(cores.len(), 4, "rank {rank}: {out}");
         }
     } else {
-        eprintln!("skipped: 'tune mpirun' (no Open MPI on this host: scripts/setup.sh --test)");
+        util::skip("'tune mpirun' (no Open MPI on this host: scripts/setup.sh --test)");
     }
 }
 

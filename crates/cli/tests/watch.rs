@@ -70,7 +70,7 @@ fn cpus_seen(thread: &serde_json::Value) -> Vec<String> {
 #[test]
 fn a_program_pinned_to_cpu_1_is_only_ever_seen_there() {
     if !can_use_cpu1() {
-        eprintln!("skipped: CPU 1 is not available here");
+        util::skip("CPU 1 is not available here");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -115,7 +115,7 @@ proptest! {
     #[test]
     fn same_answer_as_hwloc_calc((s, physical, terms) in case()) {
         if !hwloc_calc_available() {
-            eprintln!("note: hwloc-calc is not installed; skipping the comparison with it");
+            util::skip("hwloc-calc is not installed: no comparison with it");
             return Ok(());
         }
         let description = s.description();

@@ -23,7 +23,7 @@ fn the_default_size_is_the_cpu_quota_rounded_down() {
 
     // SAFETY: no arguments; returns the effective uid.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: creating a cgroup with a CPU quota needs root");
+        skip("creating a cgroup with a CPU quota needs root");
         return;
     }
     // A cgroup with the cpu controller: v2 where it is enabled, else v1's cpu hierarchy.
@@ -45,7 +45,7 @@ fn the_default_size_is_the_cpu_quota_rounded_down() {
                 false,
             )
         } else {
-            eprintln!("skipped: no cgroup cpu controller on this machine");
+            skip("no cgroup cpu controller on this machine");
             return;
         };
     /// Removes the cgroup however the test ends (it is empty once the children exited).
@@ -98,4 +98,16 @@ fn the_default_size_is_the_cpu_quota_rounded_down() {
             "a quota of {quota_us} us per 100 ms period: {size} workers, not {expected}"
         );
     }
+}
+
+/// Says the test is skipped and why — or fails it under `CORETUNE_TEST_STRICT=1` (`make test`,
+/// which runs as root on Linux): a skip there would pass having checked nothing.
+#[cfg(target_os = "linux")]
+#[track_caller]
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("CORETUNE_TEST_STRICT").is_none_or(|v| v != "1"),
+        "skipped under CORETUNE_TEST_STRICT=1 (make test): {why}"
+    );
+    eprintln!("skipped: {why}");
 }

@@ -36,7 +36,7 @@ pub(crate) fn coretune_std() -> std::process::Command {
 // crate's, so both crates find and read `tests/data/topologies/` the same way.
 #[path = "../../../core/tests/util/mod.rs"]
 mod corpus;
-pub(crate) use corpus::{corpus_files, expected};
+pub(crate) use corpus::{corpus_files, expected, skip};
 
 /// The corpus files that carry PCI and OS devices (`tests/data/topologies/io/`), as paths for
 /// the command line.
@@ -179,21 +179,18 @@ pub(crate) fn resume(dir: &std::path::Path) {
     assert_ok(&out);
 }
 
-/// Whether `program` is on `PATH`; when it is not, says that the test is skipped for it — or,
-/// under `CORETUNE_TEST_STRICT=1` (what `make test` and CI set: their set-up installs every
-/// tool), fails the test: a skip there would pass having checked nothing.
+/// Whether `program` is on `PATH`; when it is not, the test is skipped for it ([`skip`]: under
+/// `make test` it fails instead).
+#[track_caller]
 pub(crate) fn installed(program: &str) -> bool {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        assert!(
-            std::env::var_os("CORETUNE_TEST_STRICT").is_none_or(|v| v != "1"),
-            "{program} is not installed, and CORETUNE_TEST_STRICT=1 (make test) needs every \
-             tool the tests use: scripts/setup.sh --test installs it"
-        );
-        eprintln!("skipped: {program} is not installed (make test installs it)");
+        skip(format!(
+            "{program} is not installed (scripts/setup.sh --test installs it)"
+        ));
     }
     found
 }
@@ -254,12 +251,12 @@ impl CpuQuota {
             .as_deref()
             != Some("0")
         {
-            eprintln!("SKIPPED: creating a cgroup with a CPU quota needs root");
+            skip("creating a cgroup with a CPU quota needs root");
             return None;
         }
         #[cfg(not(target_os = "linux"))]
         {
-            eprintln!("SKIPPED: cgroup CPU quotas are Linux's");
+            skip("cgroup CPU quotas are Linux's");
             return None;
         }
         let name = format!("coretune-test-{}-{quota_us}", std::process::id());
@@ -279,7 +276,7 @@ impl CpuQuota {
             std::fs::write(dir.join("cpu.cfs_quota_us"), quota_us.to_string()).ok()?;
             dir
         } else {
-            eprintln!("SKIPPED: no cgroup cpu controller on this machine");
+            skip("no cgroup cpu controller on this machine");
             return None;
         };
         Some(Self { dir })

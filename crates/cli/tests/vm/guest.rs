@@ -156,7 +156,7 @@ fn prepare() -> Result<(), String> {
 /// tail of its console.
 pub(crate) fn boot(name: &str) -> Option<Guest> {
     if let Some(why) = unable() {
-        eprintln!("SKIPPED: VM test '{name}': {why}");
+        super::util::skip(format!("VM test '{name}': {why}"));
         return None;
     }
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

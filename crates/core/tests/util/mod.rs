@@ -55,3 +55,20 @@ pub fn corpus_files() -> Vec<String> {
 pub fn as_usize(v: &serde_json::Value) -> usize {
     usize::try_from(v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))).unwrap()
 }
+
+/// Whether the tests must check everything: `CORETUNE_TEST_STRICT=1`, which `make test` (and
+/// so CI) sets, since its set-up installs every tool and runs as root.
+pub fn strict() -> bool {
+    std::env::var_os("CORETUNE_TEST_STRICT").is_some_and(|v| v == "1")
+}
+
+/// Says that the calling test is skipped and why — or, under [`strict`], fails it: a skip there
+/// would pass having checked nothing. The caller returns after it.
+#[track_caller]
+pub fn skip(why: impl std::fmt::Display) {
+    assert!(
+        !strict(),
+        "skipped under CORETUNE_TEST_STRICT=1 (make test), which must check everything: {why}"
+    );
+    eprintln!("skipped: {why}");
+}

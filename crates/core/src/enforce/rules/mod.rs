@@ -317,7 +317,7 @@ mod test {
     fn as_root_a_world_writable_file_or_a_link_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         if sys::effective_uid() != 0 {
-            eprintln!("SKIPPED: as_root_a_world_writable_file_or_a_link_is_refused needs root");
+            crate::test_util::skip("as_root_a_world_writable_file_or_a_link_is_refused needs root");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -405,13 +405,15 @@ mod test {
     #[test]
     fn live_events_of_a_child() {
         if crate::sys::effective_uid() != 0 {
-            eprintln!("SKIPPED: live_events_of_a_child needs root");
+            crate::test_util::skip("live_events_of_a_child needs root");
             return;
         }
         let mut events = match ProcEvents::open() {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("SKIPPED: live_events_of_a_child: the connector is unavailable: {e}");
+                crate::test_util::skip(format!(
+                    "live_events_of_a_child: the connector is unavailable: {e}"
+                ));
                 return;
             }
         };
