@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{CpuSetError, MAX_CPU};
+use super::error::{CpuSetError, MAX_CPU};
 use crate::hwloc::{is_hwloc_type, parse_hwloc_bitmap_checked};
 use crate::sys::{format_list, parse_list};
 use crate::topology::ObjKind;

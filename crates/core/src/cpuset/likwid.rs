@@ -157,9 +157,13 @@ fn parse_one(text: &str) -> Result<LikwidSel, String> {
 
 /// A domain's index list in the order written, as likwid reads it: numbers and ranges separated
 /// by commas, a range counting down when its end is below its start (`3-0` is 3,2,1,0), a
-/// position named twice kept twice. `None` when malformed or past [`super::MAX_CPU`].
+/// position named twice kept twice. `None` when malformed or past [`MAX_CPU`](super::MAX_CPU).
 fn positions(list: &str) -> Option<Vec<usize>> {
-    let number = |s: &str| s.parse::<usize>().ok().filter(|&n| n <= super::MAX_CPU);
+    let number = |s: &str| {
+        s.parse::<usize>()
+            .ok()
+            .filter(|&n| n <= super::error::MAX_CPU)
+    };
     let mut out = Vec::new();
     for part in list.split(',') {
         match part.split_once('-') {

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{FleetSpec, SlurmTarget, TargetKind};
+use super::spec::{FleetSpec, SlurmTarget, TargetKind};
 use crate::program::shell_quote;
 
 /// Which nodes the jobs of a submission may run on.

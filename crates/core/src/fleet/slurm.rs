@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::FleetError;
+use super::error::FleetError;
 use crate::program::find_program;
 
 /// A job's state as `squeue` reports it.

@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
-use super::{Objective, RunLine, Status, summarize};
+use super::log::{RunLine, Status};
+use super::objective::Objective;
+use super::summary::summarize;
 use crate::grid::{Config, Cpus, ThrottleSpec};
 use crate::placement::Policy;
 use crate::workload::{RunRecord, Throughput};

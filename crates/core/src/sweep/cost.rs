@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::design::Design;
 use super::search::{Strategy, next_configs};
-use super::{Config, Design};
+use crate::grid::Config;
 use crate::grid::{ConfigError, MachineCounts};
 use crate::placement::Binding;
 use crate::topology::Topology;

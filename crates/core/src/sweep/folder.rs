@@ -9,11 +9,14 @@
 
 use std::path::{Path, PathBuf};
 
+use super::engine::{Progress, Sweep};
+use super::error::SweepError;
+use super::files::{monitor_file, write_file};
+use super::log::{RunLine, RunLog};
 use super::report::{RunView, SweepReport};
 use super::run::Runner;
 use super::target::SweepSpec;
-use super::{Progress, RunLine, RunLog, Sweep, SweepError};
-use crate::program::watch::{CpuPlace, Sample};
+use crate::program::watch::CpuPlace;
 use crate::topology::MachineRecord;
 use crate::topology::{Topology, TopologySource};
 
@@ -251,31 +254,6 @@ fn load_topology(dir: &Path) -> Option<Topology> {
         .flatten()
 }
 
-/// Where a run's monitor samples are kept, relative to the folder.
-pub(crate) fn monitor_file(seq: usize) -> String {
-    format!("monitor/{seq}.jsonl")
-}
-
-pub(super) fn save_monitor(dir: &Path, seq: usize, samples: &[Sample]) -> Result<(), SweepError> {
-    let path = dir.join(monitor_file(seq));
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| SweepError::Write { path, error }
-    };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(write_error(parent))?;
-    }
-    let mut text = String::new();
-    for s in samples {
-        text.push_str(&serde_json::to_string(s).map_err(|e| SweepError::Write {
-            path: path.clone(),
-            error: std::io::Error::other(e),
-        })?);
-        text.push('\n');
-    }
-    write_file(&path, text.as_bytes())
-}
-
 /// Writes `value` as pretty JSON with a final newline ([`write_file`]).
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| SweepError::Write {
@@ -284,44 +262,6 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), SweepErr
     })?;
     bytes.push(b'\n');
     write_file(path, &bytes)
-}
-
-/// Writes a file of a results folder whole or not at all: into a new temporary file beside it
-/// (`.NAME.XXXXXX`), renamed over `path` once every byte is written. On a full disk the
-/// temporary file is removed and `path` is left as it was — never empty, never cut short.
-///
-/// # Errors
-///
-/// [`SweepError::Write`] naming `path`.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
-    use std::io::Write as _;
-    // The temporary file's errors name its own path: the error is said of `path`.
-    let error = |error: std::io::Error| SweepError::Write {
-        path: path.to_path_buf(),
-        error: error
-            .raw_os_error()
-            .map_or(error, std::io::Error::from_raw_os_error),
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let prefix = format!(".{name}.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix);
-    // As `fs::write` would create it (0666 less the umask), not a temporary file's 0600.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    // Dropped (and so removed) on every error below.
-    let mut tmp = builder.tempfile_in(dir).map_err(error)?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.flush())
-        .map_err(error)?;
-    tmp.persist(path).map_err(|e| error(e.error))?;
-    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, SweepError> {

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::objective::{Objective, Quantity, pareto_front};
 use super::search::{Estimate, ties};
-use super::{Config, ConfigSummary};
+use super::summary::ConfigSummary;
+use crate::grid::Config;
 
 /// Runs a configuration needs before its interval can support a claim beyond noise.
 const MIN_RUNS_FOR_NOISE: usize = 2;

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::design::Design;
+use super::log::{RunLine, Status};
 use super::objective::{MetricSpec, Objective, Quantity};
 use super::recommend::{Recommendation, pareto, recommend_on};
+use super::summary::{ConfigSummary, summarize};
 use super::target::Target;
-use super::{ConfigSummary, Design, RunLine, Status, summarize};
 use crate::grid::{Config, Family};
 use crate::measure::stats::{UslFit, usl_fit};
 use crate::program::pin::{Mechanism, PinRecord};

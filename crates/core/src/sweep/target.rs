@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::design::Design;
+use super::error::SweepError;
 use super::objective::MetricSpec;
-use super::{Design, SweepError};
 use crate::placement::Binding;
 use crate::program::pin::SkipMask;
 use crate::workload::WorkloadSpec;

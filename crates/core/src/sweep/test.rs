@@ -1,12 +1,15 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use super::engine::estimates;
 use super::recommend::recommend;
 use super::*;
-use crate::grid::ThrottleSpec;
-use crate::measure::{Measurement, MigrationSource, RssSource};
-use crate::workload::Unit;
-use std::collections::BTreeMap;
+use crate::grid::{Config, Grid, ThrottleSpec};
+use crate::measure::{Measurement, MigrationSource, Noise, RssSource};
+use crate::workload::{RunRecord, Unit};
 
 /// A run record with the given wall time (what a runner hands back).
 pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {

@@ -1,0 +1,82 @@
+//! What a sweep measures and how: the [`Design`] (grid, search strategy, runs, warm-up,
+//! tolerance).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::objective::Objective;
+use super::search::Strategy;
+use crate::grid::{Config, Grid};
+
+/// What to measure and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// The grid.
+    pub grid: Grid,
+    /// Which configurations of it.
+    pub strategy: Strategy,
+    /// Measured runs per configuration (at least).
+    pub runs: usize,
+    /// Warm-up runs per configuration.
+    pub warmup: usize,
+    /// Keep adding runs until each configuration has this much measured time (at most 10 ×
+    /// `runs` runs); zero = exactly `runs`.
+    #[serde(with = "crate::measure::seconds")]
+    pub min_time: Duration,
+    /// Relative difference under which configurations tie (0.03 = 3%).
+    pub tolerance: f64,
+    /// What the search, statistics and recommendation optimise, the first foremost
+    /// (`--objective`; absent = wall time alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<Objective>,
+    /// `tune -i`/`--ignore-failure` (hyperfine's flag): a failed run is only left out of the
+    /// statistics, and its configuration stays eligible and gets its remaining runs (absent =
+    /// false: a failed run puts its configuration out of the running; see the module docs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_failure: bool,
+}
+
+/// The tie tolerance when none is given, in percent: configurations whose medians are within
+/// 3% of each other tie and the simpler one is recommended (DESIGN.md's default, about the
+/// run-to-run spread of a quiet machine); `tune --tolerance`, `compare --threshold`, `bench`
+/// and a fleet report whose sweeps say nothing use it.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 3.0;
+
+impl Design {
+    /// One configuration, measured `runs` times after `warmup` warm-up runs, no minimum time:
+    /// what `coretune bench` runs.
+    pub fn one(config: &Config, runs: usize, warmup: usize) -> Self {
+        Self {
+            grid: Grid {
+                threads: vec![config.threads],
+                places: vec![config.place],
+                cpus: vec![config.cpus.clone()],
+                throttles: vec![config.throttle],
+                mems: vec![config.mem.clone()],
+                instances: vec![config.instances],
+            },
+            strategy: Strategy::Exhaustive,
+            runs,
+            warmup,
+            min_time: Duration::ZERO,
+            tolerance: DEFAULT_TOLERANCE_PCT / 100.0,
+            objectives: Vec::new(),
+            ignore_failure: false,
+        }
+    }
+
+    /// The objectives: when none was named, wall time, or the throughput of all instances
+    /// together when the grid runs several (the time of P copies is not comparable with one's).
+    pub fn objectives(&self) -> Vec<Objective> {
+        if self.objectives.is_empty() {
+            if self.grid.has_instances() {
+                vec![Objective::throughput()]
+            } else {
+                vec![Objective::time()]
+            }
+        } else {
+            self.objectives.clone()
+        }
+    }
+}
