@@ -3,7 +3,8 @@
 #   make tune    build (release) and run the main job: `coretune tune` on the built-in workload
 #   make test    everything CI checks: format, clippy, unit/integration/doc tests (debug and
 #                release; the release pass includes the VM tests, tests/vm.rs), benchmark smoke
-#                runs, docs, and the Windows build's tests under Wine (make test-windows)
+#                runs, docs, the pool's loom models, a fuzz smoke run, and the Windows build's
+#                tests under Wine (make test-windows)
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
@@ -14,6 +15,7 @@ CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
 .PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs pool-package \
+	loom fuzz-smoke \
 	install install-files uninstall vm-tests vm-run vm-shell windows test-windows
 
 tune: setup build
@@ -28,7 +30,8 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
-test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs pool-package test-windows
+test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs pool-package loom fuzz-smoke \
+	test-windows
 # No incremental caches in a one-off full run: they were 2 GB of disk that nothing reads again.
 test: export CARGO_INCREMENTAL = 0
 
@@ -52,6 +55,19 @@ bench-smoke:
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
+
+# The pool's loom models (the sleep protocol, the latch, the submitters' rings, the throttle):
+# every interleaving up to loom's bound. `--cfg loom` rebuilds everything, so in a folder of its
+# own; LOOM_MAX_PREEMPTIONS=3 bounds the models that set no bound themselves, as loom's docs
+# advise for CI (2–3 catch most bugs; unbounded, the models run for over 10 minutes).
+loom:
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+		$(CARGO) test --locked --release -p coretune-pool --lib loom
+
+# Every fuzz target built (with the coverage flags cargo-fuzz uses, on the stable toolchain) and
+# run for 10 s from its seeds (scripts/fuzz.sh; longer: scripts/fuzz.sh 600).
+fuzz-smoke:
+	scripts/fuzz.sh 10
 
 # coretune-pool as crates.io would ship it: packaged with its licenses, and the README's examples
 # compiled as pasted by an outside crate (scripts/check-pool-package.sh).

@@ -4,7 +4,8 @@
 
 use std::sync::OnceLock;
 
-use coretune_core::{CpuSetExpr, ResolveOptions};
+use coretune_core::CpuSetExpr;
+use coretune_core::cpuset::ResolveOptions;
 use coretune_core::{Topology, TopologySource};
 use libfuzzer_sys::fuzz_target;
 

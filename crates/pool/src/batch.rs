@@ -108,7 +108,7 @@ pub(crate) fn runners(jobs: Vec<Job>, runners: usize) -> impl Iterator<Item = Jo
 }
 
 #[cfg(test)]
-mod tests {
+mod test {
     use super::{BATCH_JOBS, runners};
     use crate::job::Job;
     use std::sync::Arc;

@@ -694,7 +694,7 @@ impl std::error::Error for ThreadPoolBuildError {
 }
 
 #[cfg(test)]
-mod tests {
+mod test {
     use super::{ThreadPoolBuilder, round_robin};
 
     fn from(vars: &[(&str, &str)]) -> Result<ThreadPoolBuilder, String> {

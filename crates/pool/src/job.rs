@@ -257,7 +257,7 @@ unsafe fn run_boxed<F: FnOnce(), const WORDS: usize>(payload: *mut Payload<WORDS
 }
 
 #[cfg(test)]
-mod tests {
+mod test {
     use super::Job;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};

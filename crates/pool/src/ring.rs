@@ -216,7 +216,7 @@ impl Drop for Ring {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+mod test {
     use super::{CAPACITY, Producer};
     use crate::job::SmallJob;
     use crossbeam_deque::{Steal, Worker};

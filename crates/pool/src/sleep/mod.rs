@@ -245,7 +245,7 @@ impl Sleep {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+mod test {
     use super::Sleep;
 
     /// A push wakes nobody while a worker searches; the searcher that finds work hands on to a
