@@ -781,7 +781,8 @@ fn run_refuses_zero_threads_and_more_than_the_thread_cap() {
         assert!(!marker.exists(), "--threads {threads} started the program");
     }
     let out = coretune()
-        .args(["run", "--threads", "65536", "--", "true"])
+        .args(["run", "--threads", "65536", "--"])
+        .arg(util::nothing())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -920,7 +921,8 @@ fn cpus_that_leave_out_cpus_of_an_explicit_list_are_warned_about() {
         let out = coretune()
             .args(["run", "-t", "2", "--place", &list, "--cpus"])
             .arg(format!("pu:{last}"))
-            .args(["--", "true"])
+            .arg("--")
+            .arg(util::nothing())
             .output()
             .unwrap();
         util::assert_ok(&out);
@@ -956,6 +958,7 @@ fn cpu_0_named_by_the_user_is_not_warned_about() {
     }
     // And where it started: `run`, on this machine.
     if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
-        assert!(!says_cpu0(&["run", "--cpus", "0", "--", "true"]));
+        let nothing = util::nothing();
+        assert!(!says_cpu0(&["run", "--cpus", "0", "--", &nothing]));
     }
 }

@@ -1626,7 +1626,8 @@ fn duplicate_grid_values_are_measured_once_under_their_first_spelling() {
             "--out",
         ])
         .arg(&dir)
-        .args(["--", "true"])
+        .arg("--")
+        .arg(util::nothing())
         .output()
         .unwrap();
     util::assert_ok(&out);
@@ -1707,7 +1708,8 @@ fn dry_run_refuses_a_memory_policy_the_sweep_refuses() {
     ] {
         let out = util::coretune()
             .args(&args)
-            .args(["--mem", "none,preferred:numa:0-1", "--", "true"])
+            .args(["--mem", "none,preferred:numa:0-1", "--"])
+            .arg(util::nothing())
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

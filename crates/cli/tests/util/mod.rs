@@ -32,6 +32,16 @@ pub(crate) fn probe() -> PathBuf {
     path
 }
 
+/// A program that does nothing and succeeds, on every system: `true` on Unix, the probe
+/// ([`probe`]) on Windows, which has no `true`.
+pub(crate) fn nothing() -> String {
+    if cfg!(unix) {
+        "true".to_owned()
+    } else {
+        probe().display().to_string()
+    }
+}
+
 /// The `coretune` binary under test as a plain `std` command (to `spawn` it).
 pub(crate) fn coretune_std() -> std::process::Command {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("coretune"))
