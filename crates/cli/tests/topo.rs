@@ -124,7 +124,7 @@ fn hybrid_machines_list_cpu_kinds() {
 }
 
 #[test]
-fn synthetic_4096_pus() {
+fn a_synthetic_machine_of_4096_pus_is_counted_right() {
     let json = util::json(&[
         "topo",
         "--json",

@@ -1190,7 +1190,7 @@ mod test {
     }
 
     #[test]
-    fn thread_lists() {
+    fn thread_lists_take_ranges_and_machine_words() {
         assert_eq!(
             parse_threads("1-4,6,8", LAPTOP).unwrap(),
             vec![1, 2, 3, 4, 6, 8]

@@ -564,3 +564,94 @@ fn paths_are_read_as_rust_reads_them() {
     );
     assert_eq!(absolute(&from, "crate::sys::Y", false), ["sys", "Y"]);
 }
+
+/// `a/{b,c}.rs` → `a/b.rs`, `a/c.rs`; nested groups too.
+fn braces(name: &str) -> Vec<String> {
+    let Some(close) = name.find('}') else {
+        return vec![name.to_owned()];
+    };
+    let open = name[..close].rfind('{').unwrap();
+    name[open + 1..close]
+        .split(',')
+        .flat_map(|part| braces(&format!("{}{part}{}", &name[..open], &name[close + 1..])))
+        .collect()
+}
+
+/// Every file under `dir` (the repository root), as a path relative to it, build output and
+/// version control left out.
+fn repository_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if matches!(name.as_str(), "target" | ".git" | "corpus" | "artifacts") {
+            continue;
+        }
+        if p.is_dir() {
+            repository_files(root, &p, out);
+        } else {
+            let rel = p.strip_prefix(root).unwrap();
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// Whether `file` (a path from the repository root) is what ARCHITECTURE.md's `name` says: the
+/// file itself (`name` is relative to some folder), a file in the folder `name/`, or a file
+/// `dir/*.rs` names.
+fn names(name: &str, file: &str) -> bool {
+    let at_end = |suffix: &str| file == suffix || file.ends_with(&format!("/{suffix}"));
+    if let Some(dir) = name.strip_suffix('/') {
+        return file.starts_with(&format!("{dir}/")) || file.contains(&format!("/{dir}/"));
+    }
+    if let Some((dir, ext)) = name.split_once('*') {
+        let Some((parent, base)) = file.rsplit_once('/') else {
+            return false;
+        };
+        return base.ends_with(ext) && at_end_of(parent, dir.trim_end_matches('/'));
+    }
+    at_end(name)
+}
+
+fn at_end_of(path: &str, suffix: &str) -> bool {
+    path == suffix || path.ends_with(&format!("/{suffix}"))
+}
+
+/// ARCHITECTURE.md names the repository's files by path, relative to the crate or folder its
+/// sentence is about (`sweep/engine.rs`, `program/pin/{plan,elf}.rs`, `sys/linux/`,
+/// `sweep/*.rs`). Each name must be a file or folder that exists, and every source file of the
+/// crates must be named (itself, or a `*.rs` of its folder; a folder's name alone does not name
+/// its files); unit-test files (`test.rs`, `test_util.rs`) aside. So a file added, moved or
+/// removed shows here until the map says so.
+#[test]
+fn architecture_names_every_source_file_and_no_file_that_is_gone() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    // Code blocks draw pictures; the names are in the prose and tables.
+    let prose: String = text.split("```").step_by(2).collect::<Vec<_>>().join(" ");
+    let named: Vec<String> = prose
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| !t.contains(char::is_whitespace))
+        .filter(|t| t.ends_with(".rs") || t.ends_with(".sh") || t.ends_with('/'))
+        .flat_map(braces)
+        .collect();
+    let mut files = Vec::new();
+    repository_files(&root, &root, &mut files);
+    let gone: BTreeSet<&String> = named
+        .iter()
+        .filter(|n| !files.iter().any(|f| names(n, f)))
+        .collect();
+    let unnamed: Vec<&String> = files
+        .iter()
+        .filter(|f| f.starts_with("crates/") && f.contains("/src/") && f.ends_with(".rs"))
+        .filter(|f| !f.ends_with("/test.rs") && !f.ends_with("/test_util.rs"))
+        // A folder's name says where its files are, not what each is: it names none of them.
+        .filter(|f| !named.iter().any(|n| !n.ends_with('/') && names(n, f)))
+        .collect();
+    assert!(
+        gone.is_empty() && unnamed.is_empty(),
+        "ARCHITECTURE.md names files that are not there: {gone:?}; and does not name these \
+         source files (name each, or FOLDER/*.rs): {unnamed:?}"
+    );
+}

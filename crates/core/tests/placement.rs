@@ -246,7 +246,7 @@ fn policies_and_bindings_parse_and_print() {
 }
 
 #[test]
-fn tool_strings() {
+fn plans_print_as_each_tool_takes_them() {
     let topo = Topology::load(&coretune_core::TopologySource::Synthetic(
         "pack:2 core:2 pu:2".into(),
     ))

@@ -228,7 +228,7 @@ fn cores_across_levels_are_the_kernels() {
 }
 
 #[test]
-fn synthetic_4096_pus() {
+fn a_synthetic_machine_of_4096_pus_loads_with_its_counts() {
     let topo = Topology::load(&TopologySource::Synthetic(
         "pack:4 numa:4 l3:4 core:16 pu:4".into(),
     ))

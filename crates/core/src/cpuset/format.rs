@@ -271,7 +271,7 @@ mod test {
     }
 
     #[test]
-    fn other_formats() {
+    fn a_set_renders_in_every_other_tools_format() {
         let cpus = [0, 1, 2, 3, 8];
         assert_eq!(render(Format::List, &cpus), "0-3,8");
         assert_eq!(render(Format::Taskset, &cpus), "0x10f");

@@ -536,7 +536,7 @@ mod test {
     }
 
     #[test]
-    fn job_states() {
+    fn job_states_read_as_slurm_names_them() {
         let job = |state: &str| JobRecord {
             id: "12_1".into(),
             target: "a".into(),

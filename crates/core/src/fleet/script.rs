@@ -130,7 +130,7 @@ mod test {
     }
 
     #[test]
-    fn quoting() {
+    fn shell_quoting_leaves_plain_words_and_quotes_the_rest() {
         assert_eq!(shell_quote("1,2"), "1,2");
         assert_eq!(shell_quote("all ~pu:0"), "'all ~pu:0'");
         assert_eq!(shell_quote("it's"), r"'it'\''s'");

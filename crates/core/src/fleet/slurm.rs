@@ -297,7 +297,7 @@ mod test {
     use super::*;
 
     #[test]
-    fn sbatch_ids() {
+    fn sbatch_parsable_output_gives_the_job_id() {
         assert_eq!(parse_sbatch("12\n").as_deref(), Some("12"));
         assert_eq!(parse_sbatch("12;cluster\n").as_deref(), Some("12"));
         assert_eq!(parse_sbatch("Submitted batch job 12\n"), None);

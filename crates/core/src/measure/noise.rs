@@ -171,7 +171,7 @@ mod test {
     }
 
     #[test]
-    fn cpu_line() {
+    fn a_cpu_line_counts_busy_and_idle_ticks() {
         // cpu  100 5 50 1000 20 1 2 30 0 0
         let mut line = sys::CpuTicks {
             user: 100,

@@ -171,7 +171,7 @@ mod test {
     use super::*;
 
     #[test]
-    fn coarse_ladder() {
+    fn the_coarse_ladder_doubles_and_keeps_the_largest_count() {
         assert_eq!(coarse_threads(&[1, 2, 3, 4, 6, 8]), vec![1, 2, 4, 8]);
         assert_eq!(
             coarse_threads(&(1..=24).collect::<Vec<_>>()),

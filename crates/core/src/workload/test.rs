@@ -93,7 +93,7 @@ fn copies_run_at_once_and_count_their_work_together() {
 }
 
 #[test]
-fn throughput_units() {
+fn throughput_is_work_over_time_in_its_unit() {
     let w = Work {
         amount: 2e6,
         unit: Unit::MraysPerSec,

@@ -283,7 +283,7 @@ mod test {
     }
 
     #[test]
-    fn who_may_write() {
+    fn a_file_others_may_write_is_named_with_who() {
         assert_eq!(writable_by_others(&meta(0, 0, 0o644, false)), None);
         assert_eq!(writable_by_others(&meta(0, 0, 0o664, false)), None);
         assert_eq!(writable_by_others(&meta(0, 0, 0o755, true)), None);

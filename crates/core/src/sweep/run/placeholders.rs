@@ -83,7 +83,7 @@ mod test {
     }
 
     #[test]
-    fn placeholders() {
+    fn placeholders_are_replaced_by_the_configurations_values() {
         let c = Config {
             threads: 4,
             place: Policy::Spread,

@@ -197,7 +197,7 @@ mod test {
     use crate::test_util::write;
 
     #[test]
-    fn cpu_max_parsing() {
+    fn cpu_max_reads_a_quota_and_its_period_or_none() {
         assert_eq!(parse_cpu_max("max 100000"), None);
         assert_eq!(parse_cpu_max("50000 100000\n"), Some((50_000, 100_000)));
         assert_eq!(parse_cpu_max("50000"), Some((50_000, 100_000)));

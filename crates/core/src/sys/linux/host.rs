@@ -52,7 +52,7 @@ mod test {
     }
 
     #[test]
-    fn this_host() {
+    fn this_host_has_a_name_and_a_kernel_release() {
         assert!(!host_name().unwrap().is_empty());
         assert!(!kernel_release().unwrap().is_empty());
     }

@@ -447,7 +447,7 @@ mod test {
     }
 
     #[test]
-    fn this_process() {
+    fn this_process_reads_its_own_uid_ticks_load_and_threads() {
         assert!(own_uid().is_ok());
         assert!(own_cpu_ticks().is_ok());
         assert!(load_average().unwrap() >= 0.0);
