@@ -469,11 +469,7 @@ const HUBS_STILL_USED_BY_THEIR_FILES: &[(&str, usize)] = &[
 /// module's `super::` is the file itself.
 fn without_unit_tests(code: &str) -> &str {
     let mut end = code.len();
-    for marker in [
-        "#[cfg(test)]\nmod tests",
-        "#[cfg(test)]\nmod test ",
-        "#[cfg(test)]\nmod test{",
-    ] {
+    for marker in ["#[cfg(test)]\nmod tests", "#[cfg(test)]\nmod test "] {
         if let Some(at) = code.find(marker) {
             end = end.min(at);
         }
@@ -599,7 +595,6 @@ fn repository_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
 /// file itself (`name` is relative to some folder), a file in the folder `name/`, or a file
 /// `dir/*.rs` names.
 fn names(name: &str, file: &str) -> bool {
-    let at_end = |suffix: &str| file == suffix || file.ends_with(&format!("/{suffix}"));
     if let Some(dir) = name.strip_suffix('/') {
         return file.starts_with(&format!("{dir}/")) || file.contains(&format!("/{dir}/"));
     }
@@ -609,9 +604,10 @@ fn names(name: &str, file: &str) -> bool {
         };
         return base.ends_with(ext) && at_end_of(parent, dir.trim_end_matches('/'));
     }
-    at_end(name)
+    at_end_of(file, name)
 }
 
+/// Whether `path` is `suffix` or ends with `/suffix`.
 fn at_end_of(path: &str, suffix: &str) -> bool {
     path == suffix || path.ends_with(&format!("/{suffix}"))
 }
