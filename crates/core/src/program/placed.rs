@@ -557,9 +557,14 @@ impl Placed {
             ));
             for (pid, policy) in policies {
                 if policy != mem {
-                    audit
-                        .mismatches
-                        .push(format!("pid {pid} has memory policy {policy}, not {mem}"));
+                    let name = samples
+                        .iter()
+                        .flat_map(|s| &s.threads)
+                        .find(|t| t.tid == *pid)
+                        .map_or("?", |t| t.name.as_str());
+                    audit.mismatches.push(format!(
+                        "pid {pid} ({name}) has memory policy {policy}, not {mem}"
+                    ));
                 }
             }
         }

@@ -305,11 +305,20 @@ impl Sampler {
                 if t.pid == self.pid.unwrap_or(0) || self.policy_read.contains(&key) {
                     continue;
                 }
+                // No image: the process is ending (or a kernel thread), nothing to judge.
+                let Some(exe) = sys::process_exe(&self.proc_dir, t.pid) else {
+                    continue;
+                };
                 // Still coretune's image between `fork` and `exec`: its policy is not set yet.
-                if own.is_some() && sys::process_exe(&self.proc_dir, t.pid) == own {
+                if own.as_ref() == Some(&exe) {
                     continue;
                 }
-                if let Some(policy) = sys::memory_policy(&self.proc_dir, t.pid) {
+                // A process that ends while it is read shows the policy of an exiting task,
+                // `default` (seen: a copy's `sh` as it exited, about once in 150 runs on a busy
+                // machine): the reading counts only if the process still runs that image after it.
+                if let Some(policy) = sys::memory_policy(&self.proc_dir, t.pid)
+                    && sys::process_exe(&self.proc_dir, t.pid).as_ref() == Some(&exe)
+                {
                     self.policy_read.insert(key);
                     policies.insert(t.pid, policy);
                 }
