@@ -67,8 +67,8 @@ enum Command {
     Distrib(cmd::hwloc::distrib::DistribArgs),
     /// Run a command on a CPU set with its thread-count variables set, or rebind a process.
     Run(cmd::run::RunArgs),
-    /// Sweep threads x placement x CPU set x throttle for a workload or a program, recommend one
-    /// configuration, and write a results folder.
+    /// Sweep the configurations of a workload or a program (threads, placement, CPU set and the
+    /// other axes `tune --help` lists), recommend one, and write a results folder.
     Tune(Box<cmd::tune::TuneArgs>),
     /// Compare two sweeps (summary.json files or results folders): per-configuration ratios,
     /// markers beyond a threshold, geometric mean; --fail-above for CI gates.

@@ -1,5 +1,5 @@
-//! What a sweep varies: one configuration ([`Config`]: threads, placement, CPU set, throttle),
-//! the grid of them ([`Grid`]), the typed values of its axes ([`Cpus`], [`ThrottleSpec`]) and
+//! What a sweep varies: one configuration ([`Config`]: a thread count and one value of each
+//! other axis, its fields), the grid of them ([`Grid`]), the typed values of its axes ([`Cpus`], [`ThrottleSpec`]) and
 //! the thread counts a machine suggests ([`default_threads`], [`parse_threads`]).
 //!
 //! Every axis value is a type that parses from and prints as the text a user writes

@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use coretune_core::SweepReport;
-use coretune_core::sweep::{DEFAULT_TOLERANCE_PCT, SUMMARY_SCHEMA, Verdict, compare};
+use coretune_core::sweep::{Comparison, DEFAULT_TOLERANCE_PCT, SUMMARY_SCHEMA, Verdict};
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
@@ -65,35 +65,11 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         bail!("--threshold must be a non-negative percentage");
     }
     let (a, b) = (load(&args.a)?, load(&args.b)?);
-    if a.target != b.target {
-        // Two builds of one program are a fair comparison; two programs rarely are: say it.
-        let (la, lb) = (a.target.label(), b.target.label());
-        let what = if la == lb {
-            format!("'{la}' with different parameters")
-        } else {
-            format!("A '{la}', B '{lb}'")
-        };
+    if let Some(what) = Comparison::different_targets(&a, &b) {
         eprintln!("coretune: warning: A and B measured different things ({what})");
     }
-    // Both on the same first objective: wall time, or what both sweeps chose.
-    let objective = a.design.objectives().swap_remove(0);
-    let theirs = b.design.objectives().swap_remove(0);
-    if theirs.quantity != objective.quantity {
-        bail!(
-            "A is judged on {} and B on {} (their first --objective): compare sweeps of one \
-             objective",
-            objective.name(),
-            theirs.name()
-        );
-    }
-    let cmp = compare(&a.configs, &b.configs, args.threshold / 100.0, &objective);
-    // Time says faster/slower as before; other objectives better/worse, in their own terms
-    // (a rate 10% higher is 10% better).
-    let (better, worse) = if objective.is_time() {
-        ("faster", "slower")
-    } else {
-        ("better", "worse")
-    };
+    let cmp = Comparison::of(&a, &b, args.threshold / 100.0)?;
+    let (better, worse) = cmp.words();
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &cmp)?;
@@ -108,6 +84,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(13)
             .max(13);
+        let objective = cmp.criterion();
         if !objective.is_time() {
             writeln!(
                 out,

@@ -1,9 +1,10 @@
 //! Two sweeps compared configuration by configuration (`coretune compare A B`), with a geometric
 //! mean over all of them.
 //!
-//! Configurations are matched on (threads, place, cpus, throttle); those in only one sweep are
-//! listed, not compared. They are compared on A's first objective (wall time unless the sweep
-//! chose another), as a cost: for a higher-is-better metric the cost is its reciprocal, so the
+//! Configurations are matched on their whole [`Config`](crate::grid::Config) (every axis);
+//! those in only one sweep are listed, not compared. They are compared on the sweeps' first
+//! objective (wall time unless the sweep chose another; sweeps judged on different ones are
+//! refused, [`CompareError`]), as a cost: for a higher-is-better metric the cost is its reciprocal, so the
 //! ratio is `A's value / B's value`. For each match the ratio is `B median / A median` of the
 //! costs (below 1 = B is faster, or better), with an interval from the two bootstrap intervals: `[B low / A high, B high / A
 //! low]`, the widest ratio the two intervals allow. A case is `faster` or `slower` only when the
@@ -20,7 +21,23 @@
 use serde::Serialize;
 
 use super::objective::Objective;
-use super::report::ConfigRow;
+use super::report::{ConfigRow, SweepReport};
+
+/// Why two sweeps cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// Their first objectives differ: their figures are not of one thing.
+    #[error(
+        "A is judged on {a} and B on {b} (their first --objective): compare sweeps of one \
+         objective"
+    )]
+    Objectives {
+        /// A's first objective.
+        a: String,
+        /// B's.
+        b: String,
+    },
+}
 
 /// How one configuration changed from A to B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -78,6 +95,9 @@ pub struct Comparison {
     pub only_in_b: Vec<String>,
     /// Configurations with no successful run in one of the sweeps.
     pub not_comparable: Vec<String>,
+    /// The objective itself.
+    #[serde(skip)]
+    criterion: Objective,
 }
 
 /// Compares sweep B's rows with sweep A's on `objective`, the first objective both were
@@ -147,6 +167,7 @@ pub fn compare(
         only_in_a,
         only_in_b,
         not_comparable,
+        criterion: objective.clone(),
     }
 }
 
@@ -162,6 +183,54 @@ fn change_pct(objective: &Objective, ratio: f64) -> f64 {
 }
 
 impl Comparison {
+    /// Sweep B's report against A's ([`compare`]) on their first objective, which both must
+    /// have been judged on; `threshold` as [`compare`] takes it.
+    ///
+    /// # Errors
+    ///
+    /// [`CompareError::Objectives`] when their first objectives differ.
+    pub fn of(a: &SweepReport, b: &SweepReport, threshold: f64) -> Result<Self, CompareError> {
+        let objective = a.design.objectives().swap_remove(0);
+        let theirs = b.design.objectives().swap_remove(0);
+        if theirs.quantity != objective.quantity {
+            return Err(CompareError::Objectives {
+                a: objective.name().to_owned(),
+                b: theirs.name().to_owned(),
+            });
+        }
+        Ok(compare(&a.configs, &b.configs, threshold, &objective))
+    }
+
+    /// What A and B measured, when it is not one thing: `A 'sort', B 'grep'`, or `'raymesh'
+    /// with different parameters` (two builds of one program are a fair comparison; two
+    /// programs rarely are).
+    pub fn different_targets(a: &SweepReport, b: &SweepReport) -> Option<String> {
+        if a.target == b.target {
+            return None;
+        }
+        let (la, lb) = (a.target.label(), b.target.label());
+        Some(if la == lb {
+            format!("'{la}' with different parameters")
+        } else {
+            format!("A '{la}', B '{lb}'")
+        })
+    }
+
+    /// What the sweeps are compared on.
+    pub fn criterion(&self) -> &Objective {
+        &self.criterion
+    }
+
+    /// How B is said to differ when it is better, and when it is worse: `faster`/`slower` for
+    /// a time, `better`/`worse` for other objectives (a rate 10% higher is 10% better).
+    pub fn words(&self) -> (&'static str, &'static str) {
+        if self.criterion.is_time() {
+            ("faster", "slower")
+        } else {
+            ("better", "worse")
+        }
+    }
+
     /// Whether B is worse than A by more than `limit_pct` percent overall (`compare
     /// --fail-above`), judged on the figure printed: [`Comparison::change_pct`]. `None` with no
     /// configuration in common (a gate must not pass having compared nothing).

@@ -91,7 +91,8 @@ pub enum SweepError {
     NoCommand,
     /// An argument holds what looks like a misspelt placeholder.
     #[error(
-        "'{arg}': {{{name}}} is not a placeholder; did you mean {{{known}}}? (placeholders: {{threads}}, {{cpus}}, {{place}})"
+        "'{arg}': {{{name}}} is not a placeholder; did you mean {{{known}}}? (placeholders: {})",
+        crate::sweep::run::placeholder_list()
     )]
     Placeholder {
         /// The argument.

@@ -74,7 +74,7 @@ mod target;
 
 pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
-pub use compare::{Case, Comparison, Verdict, compare};
+pub use compare::{Case, CompareError, Comparison, Verdict, compare};
 pub use cost::{DesignCost, DesignEstimate};
 pub use design::{DEFAULT_TOLERANCE_PCT, Design};
 #[cfg(test)]

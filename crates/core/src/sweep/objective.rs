@@ -215,6 +215,9 @@ pub enum MetricError {
         /// The metrics there are.
         known: String,
     },
+    /// `--unit` not `NAME=UNIT`.
+    #[error("--unit '{0}': expected NAME=UNIT (rps=req/s)")]
+    UnitForm(String),
     /// `--objective` naming nothing known.
     #[error("--objective {name}: not time, cpu, rss or a --metric name{known}")]
     UnknownObjective {
@@ -277,6 +280,67 @@ impl MetricSpec {
             higher_is_better: false,
             unit: None,
         })
+    }
+
+    /// The metrics a sweep reads, from its options as a user gives them: each `--metric`
+    /// (`NAME=REGEX` or `NAME=json:.path`), all read from `from` (`--metric-from`), those named
+    /// by `higher_is_better` (`--higher-is-better NAME`) maximised, and `units`
+    /// (`--unit NAME=UNIT`) applied.
+    ///
+    /// # Errors
+    ///
+    /// What [`MetricSpec::parse`] and [`MetricSource`]'s parsing return,
+    /// [`MetricError::Twice`], [`MetricError::UnitForm`], and
+    /// [`MetricError::UnknownMetric`] for a `--higher-is-better` or `--unit` that names no
+    /// metric.
+    pub fn from_options(
+        metrics: &[String],
+        from: &str,
+        higher_is_better: &[String],
+        units: &[String],
+    ) -> Result<Vec<Self>, MetricError> {
+        let from: MetricSource = from.parse()?;
+        let mut specs: Vec<Self> = Vec::new();
+        for text in metrics {
+            let mut spec = Self::parse(text)?;
+            if specs.iter().any(|s| s.name == spec.name) {
+                return Err(MetricError::Twice(spec.name));
+            }
+            spec.from = from.clone();
+            specs.push(spec);
+        }
+        let known = if specs.is_empty() {
+            "none".to_owned()
+        } else {
+            specs
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let named = |specs: &[Self], option: &'static str, name: &str| {
+            specs
+                .iter()
+                .position(|s| s.name == name)
+                .ok_or_else(|| MetricError::UnknownMetric {
+                    option,
+                    name: name.to_owned(),
+                    known: known.clone(),
+                })
+        };
+        for name in higher_is_better {
+            let i = named(&specs, "--higher-is-better", name)?;
+            specs[i].higher_is_better = true;
+        }
+        for pair in units {
+            let (name, unit) = pair
+                .split_once('=')
+                .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+                .ok_or_else(|| MetricError::UnitForm(pair.clone()))?;
+            let i = named(&specs, "--unit", name)?;
+            specs[i].unit = Some(unit.to_owned());
+        }
+        Ok(specs)
     }
 
     /// The metric's value in `text`, or why there is none (one line, naming the metric and
@@ -853,6 +917,60 @@ mod test {
 
     fn spec(text: &str) -> MetricSpec {
         MetricSpec::parse(text).unwrap()
+    }
+
+    #[test]
+    fn options_name_each_metric_its_source_direction_and_unit() {
+        let texts = [
+            r"rps=([0-9.]+) req/s".to_owned(),
+            "p99=json:.p99".to_owned(),
+        ];
+        let specs = MetricSpec::from_options(
+            &texts,
+            "stderr",
+            &["rps".to_owned()],
+            &["p99=ms".to_owned()],
+        )
+        .unwrap();
+        let got: Vec<_> = specs
+            .iter()
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    s.from.to_string(),
+                    s.higher_is_better,
+                    s.unit.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("rps", "stderr".to_owned(), true, None),
+                ("p99", "stderr".to_owned(), false, Some("ms"))
+            ]
+        );
+        let twice = ["a=x".to_owned(), "a=y".to_owned()];
+        let err = |m: &[String], h: &[&str], u: &[&str]| {
+            let h: Vec<String> = h.iter().map(|s| (*s).to_owned()).collect();
+            let u: Vec<String> = u.iter().map(|s| (*s).to_owned()).collect();
+            MetricSpec::from_options(m, "stdout", &h, &u)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(err(&twice, &[], &[]), "--metric 'a' is given twice");
+        assert_eq!(
+            err(&texts, &["p50"], &[]),
+            "--higher-is-better p50: no --metric of that name (metrics: rps, p99)"
+        );
+        assert_eq!(
+            err(&[], &[], &["p99=ms"]),
+            "--unit p99: no --metric of that name (metrics: none)"
+        );
+        assert_eq!(
+            err(&texts, &[], &["p99"]),
+            "--unit 'p99': expected NAME=UNIT (rps=req/s)"
+        );
     }
 
     #[test]

@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 use super::design::Design;
 use super::error::SweepError;
 use super::objective::MetricSpec;
+use crate::grid::{Grid, MachineCounts};
 use crate::placement::Binding;
 use crate::program::pin::SkipMask;
-use crate::workload::WorkloadSpec;
+use crate::topology::Topology;
+use crate::workload::{Workload, WorkloadError, WorkloadSpec};
 
 /// What a sweep measures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +45,24 @@ pub enum Target {
 }
 
 impl Target {
+    /// The grid a sweep of it measures unless its options say otherwise: a built-in workload's
+    /// own (each knows the thread counts and CPU sets that matter to it), [`Grid::default_for`]
+    /// the machine for a program.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkloadError`] for a workload's parameter out of range.
+    pub fn default_grid(
+        &self,
+        topology: &Topology,
+        machine: MachineCounts,
+    ) -> Result<Grid, WorkloadError> {
+        Ok(match self {
+            Target::Workload { spec, .. } => build_workload(spec, topology)?.default_grid(machine),
+            Target::Command { .. } => Grid::default_for(machine),
+        })
+    }
+
     /// Whether the command runs through `sh -c` (`--shell`, `--server`).
     pub fn is_shell(&self) -> bool {
         matches!(self, Target::Command { shell: true, .. })
@@ -55,6 +75,16 @@ impl Target {
             Target::Command { argv, .. } => argv.join(" "),
         }
     }
+}
+
+/// Prepares the built-in workload `spec` names for `topology` (membw sizes its arrays from the
+/// last-level cache: 32 MiB where the topology knows none).
+pub(crate) fn build_workload(
+    spec: &WorkloadSpec,
+    topology: &Topology,
+) -> Result<Box<dyn Workload>, WorkloadError> {
+    let llc = topology.last_level_cache_bytes().unwrap_or(32 << 20);
+    crate::workload::build(spec, llc)
 }
 
 /// How every run of a sweep is made, besides its configuration.

@@ -24,8 +24,8 @@ use coretune_core::grid::{
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
-    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricError, MetricSource, MetricSpec, Objective,
-    RunSettings, ServerSettings, Strategy, Target,
+    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective, RunSettings,
+    ServerSettings, Strategy, Target,
 };
 use coretune_core::workload;
 use coretune_core::{Binding, Policy};
@@ -592,53 +592,15 @@ fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
     })
 }
 
-/// `--metric`, with `--metric-from`, `--higher-is-better` and `--unit` applied.
+/// `--metric`, with `--metric-from`, `--higher-is-better` and `--unit` applied, and the
+/// options that cannot go with a metric refused.
 fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
-    let from: MetricSource = args.metric_from.parse()?;
-    let mut specs: Vec<MetricSpec> = Vec::new();
-    for text in &args.metric {
-        let mut spec = MetricSpec::parse(text)?;
-        if specs.iter().any(|s| s.name == spec.name) {
-            return Err(MetricError::Twice(spec.name).into());
-        }
-        spec.from = from.clone();
-        specs.push(spec);
-    }
-    let known = if specs.is_empty() {
-        "none".to_owned()
-    } else {
-        specs
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    for name in &args.higher_is_better {
-        let Some(spec) = specs.iter().position(|s| &s.name == name) else {
-            return Err(MetricError::UnknownMetric {
-                option: "--higher-is-better",
-                name: name.clone(),
-                known: known.clone(),
-            }
-            .into());
-        };
-        specs[spec].higher_is_better = true;
-    }
-    for pair in &args.unit {
-        let (name, unit) = pair
-            .split_once('=')
-            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
-            .with_context(|| format!("--unit '{pair}': expected NAME=UNIT (rps=req/s)"))?;
-        let Some(spec) = specs.iter().position(|s| s.name == name) else {
-            return Err(MetricError::UnknownMetric {
-                option: "--unit",
-                name: name.to_owned(),
-                known: known.clone(),
-            }
-            .into());
-        };
-        specs[spec].unit = Some(unit.to_owned());
-    }
+    let specs = MetricSpec::from_options(
+        &args.metric,
+        &args.metric_from,
+        &args.higher_is_better,
+        &args.unit,
+    )?;
     if !specs.is_empty() && args.command.is_empty() && args.server.is_none() {
         bail!(
             "--metric reads a program's output (-- CMD); a built-in workload is judged by time, \

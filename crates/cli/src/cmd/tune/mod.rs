@@ -31,10 +31,9 @@ use coretune_core::grid::{Grid, MachineCounts};
 use coretune_core::program::watch::{CpuPlace, cpu_places};
 use coretune_core::program::{self, StopSignal};
 use coretune_core::sweep::{
-    Progress, RunLine, RunSettings, SweepError, SweepResults, Target, claim_timestamped_dir,
+    Progress, RunLine, RunSettings, SweepError, SweepResults, claim_timestamped_dir,
 };
 use coretune_core::topology::{CpuBudget, MachineRecord, topology_summary};
-use coretune_core::workload;
 use coretune_core::{Binding, Topology};
 use coretune_core::{Runner, SweepFolder, SweepReport, SweepSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -311,14 +310,7 @@ fn plan_only(
 ) -> anyhow::Result<ExitCode> {
     let (topo, machine) = (&on.topo, on.counts);
     let target = &sweep.target;
-    let default = match target {
-        Target::Workload { spec, .. } => {
-            let llc = topo.last_level_cache_bytes().unwrap_or(32 << 20);
-            workload::build(spec, llc)?.default_grid(machine)
-        }
-        Target::Command { .. } => Grid::default_for(machine),
-    };
-    let mut grid = sweep.grid(default, machine)?;
+    let mut grid = sweep.grid(target.default_grid(topo, machine)?, machine)?;
     // Checked as the sweep checks it, so that a plan is never printed for what would be refused.
     show_merged(&grid.merge_duplicates(topo));
     show_cpus_warnings(grid.check(topo)?);

@@ -58,4 +58,4 @@ mod server;
 pub use placeholders::substitute;
 pub use runner::{RunResult, Runner};
 
-pub(crate) use placeholders::{substitute_all, substitute_copy};
+pub(crate) use placeholders::{placeholder_list, substitute_all, substitute_copy};

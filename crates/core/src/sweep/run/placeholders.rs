@@ -8,6 +8,11 @@ use crate::sweep::objective::edits;
 pub(crate) const PLACEHOLDERS: [&str; 6] =
     ["threads", "cpus", "place", "mem", "instance", "instances"];
 
+/// Every placeholder as a user writes it: `{threads}, {cpus}, …` (for error messages).
+pub(crate) fn placeholder_list() -> String {
+    PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+}
+
 /// The first `{name}` in `argv` that looks like a misspelt placeholder (`{thread}`, `{CPUS}`,
 /// `{places}`: within two edits of one, case aside), with the argument and the placeholder
 /// meant. Other braces are left alone: `${HOME}`, awk's `{print}`, find's `{}`.

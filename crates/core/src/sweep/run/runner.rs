@@ -107,8 +107,8 @@ impl<'t> Runner<'t> {
     ) -> Result<Self, SweepError> {
         let (target, prepared) = match target {
             Target::Workload { spec, .. } => {
-                let llc = topology.last_level_cache_bytes().unwrap_or(32 << 20);
-                let workload: Arc<dyn Workload> = Arc::from(crate::workload::build(&spec, llc)?);
+                let workload: Arc<dyn Workload> =
+                    Arc::from(crate::sweep::target::build_workload(&spec, topology)?);
                 (
                     Target::Workload {
                         description: workload.describe(),
