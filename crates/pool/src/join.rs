@@ -35,8 +35,7 @@
 
 use crate::job::Job;
 use crate::latch::Latch;
-use crate::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::registry::{Registry, WorkerThread};
 use std::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;

@@ -6,9 +6,8 @@
 
 use crate::job::Job;
 use crate::latch::CountLatch;
-use crate::registry::Registry;
+use crate::registry::{Registry, WorkerThread};
 use crate::throttle::Throttle;
-use crate::worker::WorkerThread;
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -112,7 +111,7 @@ impl<'scope> Scope<'scope> {
         I::Item: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         let jobs = tasks.into_iter().map(|f| self.job(f));
-        self.inner.registry.push_batch(jobs);
+        crate::batch::push(&self.inner.registry, jobs);
     }
 
     /// Spawns `f` on worker `index` alone (for `broadcast`).
