@@ -388,11 +388,12 @@ impl ThreadPoolBuilder {
     /// a task is — with `false`, `pool.join(a, b)` under a limit of 1 runs `a` beside `b`.
     /// The price: the body first waits for a permit (behind the workers' tasks when the
     /// limit is full), and, like a task, it must not block waiting for a job of its own
-    /// scope outside the pool's own waits (`join`, `scope`, which give the permit back while
-    /// they wait) — a body that receives from a channel that one of its jobs sends to
-    /// waits forever under a limit of 1. Nor may a thread that holds a guard or seat of the
-    /// same throttle call `scope` or `join` (the pool cannot see that permit, and the body
-    /// would wait for it). Turn it off for such callers, or for a caller whose share is only
+    /// scope outside the pool's own waits (`join`, `scope`, `install` and the data-parallel
+    /// methods, which give the permit back while the workers run what they wait for, and
+    /// take one again after) — a body that receives from a channel that one of its jobs
+    /// sends to waits forever under a limit of 1. Nor may a thread that holds a guard or
+    /// seat of the same throttle call into the pool (the pool cannot see that permit, and
+    /// the body would wait for it). Turn it off for such callers, or for a caller whose share is only
     /// spawning. Details: [`throttle`](crate::throttle#the-calling-thread).
     ///
     /// ```

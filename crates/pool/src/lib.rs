@@ -60,6 +60,7 @@
 
 mod batch;
 mod builder;
+mod caller;
 mod global;
 mod group;
 mod job;
