@@ -6,6 +6,9 @@
 //! A child module may use its parent's items and a parent its children's (the way Rust lays a
 //! module out); every other edge between two files counts, including one that goes through a
 //! parent's re-export (`crate::program::LaunchError` is `program/launch.rs`).
+//!
+//! coretune-pool's files are held to the same no-loop rule
+//! ([`no_files_of_the_pool_use_each_other`]), read the same way from `crates/pool/src`.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns, where clippy.toml does not reach
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,16 +48,17 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn read_modules() -> Vec<Module> {
+/// The sources of the crate whose `src` folder is `src`.
+fn read_modules(src: &Path) -> Vec<Module> {
     let mut out = Vec::new();
-    let mut stack = vec![src()];
+    let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|e| e == "rs") {
-                let rel = p.strip_prefix(src()).unwrap();
+                let rel = p.strip_prefix(src).unwrap();
                 let mut path: Vec<String> = rel
                     .with_extension("")
                     .iter()
@@ -333,7 +337,7 @@ fn edges(modules: &[Module], tree: &Tree) -> Vec<(Vec<String>, Vec<String>, Stri
 
 #[test]
 fn every_module_is_in_a_layer() {
-    let modules = read_modules();
+    let modules = read_modules(&src());
     let tops: BTreeSet<&str> = modules
         .iter()
         .filter_map(|m| m.path.first().map(String::as_str))
@@ -364,7 +368,7 @@ fn every_module_is_in_a_layer() {
 
 #[test]
 fn no_module_uses_a_layer_above_its_own() {
-    let modules = read_modules();
+    let modules = read_modules(&src());
     let tree = Tree::new(&modules);
     let mut wrong = Vec::new();
     for (from, to, path) in edges(&modules, &tree) {
@@ -396,10 +400,52 @@ fn no_module_uses_a_layer_above_its_own() {
 
 #[test]
 fn no_files_use_each_other() {
-    let modules = read_modules();
-    let tree = Tree::new(&modules);
+    if let Some(cycle) = first_cycle(&read_modules(&src())) {
+        panic!("a module cycle:\n{cycle}");
+    }
+}
+
+/// coretune-pool has no layers of concepts to name, but its files form no loop either: a
+/// worker thread's state lives with the registry it works for (as in rayon-core), and
+/// `build_global` with the global pool it sets.
+#[test]
+fn no_files_of_the_pool_use_each_other() {
+    let pool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pool/src");
+    if let Some(cycle) = first_cycle(&read_modules(&pool)) {
+        panic!("a module cycle in coretune-pool:\n{cycle}");
+    }
+}
+
+#[test]
+fn a_loop_through_three_files_is_found() {
+    let module = |name: &str, code: &str| Module {
+        path: vec![name.to_owned()],
+        file: PathBuf::from(format!("{name}.rs")),
+        code: strip(code),
+    };
+    let modules = [
+        module("registry", "use crate::worker::WorkerThread;"),
+        module("worker", "use crate::submitter::Cache;"),
+        module("submitter", "fn f(r: &crate::registry::Registry) {}"),
+        module("job", "use crate::registry::Registry;"),
+    ];
+    assert_eq!(
+        first_cycle(&modules).as_deref(),
+        Some(
+            "registry → worker (`crate::worker::WorkerThread`)\n\
+             worker → submitter (`crate::submitter::Cache`)\n\
+             submitter → registry (`crate::registry::Registry`)"
+        )
+    );
+    assert_eq!(first_cycle(&modules[1..]), None);
+}
+
+/// The first loop of imports between files of `modules` (a module and its ancestors aside),
+/// one line per step with the path that makes it.
+fn first_cycle(modules: &[Module]) -> Option<String> {
+    let tree = Tree::new(modules);
     let mut graph: BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> = BTreeMap::new();
-    for (from, to, path) in edges(&modules, &tree) {
+    for (from, to, path) in edges(modules, &tree) {
         // A module and its ancestors: Rust's own layout, not a dependency between concepts.
         if from.starts_with(&to) || to.starts_with(&from) {
             continue;
@@ -450,9 +496,10 @@ fn no_files_use_each_other() {
                     format!("{} → {} (`{}`)", w[0], w[1], graph[&from][&to])
                 })
                 .collect();
-            panic!("a module cycle:\n{}", steps.join("\n"));
+            return Some(steps.join("\n"));
         }
     }
+    None
 }
 
 /// Folders whose `mod.rs` still defines items its own files use, each with how many such uses it
@@ -483,7 +530,7 @@ fn without_unit_tests(code: &str) -> &str {
 /// [`no_files_use_each_other`] lets a child use its parent.
 #[test]
 fn no_file_uses_its_folders_own_items() {
-    let modules = read_modules();
+    let modules = read_modules(&src());
     let tree = Tree::new(&modules);
     let dirs: BTreeSet<Vec<String>> = modules
         .iter()

@@ -17,7 +17,7 @@
 //! were never claimed (only possible if a runner is dropped unrun).
 
 use crate::job::Job;
-use crate::worker::WorkerThread;
+use crate::registry::{Registry, WorkerThread};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Jobs per batch array: 1024 × 32 bytes = 32 KiB, one allocation that stays under
 /// glibc's 128 KiB `mmap` threshold (so no system call per batch).
-pub(crate) const BATCH_JOBS: usize = 1024;
+const BATCH_JOBS: usize = 1024;
 
 /// Slots a runner claims at once: crossbeam-deque's steal batch size (`MAX_BATCH`),
 /// small enough for two workers to share a batch of 1 µs tasks evenly.
@@ -34,7 +34,7 @@ const CLAIM: usize = 32;
 
 /// Batches smaller than this are queued job by job: an array and its runners would
 /// cost more than they save.
-pub(crate) const MIN_BATCH: usize = 2 * CLAIM;
+const MIN_BATCH: usize = 2 * CLAIM;
 
 struct Batch {
     slots: Box<[UnsafeCell<MaybeUninit<Job>>]>,
@@ -91,9 +91,23 @@ impl Drop for Batch {
     }
 }
 
+/// Queues many jobs on `registry` as [`Registry::push_each`] does: arrays of up to
+/// [`BATCH_JOBS`] jobs, each behind one runner per worker; a short tail goes job by job.
+pub(crate) fn push(registry: &Arc<Registry>, jobs: impl Iterator<Item = Job>) {
+    let mut jobs = jobs.peekable();
+    while jobs.peek().is_some() {
+        let chunk: Vec<Job> = jobs.by_ref().take(BATCH_JOBS).collect();
+        if chunk.len() < MIN_BATCH {
+            registry.push_each(chunk.into_iter());
+        } else {
+            registry.push_each(runners(chunk, registry.num_threads()));
+        }
+    }
+}
+
 /// Packs `jobs` (at most [`BATCH_JOBS`]) into one array and returns `runners` jobs
 /// that run it together.
-pub(crate) fn runners(jobs: Vec<Job>, runners: usize) -> impl Iterator<Item = Job> {
+fn runners(jobs: Vec<Job>, runners: usize) -> impl Iterator<Item = Job> {
     let batch = Arc::new(Batch {
         slots: jobs
             .into_iter()

@@ -1,9 +1,8 @@
 //! Configuration and construction of a [`ThreadPool`].
 
 use crate::ThreadPool;
-use crate::registry::{PanicHandler, Registry};
+use crate::registry::{self, PanicHandler, Registry};
 use crate::throttle::Throttle;
-use crate::worker;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -389,11 +388,12 @@ impl ThreadPoolBuilder {
     /// a task is — with `false`, `pool.join(a, b)` under a limit of 1 runs `a` beside `b`.
     /// The price: the body first waits for a permit (behind the workers' tasks when the
     /// limit is full), and, like a task, it must not block waiting for a job of its own
-    /// scope outside the pool's own waits (`join`, `scope`, which give the permit back while
-    /// they wait) — a body that receives from a channel that one of its jobs sends to
-    /// waits forever under a limit of 1. Nor may a thread that holds a guard or seat of the
-    /// same throttle call `scope` or `join` (the pool cannot see that permit, and the body
-    /// would wait for it). Turn it off for such callers, or for a caller whose share is only
+    /// scope outside the pool's own waits (`join`, `scope`, `install` and the data-parallel
+    /// methods, which give the permit back while the workers run what they wait for, and
+    /// take one again after) — a body that receives from a channel that one of its jobs
+    /// sends to waits forever under a limit of 1. Nor may a thread that holds a guard or
+    /// seat of the same throttle call into the pool (the pool cannot see that permit, and
+    /// the body would wait for it). Turn it off for such callers, or for a caller whose share is only
     /// spawning. Details: [`throttle`](crate::throttle#the-calling-thread).
     ///
     /// ```
@@ -480,14 +480,14 @@ impl ThreadPoolBuilder {
                 thread = thread.stack_size(bytes);
             }
             let worker_registry = Arc::clone(&registry);
-            let start = worker::Start {
+            let start = registry::Start {
                 cpus: cpus
                     .as_ref()
                     .map(|sets| (sets[index].clone(), pinned_tx.clone())),
                 handler: self.start_handler.clone(),
                 exit_handler: self.exit_handler.clone(),
             };
-            match thread.spawn(move || worker::run(worker_registry, index, local, start)) {
+            match thread.spawn(move || registry::run_worker(worker_registry, index, local, start)) {
                 Ok(handle) => threads.push(handle),
                 Err(error) => {
                     stop(&registry, threads);
@@ -525,36 +525,6 @@ impl ThreadPoolBuilder {
             }
         }
         Ok(ThreadPool::from_parts(registry, threads, cpus))
-    }
-}
-
-impl ThreadPoolBuilder {
-    /// Builds the global pool: the pool that the free functions
-    /// ([`join`](crate::join), [`scope`](crate::scope), [`spawn`](crate::spawn),
-    /// [`spawn_fifo`](crate::spawn_fifo), [`current_num_threads`](crate::current_num_threads))
-    /// use when called from a thread that is no worker. Without this call the first such
-    /// call builds it with [`num_threads`](Self::num_threads) from the environment variable
-    /// `CORETUNE_NUM_THREADS` (a positive integer; otherwise the default, the CPU budget).
-    ///
-    /// # Errors
-    ///
-    /// If the global pool exists already (built here or on first use), or as
-    /// [`build`](Self::build).
-    ///
-    /// ```
-    /// let built = coretune_pool::ThreadPoolBuilder::new().num_threads(2).build_global();
-    /// if built.is_ok() {
-    ///     assert_eq!(coretune_pool::current_num_threads(), 2);
-    /// }
-    /// // Only once per process.
-    /// assert!(coretune_pool::ThreadPoolBuilder::new().build_global().is_err());
-    /// ```
-    pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
-        if crate::global::exists() {
-            return Err(ThreadPoolBuildError(ErrorKind::GlobalExists));
-        }
-        let pool = self.build()?;
-        crate::global::set(pool).map_err(|_pool| ThreadPoolBuildError(ErrorKind::GlobalExists))
     }
 }
 
@@ -644,6 +614,13 @@ enum ErrorKind {
     },
     Spawn(std::io::Error),
     GlobalExists,
+}
+
+impl ThreadPoolBuildError {
+    /// The error of [`ThreadPoolBuilder::build_global`] when the global pool exists already.
+    pub(crate) fn global_exists() -> Self {
+        ThreadPoolBuildError(ErrorKind::GlobalExists)
+    }
 }
 
 impl std::fmt::Display for ThreadPoolBuildError {

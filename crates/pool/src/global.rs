@@ -1,24 +1,45 @@
 //! The global pool and the free functions that use the current pool: the pool of the
 //! calling worker, or else the global pool, built on first use (as rayon's).
 
-use crate::builder::ThreadPoolBuilder;
-use crate::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+use crate::registry::{Registry, WorkerThread};
 use crate::{Scope, ThreadPool};
-use std::sync::Arc;
-
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 static GLOBAL: OnceLock<ThreadPool> = OnceLock::new();
 
-/// True once the global pool was built.
-pub(crate) fn exists() -> bool {
-    GLOBAL.get().is_some()
-}
-
-/// Makes `pool` the global pool; hands it back if there is one already.
-pub(crate) fn set(pool: ThreadPool) -> Result<(), ThreadPool> {
-    GLOBAL.set(pool)
+// `build_global` is defined here, with the pool it sets, rather than in `builder.rs`: the
+// builder knows nothing of the global pool, which is built with it.
+impl ThreadPoolBuilder {
+    /// Builds the global pool: the pool that the free functions
+    /// ([`join`](crate::join), [`scope`](crate::scope), [`spawn`](crate::spawn),
+    /// [`spawn_fifo`](crate::spawn_fifo), [`current_num_threads`](crate::current_num_threads))
+    /// use when called from a thread that is no worker. Without this call the first such
+    /// call builds it with [`num_threads`](Self::num_threads) from the environment variable
+    /// `CORETUNE_NUM_THREADS` (a positive integer; otherwise the default, the CPU budget).
+    ///
+    /// # Errors
+    ///
+    /// If the global pool exists already (built here or on first use), or as
+    /// [`build`](Self::build).
+    ///
+    /// ```
+    /// let built = coretune_pool::ThreadPoolBuilder::new().num_threads(2).build_global();
+    /// if built.is_ok() {
+    ///     assert_eq!(coretune_pool::current_num_threads(), 2);
+    /// }
+    /// // Only once per process.
+    /// assert!(coretune_pool::ThreadPoolBuilder::new().build_global().is_err());
+    /// ```
+    pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
+        if GLOBAL.get().is_some() {
+            return Err(ThreadPoolBuildError::global_exists());
+        }
+        let pool = self.build()?;
+        GLOBAL
+            .set(pool)
+            .map_err(|_pool| ThreadPoolBuildError::global_exists())
+    }
 }
 
 /// The global pool, built on first use from the environment as

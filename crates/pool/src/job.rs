@@ -31,6 +31,7 @@
 //! BENCHMARKS.md, "Bare queues") and the `membarrier` call of the sleep protocol
 //! (`sys.rs`).
 
+use crossbeam_deque::Steal;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 
 /// Words of inline closure storage: enough for a closure capturing a reference and an
@@ -253,6 +254,18 @@ unsafe fn run_boxed<F: FnOnce(), const WORDS: usize>(payload: *mut Payload<WORDS
     let f = unsafe { Box::from_raw(payload.cast::<*mut F>().read()) };
     if run {
         f();
+    }
+}
+
+/// Repeats a steal from one of the pool's queues while it asks for a retry: the job, or
+/// `None` once the queue was seen empty.
+pub(crate) fn retry(mut steal: impl FnMut() -> Steal<Job>) -> Option<Job> {
+    loop {
+        match steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
     }
 }
 

@@ -31,12 +31,14 @@
 //! [`in_worker`] on a thread that is not a worker of the pool queues the closure as a job
 //! and blocks on a [`Latch`] (a mutex and a condition variable) kept alive by an `Arc` that
 //! the setter holds while it signals. A worker of *another* pool blocks in the same way
-//! (it does not run its own pool's jobs meanwhile).
+//! (it does not run its own pool's jobs meanwhile). A thread holding a permit of the
+//! pool's throttle (a scope's body, a task of a pool with the same throttle) gives it back
+//! while it blocks (`caller.rs` says why).
 
+use crate::caller;
 use crate::job::Job;
 use crate::latch::Latch;
-use crate::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::registry::{Registry, WorkerThread};
 use std::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
@@ -260,6 +262,7 @@ where
     // SAFETY: this thread blocks on the latch, which the signal sets, before `job` goes
     // out of scope; the pool runs every queued job.
     registry.push(unsafe { job.as_job() });
-    latch.wait_blocking();
+    // A permit this thread holds (a scope's body) goes to the worker running `op` meanwhile.
+    caller::wait_without_permit(registry, || latch.wait_blocking());
     job.into_result()
 }

@@ -60,6 +60,7 @@
 
 mod batch;
 mod builder;
+mod caller;
 mod global;
 mod group;
 mod job;
@@ -77,7 +78,6 @@ mod submitter;
 mod sync;
 mod sys;
 pub mod throttle;
-mod worker;
 
 /// Documentation only: how the pool's idle workers go to sleep and how new work wakes
 /// them, and why (the crate's `src/sleep/README.md`).
@@ -101,11 +101,10 @@ pub use throttle::{
 };
 
 use job::Job;
-use registry::Registry;
+use registry::{Registry, WorkerThread};
 use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use worker::WorkerThread;
 
 /// A work-stealing thread pool. Dropping it runs every queued task, then joins the
 /// workers.
@@ -322,7 +321,7 @@ impl ThreadPool {
         I: IntoIterator,
         I::Item: FnOnce() + Send + 'static,
     {
-        self.registry.push_batch(tasks.into_iter().map(Job::new));
+        batch::push(&self.registry, tasks.into_iter().map(Job::new));
     }
 
     /// Runs `op` on the calling thread with a [`Scope`] whose spawned jobs may borrow

@@ -32,7 +32,7 @@
 
 use crate::ThreadPool;
 use crate::join::{in_worker, join_worker};
-use crate::worker::WorkerThread;
+use crate::registry::WorkerThread;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 

@@ -4,13 +4,11 @@
 //! does not return before the count reached zero, also when the body or a job
 //! panicked. That wait is what makes lifetime erasure in [`Job::new_scoped`] sound.
 
+use crate::caller::CallerSeat;
 use crate::job::Job;
 use crate::latch::CountLatch;
-use crate::registry::Registry;
-use crate::throttle::Throttle;
-use crate::worker::WorkerThread;
+use crate::registry::{Registry, WorkerThread};
 use std::any::Any;
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Arc, Mutex};
@@ -112,7 +110,7 @@ impl<'scope> Scope<'scope> {
         I::Item: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         let jobs = tasks.into_iter().map(|f| self.job(f));
-        self.inner.registry.push_batch(jobs);
+        crate::batch::push(&self.inner.registry, jobs);
     }
 
     /// Spawns `f` on worker `index` alone (for `broadcast`).
@@ -181,74 +179,5 @@ where
         Err(payload) => resume_unwind(payload),
         Ok(_) if job_panic.is_some() => resume_unwind(job_panic.unwrap_or_else(|| Box::new(()))),
         Ok(value) => value,
-    }
-}
-
-thread_local! {
-    /// The throttles of which this thread holds a permit as the caller of a scope whose
-    /// pool it is no worker of ([`CallerSeat::Taken`]), innermost last.
-    static CALLER_PERMITS: RefCell<Vec<*const Throttle>> = const { RefCell::new(Vec::new()) };
-}
-
-/// How a thread that is not a worker of the scope's pool counts against the pool's
-/// throttle while it runs the scope's body (`ThreadPoolBuilder::throttle_caller`): it
-/// holds a permit for the body, as a worker does for a task, and none while it waits for
-/// the scope's jobs, which need the permits (`throttle/README.md`, "The calling thread").
-enum CallerSeat {
-    /// Nothing to hold: no throttle, the option off, or a worker of the scope's pool
-    /// (whose own permit covers the body and which gives it back while it waits).
-    Free,
-    /// Took a permit for the body; gives it back before waiting.
-    Taken(Arc<Throttle>),
-    /// Already held a permit of this throttle: the body of an enclosing scope on this
-    /// thread, or a task of another pool built with the same throttle. Keeps it for the
-    /// body (taking a second could wait for itself), gives it back while waiting, and
-    /// takes one again for the enclosing body, which goes on.
-    Held(Arc<Throttle>),
-}
-
-impl CallerSeat {
-    /// Before the body of a scope on `registry`; `is_owner`: the caller is a worker of it.
-    fn enter(registry: &Registry, is_owner: bool) -> Self {
-        let Some(throttle) = registry.throttle.as_ref() else {
-            return CallerSeat::Free;
-        };
-        if is_owner || !registry.throttle_caller {
-            return CallerSeat::Free;
-        }
-        let key = Arc::as_ptr(throttle);
-        let held = CALLER_PERMITS.with(|held| held.borrow().contains(&key))
-            || WorkerThread::with_current(|worker| {
-                worker.is_some_and(|worker| worker.holds_permit_of(throttle))
-            });
-        if held {
-            return CallerSeat::Held(Arc::clone(throttle));
-        }
-        throttle.acquire_permit();
-        CALLER_PERMITS.with(|held| held.borrow_mut().push(key));
-        CallerSeat::Taken(Arc::clone(throttle))
-    }
-
-    /// After the body: runs `wait` (for the scope's jobs) holding no permit.
-    fn wait(self, wait: impl FnOnce()) {
-        match self {
-            CallerSeat::Free => wait(),
-            CallerSeat::Taken(throttle) => {
-                let key = Arc::as_ptr(&throttle);
-                CALLER_PERMITS.with(|held| {
-                    let mut held = held.borrow_mut();
-                    if let Some(i) = held.iter().rposition(|&k| k == key) {
-                        held.remove(i);
-                    }
-                });
-                throttle.release();
-                wait();
-            }
-            CallerSeat::Held(throttle) => {
-                throttle.release();
-                wait();
-                throttle.acquire_permit();
-            }
-        }
     }
 }

@@ -31,8 +31,7 @@
 //! checks every registered ring and stealer under the mutex, and the registration happens
 //! before the push.
 
-use crate::job::{Job, SmallJob};
-use crate::registry::{Registry, retry};
+use crate::job::{Job, SmallJob, retry};
 use crate::ring::{self, Ring};
 use crossbeam_deque::{Stealer, Worker};
 use std::cell::RefCell;
@@ -49,7 +48,8 @@ thread_local! {
 /// The push end of one thread's queues for one pool.
 struct LocalQueue {
     pool_id: u64,
-    pool: Weak<Registry>,
+    /// The pool's list, to prune this entry once the pool is gone.
+    pool: Weak<Submitters>,
     /// Small `spawn`ed closures (one word), while `is_spilling` is false.
     ring: ring::Producer,
     /// Everything else: larger closures, scoped jobs, batch runners, and small closures
@@ -162,7 +162,7 @@ impl Submitters {
         })
     }
 
-    fn register(&self, pool: &Arc<Registry>) -> LocalQueue {
+    fn register(self: &Arc<Self>) -> LocalQueue {
         let queue = Worker::new_fifo();
         let ring = ring::Producer::new();
         let is_alive = Arc::new(AtomicBool::new(true));
@@ -176,7 +176,7 @@ impl Submitters {
         self.version.fetch_add(1, Ordering::Release);
         LocalQueue {
             pool_id: self.id,
-            pool: Arc::downgrade(pool),
+            pool: Arc::downgrade(self),
             ring,
             queue,
             is_spilling: false,
@@ -185,18 +185,20 @@ impl Submitters {
     }
 }
 
-/// Calls `f` with the calling thread's queues for `pool` (registering them on first
-/// use); `None` during thread-local destruction or a re-entrant call.
-fn with_local_queue<R>(pool: &Arc<Registry>, f: impl FnOnce(&mut LocalQueue) -> R) -> Option<R> {
+/// Calls `f` with the calling thread's queues for the pool of `submitters` (registering
+/// them on first use); `None` during thread-local destruction or a re-entrant call.
+fn with_local_queue<R>(
+    submitters: &Arc<Submitters>,
+    f: impl FnOnce(&mut LocalQueue) -> R,
+) -> Option<R> {
     QUEUES
         .try_with(|queues| {
             let mut queues = queues.try_borrow_mut().ok()?;
-            let submitters = pool.submitters();
             let index = match queues.iter().position(|q| q.pool_id == submitters.id) {
                 Some(index) => index,
                 None => {
                     queues.retain(|q| q.pool.strong_count() > 0);
-                    queues.push(submitters.register(pool));
+                    queues.push(submitters.register());
                     queues.len() - 1
                 }
             };
@@ -206,32 +208,37 @@ fn with_local_queue<R>(pool: &Arc<Registry>, f: impl FnOnce(&mut LocalQueue) -> 
         .flatten()
 }
 
-/// Pushes `jobs` on the calling thread's deque for `pool`; returns how many.
-pub(crate) fn push(pool: &Arc<Registry>, jobs: impl Iterator<Item = Job>) -> usize {
-    let mut jobs = Some(jobs);
-    let pushed = with_local_queue(pool, |queue| {
-        jobs.take()
-            .map_or(0, |jobs| jobs.map(|job| queue.push_job(job)).count())
-    });
-    match (pushed, jobs) {
-        (Some(count), _) => count,
-        (None, Some(jobs)) => jobs.map(|job| pool.inject(job)).count(),
-        (None, None) => 0, // consumed above
-    }
-}
-
-/// Queues `task` from the calling thread: in its ring for `pool` if the closure fits in
-/// one word (and nothing waits in its deque), else on its deque.
-pub(crate) fn spawn<F: FnOnce() + Send + 'static>(pool: &Arc<Registry>, task: F) {
-    let mut task = Some(task);
-    let pushed = with_local_queue(pool, |queue| {
-        if let Some(task) = task.take() {
-            queue.push_task(task);
+impl Submitters {
+    /// Pushes `jobs` on the calling thread's deque for this pool; returns how many, or hands
+    /// `jobs` back untouched when the thread has no queue to push to (during thread-local
+    /// destruction, or re-entrantly), for the pool's injector.
+    pub(crate) fn push<I: Iterator<Item = Job>>(self: &Arc<Self>, jobs: I) -> Result<usize, I> {
+        let mut jobs = Some(jobs);
+        let pushed = with_local_queue(self, |queue| {
+            jobs.take()
+                .map_or(0, |jobs| jobs.map(|job| queue.push_job(job)).count())
+        });
+        match (pushed, jobs) {
+            (Some(count), _) => Ok(count),
+            (None, Some(jobs)) => Err(jobs),
+            (None, None) => unreachable!("`jobs` is taken only when the queue is there"),
         }
-    });
-    if pushed.is_none() {
-        if let Some(task) = task {
-            pool.inject(Job::new(task));
+    }
+
+    /// Queues `task` from the calling thread: in its ring for this pool if the closure fits
+    /// in one word (and nothing waits in its deque), else on its deque. Hands `task` back
+    /// when the thread has no queue to push to, as [`Submitters::push`] does.
+    pub(crate) fn spawn<F: FnOnce() + Send + 'static>(self: &Arc<Self>, task: F) -> Result<(), F> {
+        let mut task = Some(task);
+        let pushed = with_local_queue(self, |queue| {
+            if let Some(task) = task.take() {
+                queue.push_task(task);
+            }
+        });
+        match (pushed, task) {
+            (Some(()), _) => Ok(()),
+            (None, Some(task)) => Err(task),
+            (None, None) => unreachable!("`task` is taken only when the queue is there"),
         }
     }
 }

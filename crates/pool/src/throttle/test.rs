@@ -742,13 +742,13 @@ impl Concurrency {
     }
 }
 
-/// Runs `f` on a thread of its own and returns its result; fails if it takes a minute,
-/// so that a deadlock fails the test instead of hanging it.
+/// Runs `f` on a thread of its own and returns its result; fails if it takes 10 s (what
+/// it runs takes well under one), so that a deadlock fails the test instead of hanging it.
 fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(f()));
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("finished within a minute (a deadlock otherwise)")
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("finished within 10 s (a deadlock otherwise)")
 }
 
 /// A pool of `n` workers built with `throttle` (and the default `throttle_caller`).
@@ -850,6 +850,134 @@ fn nested_scopes_and_other_pools_tasks_do_not_wait_for_themselves() {
     assert_eq!(seen.peak(), 1);
     drop((pool, other));
     eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+}
+
+/// Runs `run` (on a thread of its own, with [`finishes`]) with a pool of 2 workers
+/// throttled to 1 (and the default `throttle_caller`) and a count of the units of work
+/// running at once. Returns what `run` returned and the most units seen running at once;
+/// checks that every permit came back once the pool is dropped.
+fn at_a_limit_of_1<T: Send + 'static>(
+    run: impl FnOnce(&Arc<crate::ThreadPool>, &Arc<Concurrency>) -> T + Send + 'static,
+) -> (T, usize) {
+    let throttle = Arc::new(Throttle::new(1));
+    let pool = throttled_pool(2, &throttle);
+    let seen = Arc::new(Concurrency::default());
+    let (p, s) = (Arc::clone(&pool), Arc::clone(&seen));
+    let result = finishes(move || run(&p, &s));
+    drop(pool);
+    eventually(|| throttle.in_use() == 0); // the workers give theirs back as they go idle
+    (result, seen.peak())
+}
+
+/// Runs `call` in the body of a scope from outside the pool, [`at_a_limit_of_1`]: the
+/// body holds the only permit while it runs, and does a unit of work before and after
+/// `call`.
+fn in_a_body_holding_the_only_permit<T: Send + 'static>(
+    call: impl FnOnce(&crate::ThreadPool, &Concurrency) -> T + Send + 'static,
+) -> (T, usize) {
+    at_a_limit_of_1(|pool, seen| {
+        pool.scope(|_| {
+            seen.work();
+            let result = call(pool, seen);
+            seen.work();
+            result
+        })
+    })
+}
+
+#[test]
+fn sum_in_a_body_holding_the_only_permit_finishes_one_at_a_time() {
+    let (sum, peak) = in_a_body_holding_the_only_permit(|pool, seen| {
+        pool.sum(0..64usize, |i| {
+            seen.work();
+            i
+        })
+    });
+    assert_eq!((sum, peak), (2016, 1));
+}
+
+#[test]
+fn map_collect_in_a_body_holding_the_only_permit_finishes_one_at_a_time() {
+    let (squares, peak) = in_a_body_holding_the_only_permit(|pool, seen| {
+        pool.map_collect(0..64usize, |i| {
+            seen.work();
+            i * i
+        })
+    });
+    assert_eq!((squares.len(), squares[63], peak), (64, 63 * 63, 1));
+}
+
+#[test]
+fn reduce_in_a_body_holding_the_only_permit_finishes_one_at_a_time() {
+    let (largest, peak) = in_a_body_holding_the_only_permit(|pool, seen| {
+        let score = |i: usize| {
+            seen.work();
+            (i * 37) % 64
+        };
+        pool.reduce(0..64usize, || 0, score, usize::max)
+    });
+    assert_eq!((largest, peak), (63, 1));
+}
+
+#[test]
+fn for_each_in_a_body_holding_the_only_permit_finishes_one_at_a_time() {
+    let (mut items, peak) = in_a_body_holding_the_only_permit(|pool, seen| {
+        let mut items = vec![1u64; 64];
+        pool.for_each(&mut items, |x| {
+            seen.work();
+            *x *= 2;
+        });
+        items
+    });
+    items.dedup();
+    assert_eq!((items, peak), (vec![2], 1));
+}
+
+#[test]
+fn install_in_a_body_holding_the_only_permit_finishes_one_at_a_time() {
+    let (on_a_worker, peak) = in_a_body_holding_the_only_permit(|pool, seen| {
+        pool.install(|| {
+            seen.work();
+            pool.current_thread_index().is_some()
+        })
+    });
+    assert!(on_a_worker);
+    assert_eq!(peak, 1);
+}
+
+#[test]
+fn join_whose_first_closure_sums_on_the_pool_finishes_at_a_limit_of_1() {
+    let ((sum, one), peak) = at_a_limit_of_1(|pool, seen| {
+        let v: Vec<u64> = (1..=64).collect();
+        pool.join(
+            || {
+                pool.sum(&v, |x| {
+                    seen.work();
+                    *x
+                })
+            },
+            || 1,
+        )
+    });
+    assert_eq!((sum, one, peak), (2080, 1, 1));
+}
+
+#[test]
+fn a_task_of_another_pool_with_the_same_throttle_sums_on_this_one_at_a_limit_of_1() {
+    let (sum, peak) = at_a_limit_of_1(|pool, seen| {
+        let other = throttled_pool(2, pool.throttle().expect("built with a throttle"));
+        let (pool, seen) = (Arc::clone(pool), Arc::clone(seen));
+        let (tx, rx) = mpsc::channel();
+        other.spawn(move || {
+            let sum = pool.sum(0..64usize, |i| {
+                seen.work();
+                i
+            });
+            tx.send(sum).unwrap();
+        });
+        rx.recv().unwrap()
+    });
+    assert_eq!((sum, peak), (2016, 1));
 }
 
 #[test]
