@@ -142,6 +142,36 @@ fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
     assert!(text.contains("instead: `run --place`"), "{text}");
 }
 
+/// A library of other sources (left beside an upgraded binary, or built before the sources
+/// changed) speaks another protocol: its logs read as "no thread seen", and every pinned run
+/// failed its audit. Named for what it is instead.
+#[test]
+fn doctor_refuses_a_pinning_library_of_another_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stale = tmp.path().join("libcoretune_pin.so");
+    std::fs::write(
+        &stale,
+        b"\x7fELF ... coretune-pin-source:0000000000000000 ...",
+    )
+    .unwrap();
+    let out = util::coretune()
+        .arg("doctor")
+        .env("CORETUNE_PIN_LIB", &stale)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("pinning library"))
+        .unwrap();
+    assert!(line.starts_with("missing "), "{line}");
+    assert!(
+        line.contains("is the pinning library of another build of coretune (other sources)"),
+        "{line}"
+    );
+}
+
 /// Finding 31: doctor said `ok Slurm sbatch, squeue, scontrol, sacct in /usr/bin` where every
 /// Slurm command failed ("Could not establish a configuration source"): it only looked for the
 /// commands. It now asks the controller (`scontrol ping`) and says why Slurm is not usable.

@@ -80,6 +80,21 @@
 mod plan;
 mod runtime;
 
+/// What this library was built from, as coretune looks for it in the file (`build.rs`): a
+/// library of other sources is not used.
+const STAMP: &str = concat!("coretune-pin-source:", env!("CORETUNE_PIN_SOURCE"));
+
+/// [`STAMP`]'s bytes, exported so that the linker keeps them.
+#[unsafe(no_mangle)]
+pub static CORETUNE_PIN_SOURCE: [u8; STAMP.len()] = {
+    let (from, mut out, mut i) = (STAMP.as_bytes(), [0; STAMP.len()], 0);
+    while i < from.len() {
+        out[i] = from[i];
+        i += 1;
+    }
+    out
+};
+
 use std::ffi::{CStr, c_int, c_void};
 use std::fmt::Write as _;
 use std::mem::MaybeUninit;

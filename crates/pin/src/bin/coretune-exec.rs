@@ -47,7 +47,12 @@ mod linux {
     pub(super) fn main() {
         let args: Vec<OsString> = std::env::args_os().skip(1).collect();
         let Some(program) = args.first() else {
-            eprintln!("usage: coretune-exec PROGRAM [ARGS…]");
+            // With the sources it was built from (`build.rs`), which coretune looks for.
+            eprintln!(concat!(
+                "usage: coretune-exec PROGRAM [ARGS…] (coretune-pin-source:",
+                env!("CORETUNE_PIN_SOURCE"),
+                ")"
+            ));
             std::process::exit(2);
         };
         let cstr = |s: &OsString| CString::new(s.clone().into_vec());

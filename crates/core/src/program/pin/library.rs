@@ -86,26 +86,53 @@ pub fn find_exec_helper() -> Result<PathBuf, String> {
     )
 }
 
+/// What `crates/pin/build.rs` stamps into the library and the helper, before 16 hex digits
+/// of the hash of the sources they were built from.
+const STAMP: &[u8] = b"coretune-pin-source:";
+
+/// The source hash stamped into `bytes` (a library's or helper's file), if any.
+fn stamp(bytes: &[u8]) -> Option<&[u8]> {
+    let at = memchr::memmem::find(bytes, STAMP)? + STAMP.len();
+    bytes.get(at..at + 16)
+}
+
+/// Whether the file at `path` was built from the sources `want` names (always, when the binary
+/// carries no copy to compare with).
+fn same_build(path: &Path, want: Option<&[u8]>) -> bool {
+    want.is_none_or(|want| std::fs::read(path).is_ok_and(|bytes| stamp(&bytes) == Some(want)))
+}
+
 /// `file`: `$var`, beside the executable, in `../lib/coretune/`, else `embedded` written to the
-/// cache; `what` names it in errors.
+/// cache; `what` names it in errors. When the binary carries a copy, a file found on disk is
+/// used only if it was built from the same sources (its stamp, `crates/pin/build.rs`): a
+/// library left beside an upgraded binary, or in a build folder after the sources changed,
+/// speaks another protocol (its logs read as "no thread seen").
 fn find(file: &str, var: &str, embedded: Option<&[u8]>, what: &str) -> Result<PathBuf, String> {
+    let embedded = embedded.filter(|b| !b.is_empty());
+    let want = embedded.and_then(stamp);
     if let Some(path) = std::env::var_os(var) {
         let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(std::path::absolute(&path).unwrap_or(path))
-        } else {
+        return if !path.is_file() {
             Err(format!("{var}={} is not a file", path.display()))
+        } else if !same_build(&path, want) {
+            Err(format!(
+                "{var}={} is {what} of another build of coretune (other sources): build it again \
+                 (cargo build -p coretune-pin) or unset {var}",
+                path.display()
+            ))
+        } else {
+            Ok(std::path::absolute(&path).unwrap_or(path))
         };
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find coretune itself: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [dir.join(file), dir.join("../lib/coretune").join(file)];
     for c in &candidates {
-        if c.is_file() {
+        if c.is_file() && same_build(c, want) {
             return Ok(std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
         }
     }
-    if let Some(bytes) = embedded.filter(|b| !b.is_empty()) {
+    if let Some(bytes) = embedded {
         return cached_copy(bytes, file, var, what);
     }
     Err(format!(
@@ -155,4 +182,33 @@ fn cached_copy(bytes: &[u8], file: &str, var: &str, what: &str) -> Result<PathBu
         fail("cannot write", &path, e)
     })?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_file_counts_as_this_build_only_with_the_stamp_of_the_carried_copy() {
+        let carried: &[u8] = b"ELF.. coretune-pin-source:0123456789abcdef ..";
+        let want = stamp(carried);
+        assert_eq!(want, Some(&b"0123456789abcdef"[..]));
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let same = file("same.so", b"x coretune-pin-source:0123456789abcdef");
+        let other = file("other.so", b"x coretune-pin-source:fedcba9876543210");
+        let unstamped = file("old.so", b"a library from before stamps");
+        let cut = file("cut.so", b"x coretune-pin-source:0123");
+        assert!(same_build(&same, want));
+        assert!(!same_build(&other, want));
+        assert!(!same_build(&unstamped, want));
+        assert!(!same_build(&cut, want));
+        assert!(!same_build(&dir.path().join("missing.so"), want));
+        // Nothing carried to compare with (a packager's build without it): any file will do.
+        assert!(same_build(&unstamped, None));
+    }
 }
