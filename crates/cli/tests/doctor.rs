@@ -121,11 +121,12 @@ fn doctor_names_the_build_and_checks_every_feature_that_falls_back() {
     }
 }
 
-#[test]
-fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
+/// `coretune doctor`'s output with `CORETUNE_PIN_LIB=lib` (it exits 0 whatever it finds), and
+/// its line about the pinning library.
+fn doctor_with_library(lib: &Path) -> (String, String) {
     let out = util::coretune()
         .arg("doctor")
-        .env("CORETUNE_PIN_LIB", "/nonexistent/libcoretune_pin.so")
+        .env("CORETUNE_PIN_LIB", lib)
         .output()
         .unwrap();
     assert_ok(&out);
@@ -133,7 +134,14 @@ fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
     let line = text
         .lines()
         .find(|l| l.contains("pinning library"))
-        .unwrap();
+        .unwrap()
+        .to_owned();
+    (text, line)
+}
+
+#[test]
+fn doctor_says_why_the_pinning_library_is_missing_and_still_exits_0() {
+    let (text, line) = doctor_with_library(Path::new("/nonexistent/libcoretune_pin.so"));
     assert!(line.starts_with("missing "), "{line}");
     assert!(
         line.ends_with("CORETUNE_PIN_LIB=/nonexistent/libcoretune_pin.so is not a file"),
@@ -154,17 +162,7 @@ fn doctor_refuses_a_pinning_library_of_another_build() {
         b"\x7fELF ... coretune-pin-source:0000000000000000 ...",
     )
     .unwrap();
-    let out = util::coretune()
-        .arg("doctor")
-        .env("CORETUNE_PIN_LIB", &stale)
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let text = String::from_utf8(out.stdout).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.contains("pinning library"))
-        .unwrap();
+    let (_, line) = doctor_with_library(&stale);
     assert!(line.starts_with("missing "), "{line}");
     assert!(
         line.contains("is the pinning library of another build of coretune (other sources)"),
