@@ -502,16 +502,6 @@ fn first_cycle(modules: &[Module]) -> Option<String> {
     None
 }
 
-/// Folders whose `mod.rs` still defines items its own files use, each with how many such uses it
-/// has now: the debt left from before the rule (issue 36). A count may only go down; a folder
-/// leaves the list once its `mod.rs` is docs, `mod` and `pub use`, as `program/`, `sweep/`,
-/// `topology/`, `workload/`, `fleet/` and `cpuset/` are.
-const HUBS_STILL_USED_BY_THEIR_FILES: &[(&str, usize)] = &[
-    ("enforce/rules", 10),
-    // The platform layer's interface types, implemented by linux/, windows/ and unsupported.rs.
-    ("sys", 76),
-];
-
 /// The code of a file up to its unit tests (`#[cfg(test)] mod tests { … }` at the end): a test
 /// module's `super::` is the file itself.
 fn without_unit_tests(code: &str) -> &str {
@@ -557,29 +547,16 @@ fn no_file_uses_its_folders_own_items() {
             }
         }
     }
-    let mut errors = Vec::new();
-    for (dir, uses) in &found {
-        let allowed = HUBS_STILL_USED_BY_THEIR_FILES
-            .iter()
-            .find(|(d, _)| d == dir)
-            .map_or(0, |(_, n)| *n);
-        if uses.len() > allowed {
-            errors.push(format!(
-                "{dir}/mod.rs defines items its own files use ({} uses, {allowed} allowed): move \
-                 them into a file of their own and `pub use` it\n  {}",
-                uses.len(),
+    let errors: Vec<String> = found
+        .iter()
+        .map(|(dir, uses)| {
+            format!(
+                "{dir}/mod.rs defines items its own files use: move them into a file of their \
+                 own and `pub use` it\n  {}",
                 uses.join("\n  ")
-            ));
-        }
-    }
-    for (dir, allowed) in HUBS_STILL_USED_BY_THEIR_FILES {
-        let now = found.get(*dir).map_or(0, Vec::len);
-        assert!(
-            now == *allowed,
-            "{dir}: {now} uses of its mod.rs items now, {allowed} listed: lower the count (or \
-             drop the folder from HUBS_STILL_USED_BY_THEIR_FILES when it is 0)"
-        );
-    }
+            )
+        })
+        .collect();
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 fn read_error(path: &Path) -> impl FnOnce(io::Error) -> SysError + '_ {
     move |error| SysError::Read {

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::sys::{
+use crate::sys::error::SysError;
+use crate::sys::types::{
     CgroupLimits, CgroupMount, CpuStat, CpusetHierarchy, EventsFd, FileMeta, Prepared, ProcEvent,
-    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, StopSignal, SysError, ThreadInfo, Tree,
+    ProcessFacts, ProcessInfo, ProgramFile, ResourceUsage, StopSignal, ThreadInfo, Tree,
     TreeMember, UsageOf, Woken,
 };
 
@@ -45,7 +46,7 @@ fn io_unsupported<T>() -> io::Result<T> {
 /// Memory policies are Linux's `set_mempolicy` (Windows has per-allocation NUMA calls only).
 pub(crate) fn set_mempolicy_before_exec(
     _cmd: &mut Command,
-    _mode: crate::sys::MemMode,
+    _mode: crate::sys::types::MemMode,
     _nodes: &[usize],
 ) -> io::Result<()> {
     Err(io::Error::new(
@@ -55,7 +56,10 @@ pub(crate) fn set_mempolicy_before_exec(
 }
 
 /// As [`set_mempolicy_before_exec`], for the calling thread.
-pub(crate) fn set_thread_mempolicy(_mode: crate::sys::MemMode, _nodes: &[usize]) -> io::Result<()> {
+pub(crate) fn set_thread_mempolicy(
+    _mode: crate::sys::types::MemMode,
+    _nodes: &[usize],
+) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "a memory policy for a thread is only implemented for Linux (set_mempolicy)",
@@ -63,7 +67,7 @@ pub(crate) fn set_thread_mempolicy(_mode: crate::sys::MemMode, _nodes: &[usize])
 }
 
 /// The restrictions of the Linux names (nothing is read here).
-pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
+pub(crate) const LIMIT_NAMES: crate::sys::types::LimitNames = crate::sys::types::LimitNames {
     cpuset: "cgroup cpuset",
     quota: "cgroup quota",
     no_quota: "no cgroup CPU quota",
@@ -360,12 +364,12 @@ pub(crate) fn cpu_model() -> Result<String, SysError> {
 }
 
 /// Nothing known: every setting absent.
-pub(crate) fn cpu_settings(_root: &Path) -> crate::sys::CpuSettings {
-    crate::sys::CpuSettings::default()
+pub(crate) fn cpu_settings(_root: &Path) -> crate::sys::types::CpuSettings {
+    crate::sys::types::CpuSettings::default()
 }
 
 /// No cgroups: no quota throttles (a Windows job's CPU rate cap keeps no such count either).
-pub(crate) fn cgroup_throttling(_root: &Path) -> Option<crate::sys::Throttling> {
+pub(crate) fn cgroup_throttling(_root: &Path) -> Option<crate::sys::types::Throttling> {
     None
 }
 

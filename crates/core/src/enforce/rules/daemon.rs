@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::enforcer::{Action, Enforcer, Trigger};
-use super::{RuleSet, RulesError};
+use super::rule::RulesError;
+use super::set::RuleSet;
 use crate::sys::{self, DaemonSignal, ProcEvent, ProcEvents};
 
 /// How long after first being seen a process is checked, when polling, for having called

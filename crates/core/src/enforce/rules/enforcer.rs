@@ -14,7 +14,8 @@ use hwlocality::cpu::cpuset::CpuSet;
 use serde::Serialize;
 
 use super::matching::ProcessView;
-use super::{RuleAction, RuleEffect, RuleSet};
+use super::rule::{RuleAction, RuleEffect};
+use super::set::RuleSet;
 use crate::sys::{self, SysError, format_list, set_to_vec};
 
 /// What made coretune look at a process.

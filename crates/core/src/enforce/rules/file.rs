@@ -16,7 +16,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::matching::Matcher;
-use super::{Rule, RuleAction, RuleEffect, RuleWarning, RulesError};
+use super::rule::{Rule, RuleAction, RuleEffect, RuleWarning, RulesError};
 use crate::cpuset::{CpuSetError, CpuSetExpr, ResolveOptions};
 use crate::placement::{Binding, Policy, plan};
 use crate::sys;

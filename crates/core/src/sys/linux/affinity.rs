@@ -7,7 +7,7 @@ use std::process::Command;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
-use crate::sys::{set_from_indexes, set_to_vec};
+use crate::sys::cpu_list::{set_from_indexes, set_to_vec};
 
 /// Bits in one word of the kernel's CPU mask.
 const WORD_BITS: usize = libc::c_ulong::BITS as usize;

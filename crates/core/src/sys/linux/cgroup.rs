@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use procfs::{ProcessCGroup, ProcessCGroups};
 
 use super::files::{read_procfs, read_text};
-use crate::sys::parse_list;
-use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError, Throttling};
+use crate::sys::cpu_list::parse_list;
+use crate::sys::error::SysError;
+use crate::sys::types::{CgroupCpus, CgroupLimits, CgroupQuota, Throttling};
 use std::time::Duration;
 
 /// The cpuset and every CPU quota of this process's cgroups, read under `root`.

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use procfs::process::MountInfos;
 
 use super::files::{read_procfs, read_text};
-use crate::sys::{CgroupMount, CgroupVersion, CpusetHierarchy, SysError};
+use crate::sys::error::SysError;
+use crate::sys::types::{CgroupMount, CgroupVersion, CpusetHierarchy};
 
 /// Every mounted cgroup hierarchy with its controllers (v2: those `cgroup.controllers` lists;
 /// v1: the controllers named in the mount options), read from `root/proc/self/mountinfo`, mount

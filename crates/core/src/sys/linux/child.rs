@@ -18,7 +18,7 @@ use hwlocality::cpu::cpuset::CpuSet;
 
 use super::affinity::bind_before_exec;
 use super::contain;
-use crate::sys::{Prepared, ResourceUsage, Tree, TreeMember};
+use crate::sys::types::{Prepared, ResourceUsage, Tree, TreeMember};
 
 /// Prepares `cmd` before it is spawned: bound to `cpus` (when given) between `fork` and `exec`,
 /// so the program and every thread it creates start on the set; for [`Tree::Own`], in a process

@@ -96,7 +96,7 @@ fn own_v2_cgroup() -> Option<PathBuf> {
     let mounts = super::cgroup_mounts(Path::new("/")).ok()?;
     let mount = mounts
         .into_iter()
-        .find(|m| m.version == crate::sys::CgroupVersion::V2)?
+        .find(|m| m.version == crate::sys::types::CgroupVersion::V2)?
         .mount;
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
@@ -306,7 +306,7 @@ pub(crate) fn stop_everything() -> usize {
 }
 
 /// This process's children as `/proc` lists them.
-fn children() -> Vec<crate::sys::ProcessInfo> {
+fn children() -> Vec<crate::sys::types::ProcessInfo> {
     let me = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
     super::processes(Path::new(super::PROC_DIR))
         .unwrap_or_default()

@@ -7,7 +7,8 @@ use nix::sys::resource::{UsageWho, getrusage};
 use perf_event::Builder;
 use perf_event::events::Software;
 
-use crate::sys::{ResourceUsage, SysError, UsageOf};
+use crate::sys::error::SysError;
+use crate::sys::types::{ResourceUsage, UsageOf};
 
 /// `getrusage` of this process (all its threads, exited ones included) or of its waited-for
 /// children.

@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use super::files::parse_text;
-use crate::sys::{CpuStat, CpuTicks, SysError};
+use crate::sys::error::SysError;
+use crate::sys::types::{CpuStat, CpuTicks};
 
 /// Parses the `cpu` and `cpuN` lines: user nice system idle, then (newer kernels) iowait irq
 /// softirq steal; guest and guest_nice, already counted in user and nice, are not kept.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use procfs::{FromRead, ProcError};
 
-use crate::sys::{FileMeta, ProgramFile, SysError};
+use crate::sys::error::SysError;
+use crate::sys::types::{FileMeta, ProgramFile};
 
 /// The whole file as text.
 pub(super) fn read_text(path: &Path) -> Result<String, SysError> {

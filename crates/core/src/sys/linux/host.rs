@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::files::{first_line, parse_text};
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// The host name (`/proc/sys/kernel/hostname`).
 pub(crate) fn host_name() -> Result<String, SysError> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::files::parse_text;
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// Sums a table per CPU: a header of `CPUn` columns, then rows `NAME: count count ...
 /// [description]`. Rows with a single total (`ERR:`, `MIS:`) are skipped.

@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use crate::sys::MemMode;
+use crate::sys::types::MemMode;
 
 /// Bits in one word of the kernel's node mask.
 const WORD_BITS: usize = libc::c_ulong::BITS as usize;

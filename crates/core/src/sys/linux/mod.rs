@@ -39,7 +39,7 @@ pub(crate) const PRELOAD: bool = true;
 pub(crate) const THREADS_VISIBLE: bool = true;
 
 /// What the budget calls Linux's restrictions.
-pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
+pub(crate) const LIMIT_NAMES: crate::sys::types::LimitNames = crate::sys::types::LimitNames {
     cpuset: "cgroup cpuset",
     quota: "cgroup quota",
     no_quota: "no cgroup CPU quota",

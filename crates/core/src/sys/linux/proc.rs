@@ -13,7 +13,8 @@ use procfs::{LoadAverage, ProcError, ProcResult};
 
 use super::files::{proc_error, read_procfs};
 use super::sched;
-use crate::sys::{ProcessFacts, ProcessInfo, SysError, ThreadInfo, TreeMember};
+use crate::sys::error::SysError;
+use crate::sys::types::{ProcessFacts, ProcessInfo, ThreadInfo, TreeMember};
 
 /// `/proc` of the live machine.
 pub(crate) const PROC_DIR: &str = "/proc";

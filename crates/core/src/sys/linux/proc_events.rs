@@ -23,7 +23,8 @@ use neli::{FromBytes, Size, ToBytes};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{setsockopt, sockopt};
 
-use crate::sys::{ProcEvent, SysError};
+use crate::sys::error::SysError;
+use crate::sys::types::ProcEvent;
 
 /// How long to wait for the kernel to acknowledge the subscription. It answers at once where it
 /// answers at all (outside the initial PID namespace it stays silent).
@@ -234,7 +235,7 @@ impl ProcEvents {
     }
 
     /// The socket, for waiting on it.
-    pub(crate) fn fd(&self) -> crate::sys::EventsFd<'_> {
+    pub(crate) fn fd(&self) -> crate::sys::types::EventsFd<'_> {
         // SAFETY: the descriptor belongs to `self.socket`, which lives as long as the borrow.
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::files::parse_text;
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// `se.nr_migrations` from a `sched` file's text, when present.
 fn parse_migrations(text: &str) -> Result<u64, String> {

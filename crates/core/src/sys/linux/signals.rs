@@ -8,7 +8,8 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use crate::sys::{DaemonSignal, SysError, Woken};
+use crate::sys::error::SysError;
+use crate::sys::types::{DaemonSignal, Woken};
 
 /// The child that SIGINT and SIGTERM are forwarded to (0 = none yet).
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -70,9 +71,9 @@ extern "C" fn stop_requested(signal: libc::c_int) {
 /// a thread of its own (the handler only writes the signal's number to a pipe, which that
 /// thread reads), so that `on` may lock, print, end what coretune started and exit.
 pub(crate) fn on_stop_signals(
-    on: Box<dyn Fn(crate::sys::StopSignal) + Send + Sync>,
+    on: Box<dyn Fn(crate::sys::types::StopSignal) + Send + Sync>,
 ) -> io::Result<()> {
-    use crate::sys::StopSignal;
+    use crate::sys::types::StopSignal;
     let mut fds = [0; 2];
     // SAFETY: `pipe2` writes two descriptors into the two-int array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
@@ -171,7 +172,7 @@ impl DaemonSignals {
     /// [`SysError::Call`] when `poll` or reading the signal fails.
     pub(crate) fn wait(
         &mut self,
-        events: Option<crate::sys::EventsFd<'_>>,
+        events: Option<crate::sys::types::EventsFd<'_>>,
         timeout: Option<Duration>,
     ) -> Result<Woken, SysError> {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};

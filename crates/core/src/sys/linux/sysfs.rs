@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::files::{first_line, parse_text};
-use crate::sys::{CpuSettings, SysError, parse_list};
+use crate::sys::cpu_list::parse_list;
+use crate::sys::error::SysError;
+use crate::sys::types::CpuSettings;
 
 /// A CPU-list file under `root`.
 fn cpu_list_file(root: &Path, rel: &str) -> Result<Vec<usize>, SysError> {

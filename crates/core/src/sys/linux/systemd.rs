@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 use std::process::Command;
 
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// Whether systemd is the init system: the test `sd_booted()` makes (`/run/systemd/system` is a
 /// folder), under `root`.

@@ -1,6 +1,6 @@
 //! Who this process is, and user names (the password database, through nix).
 
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// This process's effective uid: the one permission checks use.
 pub(crate) fn effective_uid() -> u32 {

@@ -19,8 +19,8 @@ use windows_sys::Win32::System::Threading::{
 };
 
 use super::handle::{Handle, check, is_wine, open_process, open_thread};
+use crate::sys::cpu_list::{set_from_indexes, set_to_vec};
 use crate::sys::groups::{GroupCalls, GroupMask, largest, place_new_process};
-use crate::sys::{set_from_indexes, set_to_vec};
 
 /// `cpus` as one mask per processor group, in hwloc's numbering.
 fn group_masks(cpus: &CpuSet) -> Vec<GroupMask> {

@@ -31,7 +31,7 @@ use windows_sys::Win32::System::Threading::{
 use super::affinity::place_suspended;
 use super::handle::{Handle, check, filetime, hundred_ns, open_thread};
 use super::processes::thread_list;
-use crate::sys::{Prepared, ResourceUsage, StopSignal, Tree, TreeMember};
+use crate::sys::types::{Prepared, ResourceUsage, StopSignal, Tree, TreeMember};
 
 /// Every program starts suspended, so that it is in its job object and on its CPU set before it
 /// runs an instruction (and before it can start a process of its own outside the job).

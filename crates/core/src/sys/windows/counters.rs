@@ -27,7 +27,8 @@ use super::child::{peak_working_set, process_times_raw};
 #[cfg(test)]
 use super::handle::{check, filetime};
 use super::handle::{is_wine, ticks};
-use crate::sys::{ResourceUsage, SysError, UsageOf};
+use crate::sys::error::SysError;
+use crate::sys::types::{ResourceUsage, UsageOf};
 
 /// This process's CPU times and peak working set. Its children's are read from their job
 /// object instead (`ChildTree::usage`).

@@ -14,7 +14,8 @@ use windows_sys::Win32::System::Threading::GetActiveProcessorGroupCount;
 use windows_sys::Win32::System::WindowsProgramming::SYSTEM_PROCESSOR_PERFORMANCE_INFORMATION;
 
 use super::handle::ticks;
-use crate::sys::{CpuStat, CpuTicks, SysError};
+use crate::sys::error::SysError;
+use crate::sys::types::{CpuStat, CpuTicks};
 
 /// Per-processor times of the calling thread's group, by number within the group.
 fn this_group() -> Result<Vec<SYSTEM_PROCESSOR_PERFORMANCE_INFORMATION>, SysError> {
@@ -73,7 +74,7 @@ pub(crate) fn cpu_stat(_proc_dir: &Path) -> Result<CpuStat, SysError> {
             let infos = std::thread::scope(|s| {
                 s.spawn(move || {
                     // Windows numbers a group's active processors from 0.
-                    let cpus = crate::sys::set_from_indexes(
+                    let cpus = crate::sys::cpu_list::set_from_indexes(
                         (0..active.min(64)).map(|b| usize::from(group) * 64 + b),
                     );
                     super::affinity::set_task_affinity(0, &cpus).map_err(|error| {

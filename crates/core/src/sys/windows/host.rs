@@ -10,7 +10,7 @@ use windows_sys::Win32::System::SystemInformation::{
 };
 
 use super::handle::{check, from_wide, wide};
-use crate::sys::SysError;
+use crate::sys::error::SysError;
 
 /// The computer's DNS host name.
 pub(crate) fn host_name() -> Result<String, SysError> {
@@ -78,9 +78,9 @@ pub(crate) fn cpu_model() -> Result<String, SysError> {
 /// Windows has power plans, not cpufreq governors, boost switches or SMT control files, and
 /// isolates no CPUs: nothing is known, so nothing is said (`isolated` is empty, as
 /// `isolated_cpus` says).
-pub(crate) fn cpu_settings(_root: &std::path::Path) -> crate::sys::CpuSettings {
-    crate::sys::CpuSettings {
+pub(crate) fn cpu_settings(_root: &std::path::Path) -> crate::sys::types::CpuSettings {
+    crate::sys::types::CpuSettings {
         isolated: Some(Vec::new()),
-        ..crate::sys::CpuSettings::default()
+        ..crate::sys::types::CpuSettings::default()
     }
 }

@@ -20,11 +20,12 @@ use windows_sys::Win32::System::Threading::{
 
 use super::affinity::cpu_sets;
 use super::handle::{check, is_wine};
-use crate::sys::GroupMask;
-use crate::sys::{CgroupCpus, CgroupLimits, CgroupQuota, SysError};
+use crate::sys::error::SysError;
+use crate::sys::groups::GroupMask;
+use crate::sys::types::{CgroupCpus, CgroupLimits, CgroupQuota};
 
 /// What the budget calls the restrictions on this system.
-pub(crate) const LIMIT_NAMES: crate::sys::LimitNames = crate::sys::LimitNames {
+pub(crate) const LIMIT_NAMES: crate::sys::types::LimitNames = crate::sys::types::LimitNames {
     cpuset: "CPU sets",
     quota: "job CPU rate cap",
     no_quota: "no job CPU rate cap",

@@ -18,7 +18,8 @@ use windows_sys::Win32::System::Threading::{
 };
 
 use super::handle::{Handle, check, from_wide, open_process, open_thread};
-use crate::sys::{ProcessInfo, SysError, ThreadInfo};
+use crate::sys::error::SysError;
+use crate::sys::types::{ProcessInfo, ThreadInfo};
 
 fn snapshot_error(error: io::Error) -> SysError {
     SysError::Call {
