@@ -21,9 +21,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use coretune_core::program::watch;
-use coretune_core::program::watch::{Sampler, WatchSummary, cpu_places};
-use coretune_core::sweep::{RunView, SweepError, claim_timestamped_dir};
+use coretune_core::program::watch::{WatchSummary, cpu_places};
+use coretune_core::sweep::{RunView, WatchSession, Watched};
 use coretune_core::{Topology, TopologySource};
 
 use crate::report::svg::{residency_plot, utilisation_plot};
@@ -63,42 +62,18 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(program) = args.command.first() {
         coretune_core::program::find_program(program)?;
     }
-    let dir = match &args.out {
-        Some(d) => {
-            // A folder of its own: the log and summaries are never written over someone's files.
-            coretune_core::sweep::claim_dir(d)?;
-            Some(d.clone())
-        }
-        None => match claim_timestamped_dir(Path::new("coretune-results"), "watch-") {
-            Ok(d) => Some(d),
-            Err(SweepError::NoFolderHere { base, error }) => {
-                eprintln!(
-                    "coretune: warning: cannot create {} here: {error}; watching without \
-                     keeping the samples and plots (--out DIR keeps them)",
-                    base.display()
-                );
-                None
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let log_path = dir.as_ref().map(|d| d.join("watch.jsonl"));
-    let mut log = match &log_path {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => None,
-    };
-
+    let (dir, warning) = WatchSession::claim_folder(args.out.as_deref())?;
+    if let Some(warning) = warning {
+        eprintln!("coretune: warning: {warning}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
         // Not fatal: without a handler Ctrl-C ends coretune and the samples so far stay on disk.
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
-
-    let (pid, mut child) = match args.pid {
-        Some(pid) => (pid, None),
+    let watched = match args.pid {
+        Some(pid) => Watched::Pid(pid),
         None => {
             let mut cmd = Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
@@ -108,59 +83,17 @@ pub(crate) fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             }
             // Started as every program coretune starts (in its process group: Ctrl-C reaches
             // both), unplaced: watch looks where it runs on its own.
-            let child = coretune_core::program::PlacedCommand::new(cmd)
-                .start()
-                .with_context(|| args.command[0].clone())?;
-            (
-                i32::try_from(child.id()).context("child pid out of range")?,
-                Some(child),
-            )
+            Watched::Started(Box::new(
+                coretune_core::program::PlacedCommand::new(cmd)
+                    .start()
+                    .with_context(|| args.command[0].clone())?,
+            ))
         }
     };
-    let mut sampler =
-        Sampler::live(Some(pid), true).with_context(|| format!("watching pid {pid}"))?;
-    let interval = Duration::from_millis(args.interval);
-    let mut samples = Vec::new();
-    let mut status = None;
-    loop {
-        std::thread::sleep(interval);
-        let sample = sampler.sample()?;
-        if let (Some(log), Some(path)) = (log.as_mut(), &log_path) {
-            serde_json::to_writer(&mut *log, &sample)?;
-            log.write_all(b"\n")?;
-            log.flush()
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        samples.push(sample);
-        let ended = match child.as_mut() {
-            Some(c) => match c
-                .launched_mut()
-                .try_wait()
-                .context("waiting for the program")?
-            {
-                Some(s) => {
-                    status = Some(s);
-                    true
-                }
-                None => false,
-            },
-            None => !sampler.is_alive(),
-        };
-        if ended || stop.load(Ordering::SeqCst) {
-            break;
-        }
-    }
-    if let Some(c) = child.as_mut().filter(|_| status.is_none()) {
-        // Ctrl-C: the program got it too (same process group); wait for it.
-        status = c.wait().ok();
-    }
-
-    let summary = watch::summarize(&samples);
-    if let Some(dir) = &dir {
-        let summary_path = dir.join("summary.json");
-        std::fs::write(&summary_path, serde_json::to_vec_pretty(&summary)?)
-            .with_context(|| format!("writing {}", summary_path.display()))?;
-    }
+    let mut session = WatchSession::start(watched, Duration::from_millis(args.interval), dir)?;
+    let status = session.run(&stop)?;
+    let dir = session.dir().map(Path::to_path_buf);
+    let (summary, samples) = session.finish()?;
     let places = Topology::load(&TopologySource::Live)
         .map(|t| cpu_places(&t))
         .unwrap_or_default();

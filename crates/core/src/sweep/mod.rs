@@ -71,6 +71,7 @@ mod run;
 mod search;
 mod summary;
 mod target;
+mod watch;
 
 pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
@@ -99,6 +100,7 @@ pub use run::{RunResult, Runner, substitute};
 pub use search::{Estimate, Strategy};
 pub use summary::{ConfigSummary, summarize};
 pub use target::{ProgramFile, RunSettings, SWEEP_SCHEMA, ServerSettings, SweepSpec, Target};
+pub use watch::{WatchSession, WatchSessionError, Watched};
 
 #[cfg(test)]
 pub(crate) mod test;
