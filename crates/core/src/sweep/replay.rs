@@ -553,28 +553,11 @@ mod test {
 
     use super::*;
 
-    /// Times of a hand-made exhaustive sweep: 1, 2, 4, 8 threads × os, compact, 3 runs each
-    /// with ±1% spread; compact at 4 threads is the fastest by 20%, beyond the tolerance.
-    fn runs_file() -> tempfile::NamedTempFile {
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        let base = [(1, 4.0), (2, 2.2), (4, 1.5), (8, 1.9)];
-        for (threads, t) in base {
-            for (place, factor) in [
-                ("os", 1.0),
-                ("compact", if threads == 4 { 0.8 } else { 1.05 }),
-            ] {
-                for spread in [0.99, 1.0, 1.01] {
-                    writeln!(
-                        f,
-                        r#"{{"threads": {threads}, "place": "{place}", "cpus": "all", "time_s": {}}}"#,
-                        t * factor * spread
-                    )
-                    .unwrap();
-                }
-            }
-        }
-        f.flush().unwrap();
-        f
+    /// `tests/data/replay/hand-made.jsonl`: an exhaustive sweep of 1, 2, 4, 8 threads × os,
+    /// compact, 3 runs each with ±1% spread; compact at 4 threads (1.2 s) is the fastest by
+    /// 20%, beyond the tolerance.
+    fn hand_made() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/replay/hand-made.jsonl")
     }
 
     fn design(strategy: Strategy) -> Design {
@@ -597,8 +580,7 @@ mod test {
 
     #[test]
     fn the_exhaustive_answer_of_a_hand_made_sweep_is_found_by_the_search() {
-        let f = runs_file();
-        let replay = Replay::read(f.path()).unwrap();
+        let replay = Replay::read(&hand_made()).unwrap();
         assert_eq!(replay.grid().threads, vec![1, 2, 4, 8]);
         assert_eq!(replay.grid().configs().len(), 8);
         assert_eq!(replay.recorded_runs(), 24);
@@ -654,8 +636,7 @@ mod test {
 
     #[test]
     fn recorded_runs_cycle_in_an_order_fixed_by_the_seed() {
-        let f = runs_file();
-        let replay = Replay::read(f.path()).unwrap();
+        let replay = Replay::read(&hand_made()).unwrap();
         let mut d = design(Strategy::Exhaustive);
         d.runs = 7; // more than the 3 recorded: they cycle
         d.grid = replay.grid().clone();

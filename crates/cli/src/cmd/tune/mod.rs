@@ -14,9 +14,12 @@
 //! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
 //! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
 //! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`);
-//! `--resume` of a fleet folder continues the fleet.
+//! `--resume` of a fleet folder continues the fleet. `--replay SOURCE` runs the search on
+//! recorded runs instead of a program and prints how its pick and cost compare with the
+//! exhaustive answer (`replay.rs`).
 
 mod args;
+mod replay;
 mod slurm;
 
 use std::io::Write as _;
@@ -69,6 +72,12 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             one,
         } => plan_only(&on, &sweep, binding, one, json),
         Job::Measure { on, folder } => measure(on, folder, quiet, json, show_output),
+        Job::Replay {
+            source,
+            sweep,
+            seed,
+            topo,
+        } => replay::run(&source, &sweep, seed, topo.as_ref(), json),
     }
 }
 
