@@ -70,8 +70,9 @@ The workload shapes (T1 = one thread's time, drawn in 5..60 s)
   Compact packs threads under one cache; spread spans them all.
 - lock: a shared lock, Gunther's Universal Scalability Law on the thread speeds' sum n:
   throughput n / (1 + A (n - 1) + B n (n - 1)) with contention A (0.02..0.1) and coherency B
-  (0.0005..0.005), B doubled for each further package and x1.5 for each further NUMA node the
-  threads span (the lock's cache line crosses the interconnect): a peak, then decline.
+  (0.0005..0.005), B up to 4 x when the threads span every package and up to 2 x more when
+  they span every NUMA node, in proportion to the share spanned (the lock's cache line crosses
+  the interconnect): a peak, then decline.
   (Not generated where the XML gives no cache sizes: the two Itanium machines.)
 - static (only on machines with two or more CPU kinds): hybrid imbalance, the work split in N
   equal parts up front (OpenMP's schedule(static)): T = T1 (S + (1 - S) / (N x the slowest
@@ -346,7 +347,9 @@ class Model:
         if self.shape == "lock":
             packages = len({p.package for p in where})
             nodes = len({p.numa for p in where})
-            b = self.coherency * 2 ** (packages - 1) * 1.5 ** (nodes - 1)
+            c = self.machine.counts()
+            b = self.coherency * (1 + 3 * (packages - 1) / max(c["packages"] - 1, 1)) * (
+                1 + (nodes - 1) / max(c["numa"] - 1, 1))
             rate = total / (1 + self.contention * (total - 1) + b * total * (total - 1))
             return self.t1 / rate
         raise ValueError(self.shape)
