@@ -77,25 +77,11 @@ fn a_real_results_folder_is_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let made = util::coretune()
-        .args([
-            "tune",
-            "sum",
-            "--size",
-            "small",
-            "--exhaustive",
-            "--threads",
-            "1,2",
-            "--place",
-            "os",
-            "--throttle",
-            "none",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--quiet",
-            "--out",
-        ])
+        .args(
+            "tune sum --size small --exhaustive --threads 1,2 --place os --throttle none \
+             --runs 2 --warmup 0 --quiet --out"
+                .split_whitespace(),
+        )
         .arg(&out)
         .output()
         .unwrap();
