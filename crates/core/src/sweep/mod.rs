@@ -77,7 +77,7 @@ mod target;
 pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, Comparison, Verdict, compare};
-pub use cost::{DesignCost, DesignEstimate};
+pub use cost::{CORPUS_SEARCH_SHARE, DesignCost, DesignEstimate};
 pub use design::{DEFAULT_TOLERANCE_PCT, Design};
 #[cfg(test)]
 pub(crate) use engine::execute;
