@@ -15,9 +15,10 @@ fn corpus() -> PathBuf {
 }
 
 fn sweeps(folder: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(corpus().join(folder))
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let dir = corpus().join(folder);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     out.sort();
     out
