@@ -117,3 +117,26 @@ fn a_real_results_folder_is_replayed() {
     assert!(text.contains("picks:"), "{text}");
     assert!(text.contains("cost:"), "{text}");
 }
+
+#[test]
+fn input_checks_the_recorded_cpu_sets_on_that_machine() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    writeln!(f, r#"{{"threads": 1, "cpus": "numa:1", "time_s": 1.0}}"#).unwrap();
+    writeln!(f, r#"{{"threads": 2, "cpus": "numa:1", "time_s": 0.6}}"#).unwrap();
+    f.flush().unwrap();
+    let path = f.path().to_str().unwrap();
+    // Two NUMA nodes: numa:1 is there, and the replay answers.
+    let json = replay(&[path, "--input", "pack:2 numa:1 core:2 pu:1"]);
+    assert_eq!(json["recommendation"]["config"]["threads"], 2, "{json}");
+    assert_eq!(json["recommendation"]["config"]["cpus"], "numa:1", "{json}");
+    // One NUMA node: refused in one line, before anything is replayed.
+    let out = util::coretune()
+        .args(["tune", "--replay", path, "--input", "core:2 pu:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("numa:1"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
