@@ -141,6 +141,34 @@ impl Design {
     }
 }
 
+impl Design {
+    /// The runs (warm-ups included) this plan is expected to make on a machine of `pus` PUs:
+    /// the whole grid's for an exhaustive sweep; for the search its share of them on the replay
+    /// corpus, at least its first stage (`--dry-run`'s `estimate.expected`, without the times;
+    /// the progress bar's "runs in all").
+    pub fn expected_runs(&self, pus: usize) -> usize {
+        let count = |configs: usize| DesignCost {
+            configs,
+            runs: configs * (self.warmup + self.runs),
+            seconds: None,
+        };
+        let grid = count(self.grid.configs().len());
+        match self.strategy {
+            Strategy::Exhaustive => grid.runs,
+            Strategy::Search => {
+                let first = next_configs(
+                    &self.grid,
+                    self.strategy,
+                    &Default::default(),
+                    &Default::default(),
+                    self.tolerance,
+                );
+                expected_search(&grid, &count(first.len()), pus).runs
+            }
+        }
+    }
+}
+
 /// The search's expected cost on a machine of `pus` PUs whose whole grid costs `grid`: the
 /// grid scaled by the search's share of it on the corpus ([`CORPUS_SEARCH_SHARE`]), and never
 /// less than its `first` stage, which it always measures whole.
@@ -219,6 +247,9 @@ mod test {
         // stage, which here is the whole grid.
         assert_eq!(e.expected, e.grid);
         assert_eq!((s.expected.configs, s.expected.runs), (8, 32));
+        // The same runs without a topology, for the progress bar.
+        assert_eq!(plan(Strategy::Search).expected_runs(8), 32);
+        assert_eq!(plan(Strategy::Exhaustive).expected_runs(8), 32);
     }
 
     #[test]

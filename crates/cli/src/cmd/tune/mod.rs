@@ -122,13 +122,14 @@ fn measure(
         lines,
     };
     let mut stage = (usize::MAX, 0);
+    let expected = spec.design.expected_runs(machine.pus);
     let result = folder.execute(
         &runner,
         &mut |p: &Progress<'_>| {
             if let Some(note) = p.failure_note() {
                 bar.suspend(|| eprintln!("coretune: {note}"));
             }
-            show(&bar, &mut stage, p);
+            show(&bar, &mut stage, expected, p);
             if p.remaining_in_stage == 0 {
                 // After every stage, so an interrupted sweep still has its summaries.
                 let now = SweepResults {
@@ -474,8 +475,11 @@ fn bar_style() -> ProgressStyle {
     .progress_chars("=> ")
 }
 
-/// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
-fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
+/// Moves the bar on after a run; `stage` is (current stage, runs done when it began),
+/// `expected` the runs the whole sweep is expected to make ([`Design::expected_runs`]).
+///
+/// [`Design::expected_runs`]: coretune_core::sweep::Design::expected_runs
+fn show(bar: &ProgressBar, stage: &mut (usize, usize), expected: usize, p: &Progress<'_>) {
     if stage.0 == usize::MAX {
         bar.set_style(bar_style());
     }
@@ -496,7 +500,13 @@ fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
         .line
         .wall_s()
         .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
-    bar.set_message(format!("{}: {wall}", p.line.config));
+    let all = p.lines.len();
+    let in_all = if all <= expected {
+        format!("{all}/~{expected} runs in all")
+    } else {
+        format!("{all} runs in all")
+    };
+    bar.set_message(format!("{}: {wall}; {in_all}", p.line.config));
 }
 
 /// Writes every report file of `report`, the report of `results`, into its folder.
