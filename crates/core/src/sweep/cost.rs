@@ -81,14 +81,8 @@ impl Design {
         let (first_stage, expected) = match self.strategy {
             Strategy::Exhaustive => (None, grid),
             Strategy::Search => {
-                let first = next_configs(
-                    &self.grid,
-                    self.strategy,
-                    &Default::default(),
-                    &Default::default(),
-                    self.tolerance,
-                );
-                let first = self.cost(&first, topology, binding, machine, one_thread)?;
+                let first =
+                    self.cost(&self.first_stage(), topology, binding, machine, one_thread)?;
                 (Some(first), expected_search(&grid, &first, machine.pus))
             }
         };
@@ -129,6 +123,17 @@ impl Design {
         })
     }
 
+    /// The search's first stage: what it measures before any result is in.
+    fn first_stage(&self) -> Vec<Config> {
+        next_configs(
+            &self.grid,
+            Strategy::Search,
+            &Default::default(),
+            &Default::default(),
+            self.tolerance,
+        )
+    }
+
     /// Runs of one configuration (warm-ups included) when each takes `t` seconds.
     #[allow(clippy::cast_precision_loss)]
     fn runs_lasting(&self, t: f64) -> f64 {
@@ -155,16 +160,7 @@ impl Design {
         let grid = count(self.grid.configs().len());
         match self.strategy {
             Strategy::Exhaustive => grid.runs,
-            Strategy::Search => {
-                let first = next_configs(
-                    &self.grid,
-                    self.strategy,
-                    &Default::default(),
-                    &Default::default(),
-                    self.tolerance,
-                );
-                expected_search(&grid, &count(first.len()), pus).runs
-            }
+            Strategy::Search => expected_search(&grid, &count(self.first_stage().len()), pus).runs,
         }
     }
 }
