@@ -183,31 +183,23 @@ impl Minimal {
             .collect();
         #[allow(clippy::cast_precision_loss)]
         let throughput = self.instances as f64 / self.time_s.max(1e-12);
-        let record = RunRecord {
-            measurement: Measurement {
-                wall,
-                user: None,
-                sys: None,
-                voluntary_ctx_switches: None,
-                involuntary_ctx_switches: None,
-                migrations: None,
-                migrations_source: MigrationSource::Unavailable,
-                peak_rss_bytes: None,
-                peak_rss_source: RssSource::Run,
-                threads: Vec::new(),
-            },
-            throughput: Throughput {
-                value: throughput,
-                unit: Unit::RunsPerSec,
-            },
-            verified: true,
-            verify_error: None,
-            checksum: None,
-            throttle_trace: Vec::new(),
-            pinning: None,
-            audit: None,
-            metrics,
+        let measurement = Measurement {
+            wall,
+            user: None,
+            sys: None,
+            voluntary_ctx_switches: None,
+            involuntary_ctx_switches: None,
+            migrations: None,
+            migrations_source: MigrationSource::Unavailable,
+            peak_rss_bytes: None,
+            peak_rss_source: RssSource::Run,
+            threads: Vec::new(),
         };
+        let throughput = Throughput {
+            value: throughput,
+            unit: Unit::RunsPerSec,
+        };
+        let record = RunRecord::verified(measurement, throughput, metrics);
         let (status, error) = if self.ok {
             (Status::Ok, None)
         } else {
