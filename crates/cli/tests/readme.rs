@@ -1,7 +1,7 @@
 //! The README's commands run as written: every `coretune …` line of its code blocks (and the
 //! `$ coretune …` lines of its transcripts), in a scratch folder that holds the files they name
-//! (`./app`, `./render`, `topo.xml`, `epyc.xml`, the README's own `rules.toml` and
-//! `nginx.conf`, a finished sweep for `--resume`), with the `coretune` under test first on `PATH` and the scratch folder
+//! (`./app`, `./render`, `topo.xml`, `epyc.xml`, the README's own `rules.toml`, `nginx.conf` and
+//! `runs.jsonl`, a finished sweep for `--resume`), with the `coretune` under test first on `PATH` and the scratch folder
 //! as `HOME`. Each must end as the README says: 0, or the status of the error it shows.
 //!
 //! Left out, each for a reason stated in [`skipped`]: what needs a Slurm cluster
@@ -126,23 +126,23 @@ fn scratch() -> tempfile::TempDir {
         d.join("epyc.xml"),
     )
     .unwrap();
-    // The README's rules file, as shown.
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .unwrap();
-    let rules = readme
-        .split("```toml\n# /etc/coretune/rules.toml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .unwrap();
-    std::fs::write(d.join("rules.toml"), rules).unwrap();
-    // The server example's configuration, as the README shows it.
-    let nginx = readme
-        .split("```nginx\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .unwrap();
-    std::fs::write(d.join("nginx.conf"), nginx).unwrap();
+    // The README's own files, as it shows them: the rules file, the server example's
+    // configuration and the replay example's runs.
+    for (opening, file) in [
+        ("```toml\n# /etc/coretune/rules.toml\n", "rules.toml"),
+        ("```nginx\n", "nginx.conf"),
+        ("```jsonl\n", "runs.jsonl"),
+    ] {
+        let text = readme
+            .split(opening)
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .unwrap();
+        std::fs::write(d.join(file), text).unwrap();
+    }
     // A finished sweep where `--resume` looks for it.
     util::copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-0.1.0/external"),

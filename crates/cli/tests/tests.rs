@@ -20,6 +20,7 @@ mod mpi;
 mod old_folders;
 mod pin;
 mod readme;
+mod replay;
 mod report;
 mod reserve;
 mod rules;

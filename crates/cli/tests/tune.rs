@@ -964,6 +964,8 @@ fn dry_run_plans_another_machine_without_measuring() {
         (Some(6), Some(24))
     );
     assert!(plan["estimate"]["first_stage"].is_null());
+    // An exhaustive sweep is expected to cost its grid.
+    assert_eq!(plan["estimate"]["expected"], *grid);
     let (fast, slow) = (
         grid["seconds"][0].as_f64().unwrap(),
         grid["seconds"][1].as_f64().unwrap(),
@@ -2388,4 +2390,30 @@ fn a_failing_prepare_and_a_failing_server_are_said_plainly() {
         stderr.contains("server 'nginxx' (pid") && !stderr.contains("server 'sh'"),
         "{stderr}"
     );
+}
+
+#[test]
+fn dry_run_expects_the_search_to_cost_its_share_of_the_grid_on_the_replay_corpus() {
+    let plan = util::json(&[
+        "tune",
+        "--input",
+        &util::fixture("amd-epyc-9654-zen4-2p-2numa-24l3-384pu.xml"),
+        "--dry-run",
+        "--estimate-one",
+        "10",
+        "--json",
+        "--",
+        "./prog",
+    ]);
+    let e = &plan["estimate"];
+    let runs = |k: &str| e[k]["runs"].as_u64().unwrap();
+    // At least the first stage (measured whole), at most the grid.
+    assert!(runs("first_stage") <= runs("expected"), "{e}");
+    assert!(runs("expected") <= runs("grid"), "{e}");
+    let (fast, slow) = (
+        e["expected"]["seconds"][0].as_f64().unwrap(),
+        e["expected"]["seconds"][1].as_f64().unwrap(),
+    );
+    assert!(fast > 0.0 && fast <= slow, "{e}");
+    assert!(slow <= e["grid"]["seconds"][1].as_f64().unwrap(), "{e}");
 }

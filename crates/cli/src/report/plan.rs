@@ -100,6 +100,12 @@ pub(crate) fn text(
                 "",
                 cost(&estimate.grid)
             );
+            let _ = writeln!(
+                s,
+                "  {:<11}{}: the search's median on replayed sweeps of machines this size",
+                "expected",
+                cost(&estimate.expected)
+            );
         }
     }
     match one {

@@ -11,7 +11,10 @@
 //! Real workloads land in between (a sweep exists to find where). `--min-time` adds runs to
 //! configurations faster than it (up to 10 × `--runs`), which each bound counts with its own
 //! run time. The coarse-to-fine search's later stages depend on the measurements, so for a
-//! search the estimate gives its first stage and the whole grid as the most it can measure.
+//! search the estimate gives its first stage and the whole grid as the most it can measure,
+//! and the cost to *expect*: the share of the whole grid's runs and run time that the search
+//! used when it was replayed on the corpus of exhaustive sweeps of machines of this size
+//! (`tests/data/replay/`, [`CORPUS_SEARCH_SHARE`]).
 
 use std::time::Duration;
 
@@ -44,7 +47,19 @@ pub struct DesignEstimate {
     pub grid: DesignCost,
     /// The search's first stage (`None` for an exhaustive sweep).
     pub first_stage: Option<DesignCost>,
+    /// What to expect: for an exhaustive sweep the grid; for the search the grid scaled by the
+    /// search's median share of it on the replay corpus for machines of this size
+    /// ([`CORPUS_SEARCH_SHARE`]).
+    pub expected: DesignCost,
 }
+
+/// The default search's cost on the replay corpus as a share of an exhaustive sweep's, by
+/// machine size: (machines with at most this many PUs, share of the configurations and runs,
+/// share of the summed run time). Medians over the corpus's replayed sweeps (three seeds each,
+/// the default grid, 3 runs per configuration), measured with
+/// `scripts/replay-corpus-eval.py` (BENCHMARKS.md, "The search on replayed sweeps").
+pub const CORPUS_SEARCH_SHARE: [(usize, f64, f64); 3] =
+    [(8, 0.75, 0.82), (63, 0.73, 0.80), (usize::MAX, 0.68, 0.74)];
 
 impl Design {
     /// What this plan costs on `topology` (which need not be this machine: an XML or synthetic
@@ -63,20 +78,19 @@ impl Design {
         one_thread: Option<Duration>,
     ) -> Result<DesignEstimate, ConfigError> {
         let grid = self.cost(&self.grid.configs(), topology, binding, machine, one_thread)?;
-        let first_stage = match self.strategy {
-            Strategy::Exhaustive => None,
+        let (first_stage, expected) = match self.strategy {
+            Strategy::Exhaustive => (None, grid),
             Strategy::Search => {
-                let first = next_configs(
-                    &self.grid,
-                    self.strategy,
-                    &Default::default(),
-                    &Default::default(),
-                    self.tolerance,
-                );
-                Some(self.cost(&first, topology, binding, machine, one_thread)?)
+                let first =
+                    self.cost(&self.first_stage(), topology, binding, machine, one_thread)?;
+                (Some(first), expected_search(&grid, &first, machine.pus))
             }
         };
-        Ok(DesignEstimate { grid, first_stage })
+        Ok(DesignEstimate {
+            grid,
+            first_stage,
+            expected,
+        })
     }
 
     fn cost(
@@ -109,6 +123,17 @@ impl Design {
         })
     }
 
+    /// The search's first stage: what it measures before any result is in.
+    fn first_stage(&self) -> Vec<Config> {
+        next_configs(
+            &self.grid,
+            Strategy::Search,
+            &Default::default(),
+            &Default::default(),
+            self.tolerance,
+        )
+    }
+
     /// Runs of one configuration (warm-ups included) when each takes `t` seconds.
     #[allow(clippy::cast_precision_loss)]
     fn runs_lasting(&self, t: f64) -> f64 {
@@ -118,6 +143,49 @@ impl Design {
             measured = measured.max((min_time / t).ceil().min(10.0 * self.runs as f64));
         }
         self.warmup as f64 + measured
+    }
+}
+
+impl Design {
+    /// The runs (warm-ups included) this plan is expected to make on a machine of `pus` PUs:
+    /// the whole grid's for an exhaustive sweep; for the search its share of them on the replay
+    /// corpus, at least its first stage (`--dry-run`'s `estimate.expected`, without the times;
+    /// the progress bar's "runs in all").
+    pub fn expected_runs(&self, pus: usize) -> usize {
+        let count = |configs: usize| DesignCost {
+            configs,
+            runs: configs * (self.warmup + self.runs),
+            seconds: None,
+        };
+        let grid = count(self.grid.configs().len());
+        match self.strategy {
+            Strategy::Exhaustive => grid.runs,
+            Strategy::Search => expected_search(&grid, &count(self.first_stage().len()), pus).runs,
+        }
+    }
+}
+
+/// The search's expected cost on a machine of `pus` PUs whose whole grid costs `grid`: the
+/// grid scaled by the search's share of it on the corpus ([`CORPUS_SEARCH_SHARE`]), and never
+/// less than its `first` stage, which it always measures whole.
+fn expected_search(grid: &DesignCost, first: &DesignCost, pus: usize) -> DesignCost {
+    let &(_, runs, time) = CORPUS_SEARCH_SHARE
+        .iter()
+        .find(|(most, _, _)| pus <= *most)
+        .unwrap_or(&CORPUS_SEARCH_SHARE[2]);
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let scaled = |n: usize| (n as f64 * runs).round() as usize;
+    DesignCost {
+        configs: scaled(grid.configs).max(first.configs),
+        runs: scaled(grid.runs).max(first.runs),
+        seconds: grid.seconds.map(|(fast, slow)| {
+            let (first_fast, first_slow) = first.seconds.unwrap_or_default();
+            ((fast * time).max(first_fast), (slow * time).max(first_slow))
+        }),
     }
 }
 
@@ -171,6 +239,39 @@ mod test {
             .unwrap();
         assert_eq!(s.first_stage.unwrap().configs, 8);
         assert_eq!(s.grid.seconds, None);
+        // What to expect: an exhaustive sweep's is the grid; the search's, at least its first
+        // stage, which here is the whole grid.
+        assert_eq!(e.expected, e.grid);
+        assert_eq!((s.expected.configs, s.expected.runs), (8, 32));
+        // The same runs without a topology, for the progress bar.
+        assert_eq!(plan(Strategy::Search).expected_runs(8), 32);
+        assert_eq!(plan(Strategy::Exhaustive).expected_runs(8), 32);
+    }
+
+    #[test]
+    fn the_expected_search_cost_scales_the_grid_by_the_share_for_the_machine_size() {
+        let grid = DesignCost {
+            configs: 100,
+            runs: 400,
+            seconds: Some((10.0, 100.0)),
+        };
+        let none = DesignCost {
+            configs: 0,
+            runs: 0,
+            seconds: Some((0.0, 0.0)),
+        };
+        for (pus, row) in [(2, 0), (8, 0), (9, 1), (63, 1), (64, 2), (384, 2)] {
+            let (_, runs, time) = CORPUS_SEARCH_SHARE[row];
+            let e = expected_search(&grid, &none, pus);
+            #[allow(clippy::cast_precision_loss)]
+            let got = e.runs as f64;
+            assert!((got - (400.0 * runs).round()).abs() < 1e-9, "{pus} PUs");
+            let (fast, slow) = e.seconds.unwrap();
+            assert!((fast - 10.0 * time).abs() < 1e-9 && (slow - 100.0 * time).abs() < 1e-9);
+        }
+        // Never less than the first stage, which the search measures whole.
+        let e = expected_search(&grid, &grid, 384);
+        assert_eq!(e, grid);
     }
 
     #[test]

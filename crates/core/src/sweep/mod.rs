@@ -45,6 +45,7 @@
 //! | a program's own figures, the objectives, the Pareto front | `objective.rs` ([`MetricSpec`], [`Objective`]) |
 //! | statistics per configuration | `summary.rs` ([`summarize`]) |
 //! | the recommendation | `recommend.rs` ([`recommend`]) |
+//! | recorded runs replayed through the search (`tune --replay`) | `replay.rs` ([`Replay`]) |
 //! | its apply lines | `apply.rs` ([`apply_lines`]) |
 //! | the report model (`summary.json`, plot data) | `report.rs` ([`SweepReport`]) |
 //! | what a design costs before it runs | `cost.rs` ([`DesignEstimate`]) |
@@ -66,6 +67,7 @@ mod launcher;
 mod log;
 mod objective;
 mod recommend;
+mod replay;
 mod report;
 mod run;
 mod search;
@@ -76,7 +78,7 @@ mod watch;
 pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, CompareError, Comparison, Verdict, compare};
-pub use cost::{DesignCost, DesignEstimate};
+pub use cost::{CORPUS_SEARCH_SHARE, DesignCost, DesignEstimate};
 pub use design::{DEFAULT_TOLERANCE_PCT, Design};
 #[cfg(test)]
 pub(crate) use engine::execute;
@@ -92,6 +94,7 @@ pub use objective::{
     pareto_front,
 };
 pub use recommend::{Recommendation, recommend};
+pub use replay::{Cost, Costs, Pick, Replay, ReplayReport};
 pub use report::{
     ConfigRow, ObjectiveStat, RunCounts, RunView, SUMMARY_SCHEMA, SweepReport, ThreadView,
     ThrottleTrace, UslRow,

@@ -20,7 +20,9 @@
 //! This finds the exhaustive answer whenever run time is unimodal in the thread count within a
 //! family (one valley), which is the shape of scaling curves: time falls while parallelism
 //! pays and rises once contention or oversubscription costs more. A test compares both on
-//! synthetic curves; BENCHMARKS.md compares them on the built-in workloads.
+//! synthetic curves; BENCHMARKS.md compares them on the built-in workloads, and on the replay
+//! corpus of exhaustive sweeps of 5- to 384-PU machines (`tune --replay`, `replay.rs`), where a
+//! curve with two valleys (a static split over several CPU kinds) is where the search misses.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -13,8 +13,8 @@ use crate::workload::{RunRecord, Unit};
 
 /// A run record with the given wall time (what a runner hands back).
 pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {
-    RunRecord {
-        measurement: Measurement {
+    RunRecord::verified(
+        Measurement {
             wall: Duration::from_secs_f64(wall),
             user: Some(Duration::from_secs_f64(wall)),
             sys: Some(Duration::ZERO),
@@ -26,18 +26,12 @@ pub(crate) fn record(wall: f64, involuntary: u64) -> RunRecord {
             peak_rss_source: RssSource::Run,
             threads: Vec::new(),
         },
-        throughput: crate::workload::Throughput {
+        crate::workload::Throughput {
             value: 1.0 / wall,
             unit: Unit::TasksPerSec,
         },
-        verified: true,
-        verify_error: None,
-        checksum: None,
-        throttle_trace: Vec::new(),
-        pinning: None,
-        audit: None,
-        metrics: std::collections::BTreeMap::new(),
-    }
+        std::collections::BTreeMap::new(),
+    )
 }
 
 pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {

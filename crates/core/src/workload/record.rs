@@ -45,6 +45,28 @@ pub struct RunRecord {
     pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
+impl RunRecord {
+    /// A verified run: what it cost, its throughput and the program's own figures, with
+    /// nothing else recorded yet (no checksum, throttle trace, pinning or audit).
+    pub fn verified(
+        measurement: Measurement,
+        throughput: Throughput,
+        metrics: std::collections::BTreeMap<String, f64>,
+    ) -> Self {
+        Self {
+            measurement,
+            throughput,
+            verified: true,
+            verify_error: None,
+            checksum: None,
+            throttle_trace: Vec::new(),
+            pinning: None,
+            audit: None,
+            metrics,
+        }
+    }
+}
+
 /// One sample of an adaptive throttle: the limit in force and the throughput measured under it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThrottleSample {

@@ -123,6 +123,21 @@ pub(crate) struct TuneArgs {
         "client", "client_cpus", "ready_timeout",
     ])]
     resume: Option<PathBuf>,
+    /// Run the search on recorded runs instead of a program: a results folder (an exhaustive
+    /// sweep's) or a JSON-lines file, one run a line ({"threads": 8, "place": "compact",
+    /// "cpus": "all", "time_s": 1.234}, or coretune's runs.jsonl lines). Each configuration the
+    /// search asks for gets its next recorded run; prints the pick against the exhaustive
+    /// answer and both costs. Nothing is run and no folder is written.
+    #[arg(long, value_name = "SOURCE", conflicts_with_all = [
+        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out",
+        "command", "resume", "dry_run", "slurm", "server", "metric", "objective", "prepare",
+        "monitor", "timeout", "shell", "show_output",
+    ])]
+    replay: Option<PathBuf>,
+    /// With --replay: the seed that chooses which recorded run each configuration hands out
+    /// first (the same seed, the same answer).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "replay")]
+    seed: u64,
     /// With --resume: continue although the program is not the file the sweep measured (its
     /// size or content changed), or from here when the sweep's working directory is gone.
     #[arg(long, requires = "resume")]
@@ -257,6 +272,14 @@ pub(super) enum Job {
     },
     /// A sweep measured on this machine.
     Measure { on: Machine, folder: Folder },
+    /// `--replay SOURCE`: the design searched on recorded runs.
+    Replay {
+        source: PathBuf,
+        sweep: Box<SweepOptions>,
+        seed: u64,
+        /// `--input`: the topology the recorded grid must resolve on.
+        topo: Option<Topology>,
+    },
 }
 
 /// The machine a sweep is planned for or measured on.
@@ -320,6 +343,19 @@ impl TryFrom<&TuneArgs> for TuneOptions {
             Job::ResumeFleet {
                 dir: dir.to_path_buf(),
                 cluster: args.slurm.clone(),
+            }
+        } else if let Some(source) = &args.replay {
+            let topo = args
+                .input
+                .input
+                .is_some()
+                .then(|| args.input.load())
+                .transpose()?;
+            Job::Replay {
+                source: source.clone(),
+                sweep: Box::new(SweepOptions::from_args(args)?),
+                seed: args.seed,
+                topo,
             }
         } else if args.slurm.slurm {
             if args.input.input.is_some() {

@@ -14,9 +14,12 @@
 //! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
 //! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
 //! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`);
-//! `--resume` of a fleet folder continues the fleet.
+//! `--resume` of a fleet folder continues the fleet. `--replay SOURCE` runs the search on
+//! recorded runs instead of a program and prints how its pick and cost compare with the
+//! exhaustive answer (`replay.rs`).
 
 mod args;
+mod replay;
 mod slurm;
 
 use std::io::Write as _;
@@ -68,6 +71,12 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             one,
         } => plan_only(&on, &sweep, binding, one, json),
         Job::Measure { on, folder } => measure(on, folder, quiet, json, show_output),
+        Job::Replay {
+            source,
+            sweep,
+            seed,
+            topo,
+        } => replay::run(&source, &sweep, seed, topo.as_ref(), json),
     }
 }
 
@@ -112,13 +121,14 @@ fn measure(
         lines,
     };
     let mut stage = (usize::MAX, 0);
+    let expected = spec.design.expected_runs(machine.pus);
     let result = folder.execute(
         &runner,
         &mut |p: &Progress<'_>| {
             if let Some(note) = p.failure_note() {
                 bar.suspend(|| eprintln!("coretune: {note}"));
             }
-            show(&bar, &mut stage, p);
+            show(&bar, &mut stage, expected, p);
             if p.remaining_in_stage == 0 {
                 // After every stage, so an interrupted sweep still has its summaries.
                 let now = SweepResults {
@@ -457,8 +467,11 @@ fn bar_style() -> ProgressStyle {
     .progress_chars("=> ")
 }
 
-/// Moves the bar on after a run; `stage` is (current stage, runs done when it began).
-fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
+/// Moves the bar on after a run; `stage` is (current stage, runs done when it began),
+/// `expected` the runs the whole sweep is expected to make ([`Design::expected_runs`]).
+///
+/// [`Design::expected_runs`]: coretune_core::sweep::Design::expected_runs
+fn show(bar: &ProgressBar, stage: &mut (usize, usize), expected: usize, p: &Progress<'_>) {
     if stage.0 == usize::MAX {
         bar.set_style(bar_style());
     }
@@ -479,7 +492,13 @@ fn show(bar: &ProgressBar, stage: &mut (usize, usize), p: &Progress<'_>) {
         .line
         .wall_s()
         .map_or(format!("{:?}", p.line.status), |w| format!("{w:.3} s"));
-    bar.set_message(format!("{}: {wall}", p.line.config));
+    let all = p.lines.len();
+    let in_all = if all <= expected {
+        format!("{all}/~{expected} runs in all")
+    } else {
+        format!("{all} runs in all")
+    };
+    bar.set_message(format!("{}: {wall}; {in_all}", p.line.config));
 }
 
 /// Writes every report file of `report`, the report of `results`, into its folder.

@@ -372,17 +372,8 @@ pub(super) fn finished(
         unit: Unit::RunsPerSec,
         kernel_time: None,
     };
-    Outcome::Done(RunRecord {
-        metrics,
-        throughput: work.throughput(measurement.wall),
-        verified: true,
-        verify_error: None,
-        checksum: None,
-        measurement,
-        throttle_trace: Vec::new(),
-        pinning: None,
-        audit: None,
-    })
+    let throughput = work.throughput(measurement.wall);
+    Outcome::Done(RunRecord::verified(measurement, throughput, metrics))
 }
 
 /// How much of a failed run's stderr `runs.jsonl` keeps: its end, where the reason usually is.
