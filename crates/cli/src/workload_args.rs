@@ -43,68 +43,9 @@ pub(crate) struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
-    /// The parameters given on the command line: the option's name and the workload it is for.
-    fn given(&self) -> Vec<(&'static str, &'static str)> {
-        [
-            (self.rays.is_some(), "--rays", "raymesh"),
-            (self.mib.is_some(), "--mib", "membw"),
-            (self.tasks.is_some(), "--tasks", "mixed"),
-            (self.compute_us.is_some(), "--compute-us", "mixed"),
-            (self.block_us.is_some(), "--block-us", "mixed"),
-            (self.count.is_some(), "--count", "sum"),
-            (self.repeat.is_some(), "--repeat", "sum"),
-            (self.items.is_some(), "--items", "spawn"),
-            (self.pool.is_some(), "--pool", "spawn"),
-            (self.batch, "--batch", "spawn"),
-        ]
-        .into_iter()
-        .filter(|(given, ..)| *given)
-        .map(|(_, option, workload)| (option, workload))
-        .collect()
-    }
-
-    /// Refuses workload options given with a program (`tune -- CMD`): they would do nothing.
-    pub(crate) fn check_unused(&self) -> anyhow::Result<()> {
-        let mut given: Vec<&str> = self.given().into_iter().map(|(o, _)| o).collect();
-        if self.size.is_some() {
-            given.insert(0, "--size");
-        }
-        if let Some(first) = given.first() {
-            anyhow::bail!(
-                "{first}: the workload options apply to the built-in workloads, not to a program \
-                 (-- CMD)"
-            );
-        }
-        Ok(())
-    }
-
-    /// The workload `name` with these options; an option of another workload is an error
-    /// naming both (it would be ignored).
-    pub(crate) fn spec(&self, name: &str) -> anyhow::Result<WorkloadSpec> {
-        if !coretune_core::workload::NAMES.contains(&name) {
-            anyhow::bail!(
-                "unknown workload '{name}' (built in: {})",
-                coretune_core::workload::NAMES.join(", ")
-            );
-        }
-        if let Some((option, owner)) = self.given().into_iter().find(|(_, w)| *w != name) {
-            let own: Vec<&str> = [
-                ("raymesh", "--rays"),
-                ("membw", "--mib"),
-                ("mixed", "--tasks, --compute-us, --block-us"),
-                ("sum", "--count, --repeat"),
-                ("spawn", "--items, --pool, --batch"),
-            ]
-            .into_iter()
-            .filter(|(w, _)| *w == name)
-            .map(|(_, o)| o)
-            .collect();
-            anyhow::bail!(
-                "{option} is a parameter of {owner}, not of {name} ({name} takes {})",
-                own.first().copied().unwrap_or_default()
-            );
-        }
-        Ok(WorkloadSpec {
+    /// The workload `name` with these options, unchecked.
+    fn unchecked(&self, name: &str) -> WorkloadSpec {
+        WorkloadSpec {
             name: name.to_owned(),
             size: self.size.unwrap_or_default(),
             rays: self.rays,
@@ -117,6 +58,34 @@ impl WorkloadArgs {
             items: self.items,
             pool: self.pool.clone(),
             batch: self.batch,
-        })
+        }
+    }
+
+    /// Refuses workload options given with a program (`tune -- CMD`): they would do nothing.
+    pub(crate) fn check_unused(&self) -> anyhow::Result<()> {
+        let mut given: Vec<&str> = self
+            .unchecked("")
+            .given()
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        if self.size.is_some() {
+            given.insert(0, "--size");
+        }
+        if let Some(first) = given.first() {
+            anyhow::bail!(
+                "{first}: the workload options apply to the built-in workloads, not to a program \
+                 (-- CMD)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The workload `name` with these options; an unknown name, or an option of another
+    /// workload (it would be ignored), is an error naming both ([`WorkloadSpec::check`]).
+    pub(crate) fn spec(&self, name: &str) -> anyhow::Result<WorkloadSpec> {
+        let spec = self.unchecked(name);
+        spec.check()?;
+        Ok(spec)
     }
 }

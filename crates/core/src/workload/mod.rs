@@ -25,7 +25,7 @@ pub use api::{
 pub(crate) use harness::fnv1a;
 pub use harness::{run_copies, run_measured, run_workers};
 pub use record::{RunRecord, ThrottleSample};
-pub use spec::{NAMES, WorkloadSpec, build};
+pub use spec::{NAMES, PARAMETERS, SpecError, WorkloadSpec, build};
 
 #[cfg(test)]
 mod test;

@@ -49,7 +49,90 @@ pub struct WorkloadSpec {
 /// Names of the workloads [`build`] knows.
 pub const NAMES: &[&str] = &["raymesh", "membw", "mixed", "sum", "spawn"];
 
+/// Each workload parameter, by its command-line option, with the workload it belongs to (in the
+/// order of [`WorkloadSpec`]'s fields).
+pub const PARAMETERS: [(&str, &str); 10] = [
+    ("--rays", "raymesh"),
+    ("--mib", "membw"),
+    ("--tasks", "mixed"),
+    ("--compute-us", "mixed"),
+    ("--block-us", "mixed"),
+    ("--count", "sum"),
+    ("--repeat", "sum"),
+    ("--items", "spawn"),
+    ("--pool", "spawn"),
+    ("--batch", "spawn"),
+];
+
+/// A workload named or parameterised wrongly, found before anything is built.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// No built-in workload of that name.
+    #[error("unknown workload '{0}' (built in: {names})", names = NAMES.join(", "))]
+    Unknown(String),
+    /// A parameter of another workload: it would be ignored.
+    #[error("{option} is a parameter of {owner}, not of {name} ({name} takes {takes})")]
+    Foreign {
+        /// The option given.
+        option: &'static str,
+        /// The workload it belongs to.
+        owner: &'static str,
+        /// The workload named.
+        name: String,
+        /// The options that workload takes.
+        takes: String,
+    },
+}
+
 impl WorkloadSpec {
+    /// The parameters set in it, each as its option with the workload it belongs to
+    /// ([`PARAMETERS`]).
+    pub fn given(&self) -> Vec<(&'static str, &'static str)> {
+        let set = [
+            self.rays.is_some(),
+            self.mib.is_some(),
+            self.tasks.is_some(),
+            self.compute_us.is_some(),
+            self.block_us.is_some(),
+            self.count.is_some(),
+            self.repeat.is_some(),
+            self.items.is_some(),
+            self.pool.is_some(),
+            self.batch,
+        ];
+        PARAMETERS
+            .into_iter()
+            .zip(set)
+            .filter_map(|(parameter, given)| given.then_some(parameter))
+            .collect()
+    }
+
+    /// Checks it before it is built: a workload of that name, and no parameter of another
+    /// workload.
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::Unknown`], [`SpecError::Foreign`].
+    pub fn check(&self) -> Result<(), SpecError> {
+        let Some(&name) = NAMES.iter().find(|&&n| n == self.name) else {
+            return Err(SpecError::Unknown(self.name.clone()));
+        };
+        if let Some((option, owner)) = self.given().into_iter().find(|(_, w)| *w != name) {
+            let takes: Vec<&str> = PARAMETERS
+                .iter()
+                .filter(|(_, w)| *w == name)
+                .map(|(o, _)| *o)
+                .collect();
+            return Err(SpecError::Foreign {
+                option,
+                owner,
+                name: name.to_owned(),
+                takes: takes.join(", "),
+            });
+        }
+        Ok(())
+    }
+
     /// The spec a sweep uses when the user gave no size: a workload whose default size is too
     /// long to repeat over a whole grid gets a smaller one (raymesh: 500,000
     /// rays per table, so that the default sweep takes about a minute on 2 cores).

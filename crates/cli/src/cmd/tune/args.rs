@@ -27,7 +27,6 @@ use coretune_core::sweep::{
     DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective, RunSettings,
     ServerSettings, Strategy, Target,
 };
-use coretune_core::workload;
 use coretune_core::{Binding, Policy};
 
 use super::slurm::SlurmArgs;
@@ -670,12 +669,7 @@ fn target(args: &TuneArgs) -> anyhow::Result<Target> {
     }
     if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
-        if !workload::NAMES.contains(&name.as_str()) {
-            bail!(
-                "unknown workload '{name}' (known: {})",
-                workload::NAMES.join(", ")
-            );
-        }
+        let spec = args.workload_args.spec(&name)?;
         if args.show_output {
             bail!(
                 "--show-output shows a program's output (-- CMD); the built-in workloads print \
@@ -683,10 +677,7 @@ fn target(args: &TuneArgs) -> anyhow::Result<Target> {
             );
         }
         Ok(Target::Workload {
-            spec: args
-                .workload_args
-                .spec(&name)?
-                .for_sweep(args.workload_args.size.is_some()),
+            spec: spec.for_sweep(args.workload_args.size.is_some()),
             description: String::new(),
         })
     } else {
