@@ -667,6 +667,10 @@ macro_rules! with_limit {
 }
 
 impl Throttle {
+    /// How many samples an adaptive throttle keeps in its [`Throttle::trace`]: 16,384
+    /// (512 KiB), at least 8 s at the default [`AdaptiveConfig::sample_interval`].
+    pub const TRACE_SAMPLES: usize = climb::TRACE_SAMPLES;
+
     /// The most permits a throttle can have (as `tokio::sync::Semaphore::MAX_PERMITS`).
     pub const MAX_PERMITS: usize = usize::MAX >> 3;
 
@@ -1363,7 +1367,9 @@ impl Throttle {
         }
     }
 
-    /// The adaptive throttle's samples so far, oldest first (empty for a fixed limit).
+    /// The adaptive throttle's last [`Throttle::TRACE_SAMPLES`] samples, oldest first
+    /// (empty for a fixed limit): older ones are dropped, so the trace of a throttle that
+    /// runs for hours stays at most that long.
     ///
     /// ```
     /// let fixed = coretune_pool::Throttle::new(2);
@@ -1373,7 +1379,7 @@ impl Throttle {
     pub fn trace(&self) -> Vec<TraceSample> {
         self.adaptive
             .as_ref()
-            .map(|adaptive| lock(&adaptive.sampler).trace().to_vec())
+            .map(|adaptive| lock(&adaptive.sampler).trace())
             .unwrap_or_default()
     }
 }

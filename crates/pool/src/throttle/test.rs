@@ -329,6 +329,32 @@ fn adaptive_throttle_records_a_trace() {
     assert!(Throttle::new(3).trace().is_empty());
 }
 
+#[test]
+fn the_trace_keeps_the_last_samples_only_however_long_the_throttle_runs() {
+    // An hour of 1 ms samples at 100 completions each, the climber moving the limit.
+    let mut sampler = super::climb::Sampler::new(config(8, 8));
+    let hour = 3_600_000u64;
+    for ms in 1..=hour {
+        sampler.close(Duration::from_millis(ms), ms * 100);
+    }
+    let trace = sampler.trace();
+    assert_eq!(trace.len(), Throttle::TRACE_SAMPLES);
+    assert!(sampler.trace_capacity() <= 2 * Throttle::TRACE_SAMPLES);
+    assert_eq!(
+        trace.last().map(|s| s.at),
+        Some(Duration::from_millis(hour))
+    );
+    assert!(trace.windows(2).all(|w| w[0].at < w[1].at));
+    assert!(
+        trace
+            .iter()
+            .map(|s| s.limit)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            > 1
+    );
+}
+
 /// Waits (polling) until `condition` holds; fails after 10 s.
 fn eventually(condition: impl Fn() -> bool) {
     let start = Instant::now();
