@@ -230,13 +230,28 @@ where
             return (ops.combine)((ops.combine)(acc, left), right);
         }
         if len <= block {
-            return (ops.fold)(acc, source.into_iter());
+            return fold_block(worker, acc, source, ops);
         }
         let (head, tail) = source.split_at(block);
-        acc = (ops.fold)(acc, head.into_iter());
+        acc = fold_block(worker, acc, head, ops);
         source = tail;
         block = (block * 2).min(max_block);
     }
+}
+
+/// Folds one block into `acc` and reports its items to the pool's throttle as completions,
+/// so that an adaptive limit measures the items a data-parallel call works off.
+fn fold_block<P, A, ID, FO, C>(worker: &WorkerThread, acc: A, block: P, ops: &Ops<ID, FO, C>) -> A
+where
+    P: Split,
+    FO: Fn(A, P::Iter) -> A,
+{
+    let items = block.len() as u64;
+    let acc = (ops.fold)(acc, block.into_iter());
+    if let Some(throttle) = &worker.registry().throttle {
+        throttle.record_completions(items);
+    }
+    acc
 }
 
 /// [`drive`] on the current worker (a stolen half runs on the thief); serially on a

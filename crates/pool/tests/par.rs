@@ -286,6 +286,36 @@ fn a_throttled_pool_runs_data_parallel_work() {
 }
 
 #[test]
+fn data_parallel_calls_report_a_completion_per_item_to_the_throttle() {
+    let throttle = Arc::new(Throttle::new(2));
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .throttle(Arc::clone(&throttle))
+        .build()
+        .unwrap();
+    let before = throttle.completions();
+    let total: u64 = pool.sum(0..100_000, |i| i as u64);
+    assert_eq!(total, 4_999_950_000);
+    let after_sum = throttle.completions();
+    assert!(
+        after_sum - before >= 100_000,
+        "{} completions",
+        after_sum - before
+    );
+    let mut values = vec![1u32; 10_000];
+    pool.for_each(&mut values, |x| *x += 1);
+    let after_for_each = throttle.completions();
+    assert!(
+        after_for_each - after_sum >= 10_000,
+        "{} completions",
+        after_for_each - after_sum
+    );
+    let squares = pool.map_collect(&values, |x| x * x);
+    assert_eq!(squares.len(), 10_000);
+    assert!(throttle.completions() - after_for_each >= 10_000);
+}
+
+#[test]
 fn install_runs_on_a_worker_and_free_functions_use_its_pool() {
     let pool = ThreadPool::new(3).unwrap();
     assert_eq!(pool.current_thread_index(), None);

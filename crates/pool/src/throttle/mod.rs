@@ -344,7 +344,8 @@ impl From<AcquireError> for TryAcquireError {
 /// # Adaptive limit
 ///
 /// Report finished units of work with [`Throttle::record_completions`] (a pool built with
-/// the throttle reports one per finished task). An adaptive throttle turns them into
+/// the throttle reports one per finished task, and one per item its data-parallel calls
+/// work off, as each block of items is done). An adaptive throttle turns them into
 /// throughput samples, moves its limit with a hill climber described in
 /// [`AdaptiveConfig`], and keeps the samples ([`Throttle::trace`]).
 //
