@@ -4,7 +4,7 @@
 
 mod util;
 
-use coretune_pool::{ThreadPool, ThreadPoolBuilder, Throttle};
+use coretune_pool::{ThreadPool, ThreadPoolBuilder};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -270,12 +270,7 @@ fn nested_use_inside_scope_join_and_for_each() {
 
 #[test]
 fn a_throttled_pool_runs_data_parallel_work() {
-    let throttle = Arc::new(Throttle::new(1));
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(3)
-        .throttle(Arc::clone(&throttle))
-        .build()
-        .unwrap();
+    let (pool, throttle) = util::throttled_pool(3, 1);
     let tally = Tally::new(50_000);
     pool.for_each(0..50_000, |i| {
         assert!(throttle.in_use() <= 1);
@@ -287,12 +282,7 @@ fn a_throttled_pool_runs_data_parallel_work() {
 
 #[test]
 fn data_parallel_calls_report_a_completion_per_item_to_the_throttle() {
-    let throttle = Arc::new(Throttle::new(2));
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(2)
-        .throttle(Arc::clone(&throttle))
-        .build()
-        .unwrap();
+    let (pool, throttle) = util::throttled_pool(2, 2);
     let before = throttle.completions();
     let total: u64 = pool.sum(0..100_000, |i| i as u64);
     assert_eq!(total, 4_999_950_000);

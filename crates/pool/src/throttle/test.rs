@@ -1144,26 +1144,32 @@ mod asynchronous {
         }
     }
 
-    #[test]
-    fn async_tasks_take_turns_with_a_limit_of_one() {
-        let throttle = Arc::new(Throttle::new(1));
-        let seen = Arc::new(Concurrency::default());
+    /// Runs `tasks` tasks made by `task` on a tokio runtime of 2 threads, to the end.
+    fn on_2_runtime_threads<F>(tasks: usize, mut task: impl FnMut() -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
             .expect("a runtime of 2 threads");
         runtime.block_on(async {
-            let tasks: Vec<_> = (0..20)
-                .map(|_| {
-                    let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
-                    tokio::spawn(async move {
-                        let _permit = throttle.acquire_owned_async().await;
-                        seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.expect("the task did not panic");
+            let handles: Vec<_> = (0..tasks).map(|_| tokio::spawn(task())).collect();
+            for handle in handles {
+                handle.await.expect("the task did not panic");
+            }
+        });
+    }
+
+    #[test]
+    fn async_tasks_take_turns_with_a_limit_of_one() {
+        let throttle = Arc::new(Throttle::new(1));
+        let seen = Arc::new(Concurrency::default());
+        on_2_runtime_threads(20, || {
+            let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
+            async move {
+                let _permit = throttle.acquire_owned_async().await;
+                seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
             }
         });
         assert_eq!((seen.units(), seen.peak()), (20, 1));
@@ -1261,28 +1267,17 @@ mod asynchronous {
         static POLLS: AtomicUsize = AtomicUsize::new(0);
         POLLS.store(0, Ordering::SeqCst);
         let throttle = Arc::new(Throttle::new(8));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .expect("a runtime of 2 threads");
-        runtime.block_on(async {
-            let tasks: Vec<_> = (0..1000)
-                .map(|_| {
-                    let throttle = Arc::clone(&throttle);
-                    tokio::spawn(async move {
-                        let future = Box::pin(throttle.acquire_owned_async());
-                        let permit = Polls {
-                            future,
-                            polls: &POLLS,
-                        }
-                        .await;
-                        tokio::task::yield_now().await;
-                        drop(permit);
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.expect("the task did not panic");
+        on_2_runtime_threads(1000, || {
+            let throttle = Arc::clone(&throttle);
+            async move {
+                let future = Box::pin(throttle.acquire_owned_async());
+                let permit = Polls {
+                    future,
+                    polls: &POLLS,
+                }
+                .await;
+                tokio::task::yield_now().await;
+                drop(permit);
             }
         });
         assert_eq!(throttle.in_use(), 0);
