@@ -511,6 +511,42 @@ fn the_global_pool_is_sized_by_coretune_num_threads() {
     }
 }
 
+/// In a child: the threads a data-parallel call of a pool built by `from_env` runs on.
+#[test]
+fn child_counts_the_threads_of_a_sum() {
+    if !is_child("child_counts_the_threads_of_a_sum") {
+        return;
+    }
+    let pool = ThreadPoolBuilder::from_env().unwrap().build().unwrap();
+    let threads = Mutex::new(std::collections::HashSet::new());
+    let total: u64 = pool.sum(0..100_000, |i| {
+        threads.lock().unwrap().insert(std::thread::current().id());
+        i as u64
+    });
+    assert_eq!(total, 4_999_950_000);
+    let caller = threads
+        .lock()
+        .unwrap()
+        .contains(&std::thread::current().id());
+    println!("workers: {}, caller shares: {caller}", pool.num_threads());
+    println!("threads: {}", threads.into_inner().unwrap().len());
+}
+
+#[test]
+fn under_coretune_num_threads_a_data_parallel_call_from_the_building_thread_uses_n_threads() {
+    // `coretune run --threads 2` sets 1 worker: the building thread is the second thread.
+    let output = run_child(
+        "child_counts_the_threads_of_a_sum",
+        &[("CORETUNE_NUM_THREADS", "1")],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("workers: 1, caller shares: true\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("threads: 2\n"), "{stdout}");
+}
+
 /// In a child: `build_global` sets the global pool once.
 #[test]
 fn child_builds_the_global_pool() {
