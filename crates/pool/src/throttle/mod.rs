@@ -1023,6 +1023,7 @@ impl Throttle {
                 return Err(AcquireError::Closed);
             }
             permits.in_use += n;
+            self.publish(permits);
             return Ok(true);
         }
         let max = self.max.unwrap_or(Self::MAX_PERMITS);
@@ -1077,11 +1078,13 @@ impl Throttle {
     /// than the limit allows, or an acquisition other than a seat waits for permits it
     /// could get.
     fn publish(&self, permits: &Permits) {
-        let give_back = permits.in_use > permits.limit
-            || permits
-                .queue
-                .iter()
-                .any(|waiter| waiter.yields_seats && permits.fits_limit(waiter));
+        // A closed throttle no longer limits seats: nothing to give back.
+        let give_back = !permits.closed
+            && (permits.in_use > permits.limit
+                || permits
+                    .queue
+                    .iter()
+                    .any(|waiter| waiter.yields_seats && permits.fits_limit(waiter)));
         self.over_limit.store(give_back, Ordering::Relaxed);
     }
 

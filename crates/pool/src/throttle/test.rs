@@ -1387,6 +1387,23 @@ mod coming_from_tokio {
     }
 
     #[test]
+    fn a_closed_throttle_no_longer_limits_seats_or_a_pools_workers() {
+        let throttle = Arc::new(Throttle::new(1));
+        let mut first = throttle.seat();
+        first.hold();
+        throttle.close();
+        let mut second = throttle.seat();
+        second.hold(); // does not wait for `first`
+        assert_eq!(throttle.in_use(), 2);
+        assert!(!throttle.is_over_limit()); // nobody hands permits around
+        drop((first, second));
+        let pool = super::throttled_pool(2, &throttle);
+        let total = super::finishes(move || pool.sum(0..10_000, |i| i as u64));
+        assert_eq!(total, 49_995_000);
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
     fn guards_forget_merge_and_split_as_tokio_permits() {
         let throttle = Arc::new(Throttle::new(4));
         let mut guard = throttle.acquire_many(2).unwrap();
