@@ -40,6 +40,8 @@ pub struct ThreadPoolBuilder {
     caller_place: Option<Vec<usize>>,
     /// `None`: the default, `true` (see [`ThreadPoolBuilder::throttle_caller`]).
     throttle_caller: Option<bool>,
+    /// See [`ThreadPoolBuilder::caller_shares_data_parallel`].
+    caller_shares: bool,
 }
 
 /// The variable [`ThreadPoolBuilder::from_env`] reads the number of workers from; coretune
@@ -69,6 +71,7 @@ impl std::fmt::Debug for ThreadPoolBuilder {
             .field("throttle", &self.throttle)
             .field("caller_place", &self.caller_place)
             .field("throttle_caller", &self.throttle_caller)
+            .field("caller_shares", &self.caller_shares)
             .finish()
     }
 }
@@ -153,7 +156,11 @@ impl ThreadPoolBuilder {
         let mut builder = Self::new();
         if let Some(value) = set(NUM_THREADS_VAR) {
             match value.trim().parse::<usize>() {
-                Ok(n) if n > 0 => builder.num_threads = n,
+                Ok(n) if n > 0 => {
+                    builder.num_threads = n;
+                    // The calling thread is one of the program's N threads.
+                    builder.caller_shares = true;
+                }
                 _ => {
                     return Err(invalid(
                         NUM_THREADS_VAR,
@@ -414,6 +421,40 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// Whether a thread outside the pool that calls a data-parallel method
+    /// ([`sum`](ThreadPool::sum), [`map_collect`](ThreadPool::map_collect),
+    /// [`reduce`](ThreadPool::reduce), [`for_each`](ThreadPool::for_each)) works off a share
+    /// of the items itself instead of only waiting for the workers: the first
+    /// 1/(workers + 1) of them, folded in one piece, while the workers split the rest
+    /// among themselves. Off by default (the workers alone are the pool's threads); on in
+    /// a builder from [`from_env`](Self::from_env) with `CORETUNE_NUM_THREADS` set, where
+    /// the building thread is one of the program's N threads and the pool has N − 1
+    /// workers, so a call from it uses N threads. Its share is fixed, so where the costly
+    /// items come first, turn it off or call from [`install`](ThreadPool::install). With
+    /// a throttle and [`throttle_caller`](Self::throttle_caller) the caller holds a permit
+    /// for its share.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = coretune_pool::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .caller_shares_data_parallel(true)
+    ///     .build()?;
+    /// let caller = std::thread::current().id();
+    /// let by_caller = AtomicUsize::new(0);
+    /// pool.for_each(0..1000, |_| {
+    ///     if std::thread::current().id() == caller {
+    ///         by_caller.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// });
+    /// assert_eq!(by_caller.into_inner(), 500); // 1/(1 worker + 1)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn caller_shares_data_parallel(mut self, shares: bool) -> Self {
+        self.caller_shares = shares;
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -466,6 +507,7 @@ impl ThreadPoolBuilder {
             self.panic_handler.take(),
             self.throttle.take(),
             self.throttle_caller.unwrap_or(true),
+            self.caller_shares,
         ));
         let mut threads = Vec::with_capacity(n);
         // Each pinned worker reports whether the kernel took its CPU set.
@@ -687,6 +729,9 @@ mod test {
     fn from_env_reads_workers_and_numbers_places_as_the_programs_threads() {
         let b = from(&[("CORETUNE_NUM_THREADS", "3")]).unwrap();
         assert_eq!((b.num_threads, &b.cpus, &b.caller_place), (3, &None, &None));
+        // The building thread is counted, so it shares data-parallel calls.
+        assert!(b.caller_shares);
+        assert!(!from(&[]).unwrap().caller_shares);
         // The library's plan wins over OMP_PLACES; the building thread takes place 0,
         // worker i place i + 1 (wrapping).
         let b = from(&[

@@ -97,7 +97,7 @@ pub use par::ParSource;
 pub use scope::Scope;
 pub use throttle::{
     AcquireError, AdaptiveConfig, OwnedThrottleGuard, Throttle, ThrottleGuard, ThrottleSeat,
-    TraceSample,
+    TraceSample, TryAcquireError,
 };
 
 use job::Job;

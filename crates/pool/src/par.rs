@@ -33,6 +33,7 @@
 use crate::ThreadPool;
 use crate::join::{in_worker, join_worker};
 use crate::registry::WorkerThread;
+use crate::throttle::Throttle;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
@@ -215,6 +216,7 @@ where
     FO: Fn(A, P::Iter) -> A + Sync,
     C: Fn(A, A) -> A + Sync,
 {
+    let throttle = worker.registry().throttle.as_deref();
     let mut acc = (ops.identity)();
     let max_block = (source.len() / LEAF_BLOCKS).clamp(1, MAX_BLOCK);
     let mut block = 1;
@@ -230,13 +232,33 @@ where
             return (ops.combine)((ops.combine)(acc, left), right);
         }
         if len <= block {
-            return (ops.fold)(acc, source.into_iter());
+            return fold_block(throttle, acc, source, ops);
         }
         let (head, tail) = source.split_at(block);
-        acc = (ops.fold)(acc, head.into_iter());
+        acc = fold_block(throttle, acc, head, ops);
         source = tail;
         block = (block * 2).min(max_block);
     }
+}
+
+/// Folds one block into `acc` and reports its items to the pool's throttle as completions,
+/// so that an adaptive limit measures the items a data-parallel call works off.
+fn fold_block<P, A, ID, FO, C>(
+    throttle: Option<&Throttle>,
+    acc: A,
+    block: P,
+    ops: &Ops<ID, FO, C>,
+) -> A
+where
+    P: Split,
+    FO: Fn(A, P::Iter) -> A,
+{
+    let items = block.len() as u64;
+    let acc = (ops.fold)(acc, block.into_iter());
+    if let Some(throttle) = throttle {
+        throttle.record_completions(items);
+    }
+    acc
 }
 
 /// [`drive`] on the current worker (a stolen half runs on the thief); serially on a
@@ -272,7 +294,21 @@ impl ThreadPool {
         FO: Fn(A, P::Iter) -> A + Sync,
         C: Fn(A, A) -> A + Sync,
     {
-        in_worker(&self.registry, |worker| drive(worker, source, &ops))
+        let registry = &self.registry;
+        let outside =
+            WorkerThread::with_current(|worker| !worker.is_some_and(|w| w.is_in(registry)));
+        let share = source.len() / (registry.num_threads() + 1);
+        if !(outside && registry.caller_shares && share > 0) {
+            return in_worker(registry, |worker| drive(worker, source, &ops));
+        }
+        // The caller works off the first share itself (`caller_shares_data_parallel`).
+        let (mine, theirs) = source.split_at(share);
+        let ops = &ops;
+        let (mine, theirs) = self.join(
+            || fold_block(registry.throttle.as_deref(), (ops.identity)(), mine, ops),
+            || in_worker(registry, |worker| drive(worker, theirs, ops)),
+        );
+        (ops.combine)(mine, theirs)
     }
 
     /// Calls `f` on every item of `items` in parallel, splitting the work automatically

@@ -44,6 +44,9 @@ pub(crate) struct Registry {
     /// Whether a thread outside the pool holds a permit of `throttle` while it runs a
     /// scope's body (`ThreadPoolBuilder::throttle_caller`).
     pub(crate) throttle_caller: bool,
+    /// Whether a thread outside the pool works off a share of its data-parallel calls
+    /// (`ThreadPoolBuilder::caller_shares_data_parallel`).
+    pub(crate) caller_shares: bool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -63,6 +66,7 @@ impl Registry {
         panic_handler: Option<PanicHandler>,
         throttle: Option<Arc<Throttle>>,
         throttle_caller: bool,
+        caller_shares: bool,
     ) -> Self {
         let n = stealers.len();
         Registry {
@@ -77,6 +81,7 @@ impl Registry {
             panic_handler,
             throttle,
             throttle_caller,
+            caller_shares,
         }
     }
 

@@ -4,7 +4,7 @@
 
 mod util;
 
-use coretune_pool::{ThreadPool, ThreadPoolBuilder, Throttle};
+use coretune_pool::{ThreadPool, ThreadPoolBuilder};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -270,12 +270,7 @@ fn nested_use_inside_scope_join_and_for_each() {
 
 #[test]
 fn a_throttled_pool_runs_data_parallel_work() {
-    let throttle = Arc::new(Throttle::new(1));
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(3)
-        .throttle(Arc::clone(&throttle))
-        .build()
-        .unwrap();
+    let (pool, throttle) = util::throttled_pool(3, 1);
     let tally = Tally::new(50_000);
     pool.for_each(0..50_000, |i| {
         assert!(throttle.in_use() <= 1);
@@ -283,6 +278,31 @@ fn a_throttled_pool_runs_data_parallel_work() {
     });
     tally.assert_each_once();
     assert_eq!(pool.sum(0..1000usize, |i| i), 499_500);
+}
+
+#[test]
+fn data_parallel_calls_report_a_completion_per_item_to_the_throttle() {
+    let (pool, throttle) = util::throttled_pool(2, 2);
+    let before = throttle.completions();
+    let total: u64 = pool.sum(0..100_000, |i| i as u64);
+    assert_eq!(total, 4_999_950_000);
+    let after_sum = throttle.completions();
+    assert!(
+        after_sum - before >= 100_000,
+        "{} completions",
+        after_sum - before
+    );
+    let mut values = vec![1u32; 10_000];
+    pool.for_each(&mut values, |x| *x += 1);
+    let after_for_each = throttle.completions();
+    assert!(
+        after_for_each - after_sum >= 10_000,
+        "{} completions",
+        after_for_each - after_sum
+    );
+    let squares = pool.map_collect(&values, |x| x * x);
+    assert_eq!(squares.len(), 10_000);
+    assert!(throttle.completions() - after_for_each >= 10_000);
 }
 
 #[test]
@@ -489,6 +509,42 @@ fn the_global_pool_is_sized_by_coretune_num_threads() {
             "CORETUNE_NUM_THREADS={value:?}: {stderr}"
         );
     }
+}
+
+/// In a child: the threads a data-parallel call of a pool built by `from_env` runs on.
+#[test]
+fn child_counts_the_threads_of_a_sum() {
+    if !is_child("child_counts_the_threads_of_a_sum") {
+        return;
+    }
+    let pool = ThreadPoolBuilder::from_env().unwrap().build().unwrap();
+    let threads = Mutex::new(std::collections::HashSet::new());
+    let total: u64 = pool.sum(0..100_000, |i| {
+        threads.lock().unwrap().insert(std::thread::current().id());
+        i as u64
+    });
+    assert_eq!(total, 4_999_950_000);
+    let caller = threads
+        .lock()
+        .unwrap()
+        .contains(&std::thread::current().id());
+    println!("workers: {}, caller shares: {caller}", pool.num_threads());
+    println!("threads: {}", threads.into_inner().unwrap().len());
+}
+
+#[test]
+fn under_coretune_num_threads_a_data_parallel_call_from_the_building_thread_uses_n_threads() {
+    // `coretune run --threads 2` sets 1 worker: the building thread is the second thread.
+    let output = run_child(
+        "child_counts_the_threads_of_a_sum",
+        &[("CORETUNE_NUM_THREADS", "1")],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("workers: 1, caller shares: true\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("threads: 2\n"), "{stdout}");
 }
 
 /// In a child: `build_global` sets the global pool once.

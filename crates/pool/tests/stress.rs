@@ -3,7 +3,7 @@
 
 mod util;
 
-use coretune_pool::{ThreadPool, ThreadPoolBuilder, Throttle};
+use coretune_pool::{ThreadPool, ThreadPoolBuilder};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -286,12 +286,7 @@ fn builder_hooks_names_and_indices() {
 
 #[test]
 fn throttled_pool_runs_at_most_k_tasks_at_once() {
-    let throttle = Arc::new(Throttle::new(1));
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(2)
-        .throttle(Arc::clone(&throttle))
-        .build()
-        .unwrap();
+    let (pool, throttle) = util::throttled_pool(2, 1);
     let running = AtomicUsize::new(0);
     let peak = AtomicUsize::new(0);
     // Nested scopes inside tasks must not deadlock on the single permit.

@@ -107,3 +107,17 @@ pub fn no_wakeup_lost_with_many_workers(pool: &coretune_pool::ThreadPool, rounds
         wait_for(&done, round + 1);
     }
 }
+
+/// A pool of `workers` workers (unpinned) and its throttle, a fixed limit of `limit`.
+pub fn throttled_pool(
+    workers: usize,
+    limit: usize,
+) -> (coretune_pool::ThreadPool, Arc<coretune_pool::Throttle>) {
+    let throttle = Arc::new(coretune_pool::Throttle::new(limit));
+    let pool = coretune_pool::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .throttle(Arc::clone(&throttle))
+        .build()
+        .expect("an unpinned pool builds");
+    (pool, throttle)
+}

@@ -2,6 +2,7 @@
 //! that moves the limit on them. The algorithm in prose, why it is this one and the
 //! measurements behind its defaults are in `README.md` in this folder.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Settings of the adaptive limit of [`Throttle::adaptive`](crate::Throttle::adaptive).
@@ -135,8 +136,14 @@ pub(super) struct Sampler {
     last_at: Duration,
     /// Completions reported in all when the last sample closed.
     last_completions: u64,
-    trace: Vec<TraceSample>,
+    /// The last [`TRACE_SAMPLES`] samples, oldest first.
+    trace: VecDeque<TraceSample>,
 }
+
+/// How many samples an adaptive throttle keeps ([`crate::Throttle::trace`]): the last
+/// 16,384, 512 KiB, at least 8 s of samples at the default `sample_interval`; older ones
+/// are dropped, so a throttle that runs for hours holds no more.
+pub(super) const TRACE_SAMPLES: usize = 16_384;
 
 /// A sample closed by [`Sampler::close`].
 #[derive(Debug)]
@@ -153,7 +160,7 @@ impl Sampler {
             climber: HillClimb::new(config),
             last_at: Duration::ZERO,
             last_completions: 0,
-            trace: Vec::new(),
+            trace: VecDeque::new(),
         }
     }
 
@@ -182,7 +189,10 @@ impl Sampler {
             return None;
         }
         let throughput = counted as f64 / elapsed.as_secs_f64();
-        self.trace.push(TraceSample {
+        if self.trace.len() == TRACE_SAMPLES {
+            self.trace.pop_front();
+        }
+        self.trace.push_back(TraceSample {
             at: now,
             limit: self.climber.limit(),
             throughput,
@@ -195,9 +205,15 @@ impl Sampler {
         })
     }
 
-    /// The samples so far, oldest first.
-    pub(super) fn trace(&self) -> &[TraceSample] {
-        &self.trace
+    /// The last [`TRACE_SAMPLES`] samples, oldest first.
+    pub(super) fn trace(&self) -> Vec<TraceSample> {
+        self.trace.iter().copied().collect()
+    }
+
+    /// The samples the trace has room for without growing.
+    #[cfg(test)]
+    pub(super) fn trace_capacity(&self) -> usize {
+        self.trace.capacity()
     }
 }
 

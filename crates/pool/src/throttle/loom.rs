@@ -5,6 +5,13 @@ use super::{Patience, Throttle};
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, lock};
 use loom::thread;
 
+/// Takes a permit of a throttle of limit 1 and checks that nobody else is inside.
+fn alone_inside(throttle: &Throttle, inside: &AtomicUsize) {
+    let _guard = throttle.acquire();
+    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+    inside.fetch_sub(1, Ordering::SeqCst);
+}
+
 /// Three threads, one permit: never two inside, nobody stuck.
 #[test]
 fn loom_throttle_limit_one() {
@@ -14,18 +21,10 @@ fn loom_throttle_limit_one() {
         let threads: Vec<_> = (0..2)
             .map(|_| {
                 let (throttle, inside) = (Arc::clone(&throttle), Arc::clone(&inside));
-                thread::spawn(move || {
-                    let _guard = throttle.acquire();
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                })
+                thread::spawn(move || alone_inside(&throttle, &inside))
             })
             .collect();
-        {
-            let _guard = throttle.acquire();
-            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
-            inside.fetch_sub(1, Ordering::SeqCst);
-        }
+        alone_inside(&throttle, &inside);
         for t in threads {
             t.join().unwrap();
         }
@@ -115,7 +114,11 @@ fn loom_throttle_timed_out_request_lets_others_in() {
         let expired = Arc::new(AtomicBool::new(false));
         let many = {
             let (throttle, expired) = (Arc::clone(&throttle), Arc::clone(&expired));
-            thread::spawn(move || throttle.take(2, &Patience::UntilFlag(expired)).unwrap())
+            thread::spawn(move || {
+                throttle
+                    .take(2, &Patience::UntilFlag(expired), true)
+                    .unwrap()
+            })
         };
         let single = {
             let throttle = Arc::clone(&throttle);
@@ -123,9 +126,11 @@ fn loom_throttle_timed_out_request_lets_others_in() {
         };
         // Time out the request: set the flag and wake the waiters under the lock.
         {
-            let _permits = lock(&throttle.permits);
+            let permits = lock(&throttle.permits);
             expired.store(true, Ordering::SeqCst);
-            throttle.condvar.notify_all();
+            for waiter in &permits.queue {
+                waiter.slot.condvar.notify_one();
+            }
         }
         single.join().unwrap();
         let took_two = many.join().unwrap();
@@ -133,6 +138,60 @@ fn loom_throttle_timed_out_request_lets_others_in() {
         throttle.release();
         assert_eq!(throttle.in_use(), 0);
         assert!(!throttle.is_over_limit());
+        assert!(lock(&throttle.permits).queue.is_empty());
+    });
+}
+
+/// Two threads wait behind a held permit; one release hands it to one of them (the other
+/// is not woken for it), and its release to the other: both get in, one at a time, and
+/// nobody is left waiting or holding.
+#[test]
+fn loom_each_release_hands_its_permit_to_one_waiter() {
+    loom::model(|| {
+        let throttle = Arc::new(Throttle::new(1));
+        let inside = Arc::new(AtomicUsize::new(0));
+        throttle.acquire_permit();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (throttle, inside) = (Arc::clone(&throttle), Arc::clone(&inside));
+                thread::spawn(move || alone_inside(&throttle, &inside))
+            })
+            .collect();
+        throttle.release();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(throttle.in_use(), 0);
+        assert!(lock(&throttle.permits).queue.is_empty());
+    });
+}
+
+/// A queued async acquisition dropped while a release hands it the permit, against a
+/// blocking waiter behind it: whichever comes first, the permit reaches the blocking
+/// waiter (none is lost with the dropped future) and nothing is left queued.
+#[cfg(feature = "async")]
+#[test]
+fn loom_a_dropped_async_acquire_passes_its_place_and_permit_on() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    loom::model(|| {
+        let throttle = Arc::new(Throttle::new(1));
+        throttle.acquire_permit();
+        let mut future = Box::pin(throttle.acquire_async());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        let blocking = {
+            let throttle = Arc::clone(&throttle);
+            thread::spawn(move || drop(throttle.acquire()))
+        };
+        let releaser = {
+            let throttle = Arc::clone(&throttle);
+            thread::spawn(move || throttle.release())
+        };
+        drop(future);
+        releaser.join().unwrap();
+        blocking.join().unwrap();
+        assert_eq!(throttle.in_use(), 0);
         assert!(lock(&throttle.permits).queue.is_empty());
     });
 }

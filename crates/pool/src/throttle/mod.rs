@@ -4,7 +4,7 @@
 // unit tests are in `test.rs`, loom models in `loom.rs`.
 #![doc = include_str!("README.md")]
 
-#[cfg(all(feature = "async", not(loom)))]
+#[cfg(feature = "async")]
 mod asynchronous;
 mod climb;
 #[cfg(all(test, loom))]
@@ -14,10 +14,13 @@ mod test;
 
 pub use climb::{AdaptiveConfig, TraceSample};
 
-use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, lock, wait};
+use crate::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock, wait,
+};
 use climb::Sampler;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 /// Completions between two looks at the clock in [`Throttle::record_completions`]:
@@ -31,50 +34,119 @@ const CLOCK_CHECK_EVERY: u64 = 4;
 struct Permits {
     in_use: usize,
     limit: usize,
-    /// Waiting requests for more than one permit, oldest first (single permits do not
-    /// queue; see [`Permits::may_take`]).
-    queue: VecDeque<Request>,
-    /// Numbers the queued requests.
+    /// Set by [`Throttle::close`]: no permit is handed out any more.
+    closed: bool,
+    /// Waiting acquisitions, oldest first: permits coming free go to the front.
+    queue: VecDeque<Waiter>,
+    /// Numbers the waiters.
     next_ticket: u64,
-    /// Wakers of pending `acquire_async` futures (`asynchronous.rs`), by their number.
-    #[cfg(all(feature = "async", not(loom)))]
-    wakers: Vec<(u64, std::task::Waker)>,
 }
 
-/// A queued request for `permits` (more than one) permits.
+/// A queued acquisition of `permits` permits.
 #[derive(Debug)]
-struct Request {
+struct Waiter {
     ticket: u64,
     permits: usize,
+    /// False for a seat (a pool's worker, [`ThrottleSeat`]): holders do not give their
+    /// permits back for it (see [`Throttle::publish`]).
+    yields_seats: bool,
+    /// Where the waiter learns the outcome.
+    slot: Arc<Slot>,
+    /// A pending future's waker (`asynchronous.rs`); a blocking waiter waits on
+    /// `slot.condvar` instead.
+    waker: Option<Waker>,
+}
+
+/// What a waiter was given, written under the throttle's lock by whoever removes it from
+/// the queue (the states [`WAITING`], [`GRANTED`], [`CLOSED`]).
+#[derive(Debug)]
+struct Slot {
+    state: AtomicUsize,
+    condvar: Condvar,
+}
+
+const WAITING: usize = 0;
+const GRANTED: usize = 1;
+const CLOSED: usize = 2;
+
+impl Slot {
+    fn state(&self) -> usize {
+        // Written and read under the throttle's lock only.
+        self.state.load(Ordering::Relaxed)
+    }
 }
 
 impl Permits {
-    /// The request that goes first: the oldest queued one that fits under the limit at
-    /// all. Those asking for more than the limit wait without holding anybody up.
-    fn first(&self) -> Option<u64> {
-        self.queue
-            .iter()
-            .find(|request| request.permits <= self.limit)
-            .map(|request| request.ticket)
+    const fn new(limit: usize) -> Self {
+        Permits {
+            in_use: 0,
+            limit,
+            closed: false,
+            queue: VecDeque::new(),
+            next_ticket: 0,
+        }
     }
 
-    /// True if `n` permits may be taken now by the queued request `ticket`, or, with
-    /// `None`, by a request that is not queued: they must fit under the limit, and no
-    /// other queued request may go first. So single permits are taken in no particular
-    /// order, but while the first queued request waits nobody else takes one: it cannot
-    /// be starved by smaller requests slipping in as permits come free.
-    fn may_take(&self, n: usize, ticket: Option<u64>) -> bool {
-        self.in_use + n <= self.limit && self.first() == ticket
+    /// True if a waiter may be handed permits now or once some come free: one asking for
+    /// no more than the limit. Those asking for more wait without holding anybody up.
+    fn fits_limit(&self, waiter: &Waiter) -> bool {
+        waiter.permits <= self.limit
     }
 
-    fn new_ticket(&mut self) -> u64 {
+    /// True if `n` permits may be taken now by an acquisition that is not queued: they fit
+    /// under the limit and no queued waiter goes first.
+    fn may_take(&self, n: usize) -> bool {
+        !self.closed
+            && self.in_use + n <= self.limit
+            && !self.queue.iter().any(|waiter| self.fits_limit(waiter))
+    }
+
+    /// Queues a waiter for `n` permits; returns its ticket and slot.
+    fn enqueue(&mut self, n: usize, yields_seats: bool, waker: Option<Waker>) -> (u64, Arc<Slot>) {
         self.next_ticket += 1;
-        self.next_ticket
+        let slot = Arc::new(Slot {
+            state: AtomicUsize::new(WAITING),
+            condvar: Condvar::new(),
+        });
+        self.queue.push_back(Waiter {
+            ticket: self.next_ticket,
+            permits: n,
+            yields_seats,
+            slot: Arc::clone(&slot),
+            waker,
+        });
+        (self.next_ticket, slot)
     }
 
+    /// Takes the waiter `ticket` out of the queue (it gave up), if it is still there.
     fn dequeue(&mut self, ticket: u64) {
-        self.queue.retain(|request| request.ticket != ticket);
+        self.queue.retain(|waiter| waiter.ticket != ticket);
     }
+
+    /// Hands permits to the queued waiters, oldest first, while the next one fits: each is
+    /// told once (its condition variable, or its waker pushed to `woken`).
+    fn grant(&mut self, woken: &mut Vec<Waker>) {
+        let mut i = 0;
+        while let Some(waiter) = self.queue.get(i) {
+            if !self.fits_limit(waiter) {
+                i += 1;
+                continue;
+            }
+            if self.in_use + waiter.permits > self.limit {
+                break;
+            }
+            let waiter = self.queue.remove(i).expect("the waiter just looked at");
+            self.in_use += waiter.permits;
+            settle(waiter, GRANTED, woken);
+        }
+    }
+}
+
+/// Tells a waiter taken out of the queue its outcome.
+fn settle(waiter: Waiter, state: usize, woken: &mut Vec<Waker>) {
+    waiter.slot.state.store(state, Ordering::Relaxed);
+    waiter.slot.condvar.notify_one();
+    woken.extend(waiter.waker);
 }
 
 /// How long an acquisition waits for its permits.
@@ -124,26 +196,30 @@ impl Patience {
     }
 }
 
-/// An acquisition of several permits that can never succeed.
+/// Why an acquisition that waits got no permits.
 ///
 /// ```
-/// use coretune_pool::{AcquireError, Throttle};
-/// let throttle = Throttle::new(2);
+/// use coretune_pool::{AcquireError, AdaptiveConfig, Throttle};
+/// let throttle = Throttle::adaptive(AdaptiveConfig { max: 2, ..AdaptiveConfig::default() });
 /// let error = throttle.acquire_many(3).unwrap_err();
 /// assert_eq!(error, AcquireError::TooMany { requested: 3, max: 2 });
 /// assert_eq!(error.to_string(), "3 permits asked for, but the throttle's limit can reach at most 2");
+/// throttle.close();
+/// assert_eq!(throttle.acquire_many(1).unwrap_err(), AcquireError::Closed);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AcquireError {
-    /// More permits were asked for than the limit can ever reach: a fixed throttle's limit
-    /// at the call, or an adaptive throttle's [`AdaptiveConfig::max`].
+    /// More permits were asked for than the limit can ever reach: an adaptive throttle's
+    /// [`AdaptiveConfig::max`], or [`Throttle::MAX_PERMITS`].
     TooMany {
         /// The permits asked for.
         requested: usize,
         /// The most the limit can reach.
         max: usize,
     },
+    /// The throttle was closed ([`Throttle::close`]), before or while the acquisition waited.
+    Closed,
 }
 
 impl std::fmt::Display for AcquireError {
@@ -153,11 +229,66 @@ impl std::fmt::Display for AcquireError {
                 f,
                 "{requested} permits asked for, but the throttle's limit can reach at most {max}"
             ),
+            AcquireError::Closed => f.write_str("the throttle is closed"),
         }
     }
 }
 
 impl std::error::Error for AcquireError {}
+
+/// Why an acquisition that does not wait (`try_acquire*`) got no permits.
+///
+/// ```
+/// use coretune_pool::{Throttle, TryAcquireError};
+/// let throttle = Throttle::new(1);
+/// let _held = throttle.try_acquire()?;
+/// assert_eq!(throttle.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+/// throttle.close();
+/// assert_eq!(throttle.try_acquire().unwrap_err().to_string(), "the throttle is closed");
+/// # Ok::<(), TryAcquireError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryAcquireError {
+    /// Not enough permits are free right now, or a waiter goes first.
+    NoPermits,
+    /// The throttle was closed ([`Throttle::close`]).
+    Closed,
+    /// More permits were asked for than the limit can ever reach (see
+    /// [`AcquireError::TooMany`]).
+    TooMany {
+        /// The permits asked for.
+        requested: usize,
+        /// The most the limit can reach.
+        max: usize,
+    },
+}
+
+impl std::fmt::Display for TryAcquireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TryAcquireError::NoPermits => f.write_str("no permits available"),
+            TryAcquireError::Closed => AcquireError::Closed.fmt(f),
+            TryAcquireError::TooMany { requested, max } => AcquireError::TooMany {
+                requested: *requested,
+                max: *max,
+            }
+            .fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TryAcquireError {}
+
+impl From<AcquireError> for TryAcquireError {
+    fn from(error: AcquireError) -> Self {
+        match error {
+            AcquireError::TooMany { requested, max } => TryAcquireError::TooMany { requested, max },
+            AcquireError::Closed => TryAcquireError::Closed,
+        }
+    }
+}
+
 /// A counting semaphore: at most [`Throttle::limit`] holders of a permit at once, with a
 /// fixed limit ([`Throttle::new`]) or one that follows measured throughput
 /// ([`Throttle::adaptive`]).
@@ -168,29 +299,33 @@ impl std::error::Error for AcquireError {}
 /// let throttle = Throttle::new(2);
 /// let a = throttle.acquire();
 /// let _b = throttle.acquire();
-/// assert!(throttle.try_acquire().is_none());
+/// assert!(throttle.try_acquire().is_err());
 /// drop(a);
-/// assert!(throttle.try_acquire().is_some());
+/// assert!(throttle.try_acquire().is_ok());
 /// ```
 ///
 /// # Protocol
 ///
 /// [`Throttle::acquire`] waits while the permits held reach the limit, then takes one;
-/// dropping the [`ThrottleGuard`] gives it back and wakes a waiter. Changing the limit
-/// ([`Throttle::set_limit`]) wakes every waiter, since several may now fit. Lowering it
+/// dropping the [`ThrottleGuard`] hands it to the oldest waiter. Raising the limit
+/// ([`Throttle::set_limit`], [`Throttle::add_permits`]) hands the new permits to as many
+/// waiters as now fit. Lowering it
 /// never pre-empts: holders keep their permits, and new acquisitions wait until the
 /// permits held fell below the new limit. A permit given back by one thread
 /// happens-before the acquisition that takes it over.
 ///
-/// Single permits go to whichever waiter gets there first. A request for several
-/// ([`Throttle::acquire_many`]) queues instead, and the oldest queued request that fits
-/// under the limit goes first: while it waits nobody else takes a permit, so permits
-/// coming free one by one add up to it rather than go to smaller requests, and seats
-/// (below) give theirs back at their next unit of work. A request for more permits than
-/// the limit allows right now (an adaptive limit below it) waits without holding anybody
-/// up, until the limit is raised; one for more than the limit can ever reach fails at
-/// once ([`AcquireError`]). Waiting with a timeout ([`Throttle::acquire_timeout`]) gives
-/// up once the time is over and no permit came, and leaves the queue for the next.
+/// Waiters are served in order of arrival: permits coming free go to the oldest waiter
+/// that fits under the limit, and only as many waiters are woken as permits came free (one
+/// per released permit, not all of them). A request for several permits
+/// ([`Throttle::acquire_many`]) takes them all at once or none, and while it waits nobody
+/// behind it takes a permit, so permits coming free one by one add up to it. Seats (below)
+/// and a pool's workers give their permits back at their next unit of work while any other
+/// acquisition waits, so a busy pool does not starve threads and tasks sharing its throttle.
+/// A request for more permits than the limit allows right now (an adaptive limit below
+/// it) waits without holding anybody up, until the limit is raised; one for more than the
+/// limit can ever reach fails at once ([`AcquireError`]). Waiting with a timeout
+/// ([`Throttle::acquire_timeout`]) gives up once the time is over and no permit came, and
+/// leaves the queue to the next.
 ///
 /// # Seats
 ///
@@ -209,13 +344,15 @@ impl std::error::Error for AcquireError {}
 /// # Adaptive limit
 ///
 /// Report finished units of work with [`Throttle::record_completions`] (a pool built with
-/// the throttle reports one per finished task). An adaptive throttle turns them into
+/// the throttle reports one per finished task, and one per item its data-parallel calls
+/// work off, as each block of items is done). An adaptive throttle turns them into
 /// throughput samples, moves its limit with a hill climber described in
 /// [`AdaptiveConfig`], and keeps the samples ([`Throttle::trace`]).
 //
 // The mutex provides all ordering of the permits. Every change of `(in_use, limit, queue)`
 // also stores into `over_limit` whether holders should give a permit back (`in_use >
-// limit`, or a queued request goes first), read without the lock by seats and workers;
+// limit`, or an acquisition other than a seat waits), read without the lock by seats and
+// workers;
 // relaxed, because a stale value only delays a release by one unit of work and the permit
 // count itself only changes under the mutex.
 #[derive(Debug)]
@@ -225,16 +362,21 @@ pub struct Throttle {
     /// stored under `permits`' lock at every change, read without it.
     over_limit: AtomicBool,
     /// The most the limit can reach in adaptive mode ([`AdaptiveConfig::max`]); `None`
-    /// for a fixed limit, whose most is the limit in force.
+    /// for a fixed limit, whose most is [`Throttle::MAX_PERMITS`].
     max: Option<usize>,
     /// Nanoseconds after `start` before which no sample can be due (a hint read without
     /// the sampler's lock).
     next_sample_at: AtomicU64,
-    condvar: Condvar,
     completions: AtomicU64,
-    start: Instant,
     /// `Some` in adaptive mode.
-    sampler: Option<Mutex<Sampler>>,
+    adaptive: Option<Adaptive>,
+}
+
+/// An adaptive throttle's sampler and the instant its samples count from.
+#[derive(Debug)]
+struct Adaptive {
+    start: Instant,
+    sampler: Mutex<Sampler>,
 }
 
 /// Proof of holding permits of a [`Throttle`] (one, or as many as
@@ -254,7 +396,58 @@ pub struct ThrottleGuard<'a> {
     permits: usize,
 }
 
-impl ThrottleGuard<'_> {
+impl<'a> ThrottleGuard<'a> {
+    /// Keeps the permits for good: they are not given back, and the throttle's limit drops
+    /// by as many (as tokio's `SemaphorePermit::forget`).
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// throttle.acquire().forget();
+    /// assert_eq!((throttle.limit(), throttle.in_use()), (2, 0));
+    /// ```
+    pub fn forget(mut self) {
+        self.throttle.forget_held(std::mem::take(&mut self.permits));
+    }
+
+    /// Moves the permits of `other` into this guard.
+    ///
+    /// # Panics
+    ///
+    /// If `other` holds permits of another throttle.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// let mut one = throttle.acquire();
+    /// one.merge(throttle.acquire_many(2)?);
+    /// assert_eq!((one.num_permits(), throttle.in_use()), (3, 3));
+    /// # Ok::<(), coretune_pool::AcquireError>(())
+    /// ```
+    pub fn merge(&mut self, mut other: Self) {
+        assert!(
+            std::ptr::eq(self.throttle, other.throttle),
+            "merging permits of different throttles"
+        );
+        self.permits += std::mem::take(&mut other.permits);
+    }
+
+    /// Splits `n` of this guard's permits off into a new guard; `None` if it holds fewer.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// let mut three = throttle.acquire_many(3)?;
+    /// let one = three.split(1).expect("3 permits held");
+    /// assert_eq!((three.num_permits(), one.num_permits()), (2, 1));
+    /// assert!(three.split(5).is_none());
+    /// # Ok::<(), coretune_pool::AcquireError>(())
+    /// ```
+    pub fn split(&mut self, n: usize) -> Option<Self> {
+        self.permits = self.permits.checked_sub(n)?;
+        Some(ThrottleGuard {
+            throttle: self.throttle,
+            permits: n,
+        })
+    }
+
     /// The permits this guard holds.
     ///
     /// ```
@@ -293,6 +486,65 @@ pub struct OwnedThrottleGuard {
 }
 
 impl OwnedThrottleGuard {
+    /// Keeps the permits for good, as [`ThrottleGuard::forget`].
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(2));
+    /// throttle.acquire_owned().forget();
+    /// assert_eq!(throttle.limit(), 1);
+    /// ```
+    pub fn forget(mut self) {
+        self.throttle.forget_held(std::mem::take(&mut self.permits));
+    }
+
+    /// Moves the permits of `other` into this guard, as [`ThrottleGuard::merge`].
+    ///
+    /// # Panics
+    ///
+    /// If `other` holds permits of another throttle.
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(2));
+    /// let mut one = throttle.acquire_owned();
+    /// one.merge(throttle.acquire_owned());
+    /// assert_eq!(one.num_permits(), 2);
+    /// ```
+    pub fn merge(&mut self, mut other: Self) {
+        assert!(
+            Arc::ptr_eq(&self.throttle, &other.throttle),
+            "merging permits of different throttles"
+        );
+        self.permits += std::mem::take(&mut other.permits);
+    }
+
+    /// Splits `n` of this guard's permits off into a new guard, as
+    /// [`ThrottleGuard::split`].
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(2));
+    /// let mut two = throttle.acquire_many_owned(2)?;
+    /// assert_eq!(two.split(1).map(|one| one.num_permits()), Some(1));
+    /// # Ok::<(), coretune_pool::AcquireError>(())
+    /// ```
+    pub fn split(&mut self, n: usize) -> Option<Self> {
+        self.permits = self.permits.checked_sub(n)?;
+        Some(OwnedThrottleGuard {
+            throttle: Arc::clone(&self.throttle),
+            permits: n,
+        })
+    }
+
+    /// The throttle the permits belong to.
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(1));
+    /// let permit = throttle.acquire_owned();
+    /// assert!(std::sync::Arc::ptr_eq(permit.throttle(), &throttle));
+    /// ```
+    pub fn throttle(&self) -> &Arc<Throttle> {
+        &self.throttle
+    }
+
     /// The permits this guard holds.
     ///
     /// ```
@@ -361,7 +613,7 @@ impl ThrottleSeat<'_> {
     /// let mut seat = throttle.seat();
     /// seat.hold();
     /// seat.release();
-    /// assert!(!seat.is_held() && throttle.try_acquire().is_some());
+    /// assert!(!seat.is_held() && throttle.try_acquire().is_ok());
     /// ```
     pub fn release(&mut self) {
         if std::mem::take(&mut self.held) {
@@ -389,15 +641,78 @@ impl Drop for ThrottleSeat<'_> {
     }
 }
 
+/// `Throttle::with_limit`, a fixed throttle with `limit` permits: a `const fn` except under
+/// loom, whose types have no `const fn new`.
+macro_rules! with_limit {
+    () => {
+        #[cfg(not(loom))]
+        const fn with_limit(limit: usize) -> Self {
+            with_limit!(limit)
+        }
+
+        #[cfg(loom)]
+        fn with_limit(limit: usize) -> Self {
+            with_limit!(limit)
+        }
+    };
+    ($limit:ident) => {
+        Throttle {
+            permits: Mutex::new(Permits::new($limit)),
+            over_limit: AtomicBool::new(false),
+            max: None,
+            next_sample_at: AtomicU64::new(0),
+            completions: AtomicU64::new(0),
+            adaptive: None,
+        }
+    };
+}
+
 impl Throttle {
-    /// A throttle with a fixed limit (a `limit` of 0 is raised to 1).
+    /// How many samples an adaptive throttle keeps in its [`Throttle::trace`]: 16,384
+    /// (512 KiB), at least 8 s at the default [`AdaptiveConfig::sample_interval`].
+    pub const TRACE_SAMPLES: usize = climb::TRACE_SAMPLES;
+
+    /// The most permits a throttle can have (as `tokio::sync::Semaphore::MAX_PERMITS`).
+    pub const MAX_PERMITS: usize = usize::MAX >> 3;
+
+    /// A throttle with a fixed limit. A `limit` of 0 is a closed gate: nobody gets in
+    /// until [`Throttle::add_permits`] or [`Throttle::set_limit`] raises it.
+    ///
+    /// # Panics
+    ///
+    /// If `limit` is above [`Throttle::MAX_PERMITS`].
     ///
     /// ```
-    /// assert_eq!(coretune_pool::Throttle::new(3).limit(), 3);
-    /// assert_eq!(coretune_pool::Throttle::new(0).limit(), 1);
+    /// use coretune_pool::{Throttle, TryAcquireError};
+    /// assert_eq!(Throttle::new(3).limit(), 3);
+    /// let gate = Throttle::new(0);
+    /// assert_eq!(gate.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+    /// gate.add_permits(1);
+    /// assert!(gate.try_acquire().is_ok());
     /// ```
     pub fn new(limit: usize) -> Self {
-        Self::with_sampler(limit.max(1), None)
+        assert!(
+            limit <= Self::MAX_PERMITS,
+            "a throttle has at most Throttle::MAX_PERMITS permits"
+        );
+        Self::with_limit(limit)
+    }
+
+    /// [`Throttle::new`] in a constant expression, for a `static` throttle.
+    ///
+    /// ```
+    /// use coretune_pool::Throttle;
+    /// static CONNECTIONS: Throttle = Throttle::const_new(2);
+    /// let _one = CONNECTIONS.acquire();
+    /// assert_eq!(CONNECTIONS.available_permits(), 1);
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn const_new(limit: usize) -> Self {
+        assert!(
+            limit <= Self::MAX_PERMITS,
+            "a throttle has at most Throttle::MAX_PERMITS permits"
+        );
+        Self::with_limit(limit)
     }
 
     /// A throttle whose limit follows measured throughput, moved by a hill climber with
@@ -410,34 +725,23 @@ impl Throttle {
     /// ```
     pub fn adaptive(config: AdaptiveConfig) -> Self {
         let sampler = Sampler::new(config);
-        let limit = sampler.limit();
-        let max = sampler.max_limit();
-        let mut throttle = Self::with_sampler(limit, Some(Mutex::new(sampler)));
-        throttle.max = Some(max);
+        let mut throttle = Self::with_limit(sampler.limit());
+        throttle.max = Some(sampler.max_limit());
+        throttle.adaptive = Some(Adaptive {
+            start: Instant::now(),
+            sampler: Mutex::new(sampler),
+        });
         throttle
     }
 
-    fn with_sampler(limit: usize, sampler: Option<Mutex<Sampler>>) -> Self {
-        Throttle {
-            permits: Mutex::new(Permits {
-                in_use: 0,
-                limit,
-                queue: VecDeque::new(),
-                next_ticket: 0,
-                #[cfg(all(feature = "async", not(loom)))]
-                wakers: Vec::new(),
-            }),
-            over_limit: AtomicBool::new(false),
-            max: None,
-            next_sample_at: AtomicU64::new(0),
-            condvar: Condvar::new(),
-            completions: AtomicU64::new(0),
-            start: Instant::now(),
-            sampler,
-        }
-    }
+    with_limit!();
 
     /// Waits for a permit.
+    ///
+    /// # Panics
+    ///
+    /// If the throttle is closed ([`Throttle::close`]); [`Throttle::acquire_many`]`(1)`
+    /// returns the error instead.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(2);
@@ -451,25 +755,30 @@ impl Throttle {
     /// });
     /// ```
     pub fn acquire(&self) -> ThrottleGuard<'_> {
-        self.guard(1, &Patience::Forever)
-            .ok()
-            .flatten()
-            .expect("one permit fits any limit, and waiting as long as it takes gets it")
+        match self.acquire_many(1) {
+            Ok(guard) => guard,
+            Err(error) => panic!("Throttle::acquire: {error}"),
+        }
     }
 
-    /// Takes a permit if one is free right now (and no request for several permits
-    /// waits to go first); never blocks.
+    /// Takes a permit if one is free right now and nobody waits to go first; never blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::NoPermits`] if none is free, [`TryAcquireError::Closed`] if the
+    /// throttle is closed.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(1);
     /// let held = throttle.try_acquire();
-    /// assert!(held.is_some() && throttle.try_acquire().is_none());
+    /// assert!(held.is_ok() && throttle.try_acquire().is_err());
     /// ```
-    pub fn try_acquire(&self) -> Option<ThrottleGuard<'_>> {
-        self.guard(1, &Patience::Never).ok().flatten()
+    pub fn try_acquire(&self) -> Result<ThrottleGuard<'_>, TryAcquireError> {
+        self.try_acquire_many(1)
     }
 
-    /// Waits at most `timeout` for a permit; `None` if none came in that time.
+    /// Waits at most `timeout` for a permit; `None` if none came in that time or the
+    /// throttle is closed.
     ///
     /// ```
     /// use std::time::Duration;
@@ -486,10 +795,10 @@ impl Throttle {
     }
 
     /// Waits for `n` permits at once and holds them in one guard; `n = 0` gives a guard
-    /// of no permits at once. The request queues: the oldest queued request that fits
-    /// under the limit goes before any other acquisition, so single permits coming free
-    /// add up to it rather than go to newer requests, and seats give theirs back at their
-    /// next unit of work (see ["Protocol"](Throttle#protocol)). While an adaptive limit
+    /// of no permits at once. Waiters are served in order (see
+    /// ["Protocol"](Throttle#protocol)): single permits coming free add up to this request
+    /// rather than go to newer ones, and seats give theirs back at their next unit of
+    /// work. While an adaptive limit
     /// is below `n` the request waits without holding anybody up, until the climber raises
     /// the limit to `n` again; the climber moves only on samples, which close only as
     /// completions are reported ([`Throttle::record_completions`], [`Throttle::sample`]),
@@ -498,10 +807,10 @@ impl Throttle {
     /// # Errors
     ///
     /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach:
-    /// a fixed throttle's limit at the call, or an adaptive throttle's
-    /// [`AdaptiveConfig::max`]. (A fixed limit lowered below `n` by
-    /// [`Throttle::set_limit`] while the request waits keeps it waiting until the limit
-    /// is raised again.)
+    /// an adaptive throttle's [`AdaptiveConfig::max`], or [`Throttle::MAX_PERMITS`] (a
+    /// fixed limit below `n` keeps the request waiting until [`Throttle::add_permits`] or
+    /// [`Throttle::set_limit`] raises it); [`AcquireError::Closed`] if the throttle is
+    /// closed before the permits came.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(4);
@@ -512,7 +821,6 @@ impl Throttle {
     ///     assert_eq!((all.num_permits(), throttle.in_use()), (4, 4));
     ///     Ok::<(), coretune_pool::AcquireError>(())
     /// })?;
-    /// assert!(throttle.acquire_many(5).is_err()); // a fixed limit of 4 never allows 5
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_many(&self, n: usize) -> Result<ThrottleGuard<'_>, AcquireError> {
@@ -520,23 +828,25 @@ impl Throttle {
             .map(|guard| guard.expect("waiting as long as it takes ends with the permits"))
     }
 
-    /// Takes `n` permits if they are free right now (and no other request for several
-    /// waits to go first); never blocks. `Ok(None)` if they are not.
+    /// Takes `n` permits if they are free right now and nobody waits to go first; never
+    /// blocks.
     ///
     /// # Errors
     ///
-    /// [`AcquireError::TooMany`] if `n` is more than the limit can ever reach (see
-    /// [`Throttle::acquire_many`]).
+    /// [`TryAcquireError::NoPermits`] if they are not free, [`TryAcquireError::Closed`]
+    /// if the throttle is closed, [`TryAcquireError::TooMany`] if `n` is more than the
+    /// limit can ever reach (see [`Throttle::acquire_many`]).
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(3);
     /// let _one = throttle.acquire();
-    /// assert!(throttle.try_acquire_many(3)?.is_none());
-    /// assert_eq!(throttle.try_acquire_many(2)?.map(|g| g.num_permits()), Some(2));
+    /// assert!(throttle.try_acquire_many(3).is_err());
+    /// assert_eq!(throttle.try_acquire_many(2)?.num_permits(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_acquire_many(&self, n: usize) -> Result<Option<ThrottleGuard<'_>>, AcquireError> {
-        self.guard(n, &Patience::Never)
+    pub fn try_acquire_many(&self, n: usize) -> Result<ThrottleGuard<'_>, TryAcquireError> {
+        self.guard(n, &Patience::Never)?
+            .ok_or(TryAcquireError::NoPermits)
     }
 
     /// Waits at most `timeout` for `n` permits, queued as [`Throttle::acquire_many`]
@@ -545,15 +855,14 @@ impl Throttle {
     ///
     /// # Errors
     ///
-    /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach
-    /// (see [`Throttle::acquire_many`]).
+    /// As [`Throttle::acquire_many`].
     ///
     /// ```
     /// use std::time::Duration;
     /// let throttle = coretune_pool::Throttle::new(2);
     /// let _one = throttle.acquire();
     /// assert!(throttle.acquire_many_timeout(2, Duration::from_millis(10))?.is_none());
-    /// assert!(throttle.try_acquire().is_some()); // the request left the queue
+    /// assert!(throttle.try_acquire().is_ok()); // the request left the queue
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_many_timeout(
@@ -582,27 +891,54 @@ impl Throttle {
     /// assert_eq!(throttle.in_use(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the throttle is closed, as [`Throttle::acquire`].
     pub fn acquire_owned(self: &Arc<Self>) -> OwnedThrottleGuard {
-        self.owned(1, &Patience::Forever)
-            .ok()
-            .flatten()
-            .expect("one permit fits any limit, and waiting as long as it takes gets it")
+        match self.acquire_many_owned(1) {
+            Ok(guard) => guard,
+            Err(error) => panic!("Throttle::acquire_owned: {error}"),
+        }
     }
 
     /// [`Throttle::try_acquire`] with an [`OwnedThrottleGuard`]: a permit if one is free
     /// right now; never blocks.
     ///
+    /// # Errors
+    ///
+    /// As [`Throttle::try_acquire`].
+    ///
     /// ```
     /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(1));
     /// let held = throttle.try_acquire_owned();
-    /// assert!(held.is_some() && throttle.try_acquire_owned().is_none());
+    /// assert!(held.is_ok() && throttle.try_acquire_owned().is_err());
     /// ```
-    pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedThrottleGuard> {
-        self.owned(1, &Patience::Never).ok().flatten()
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedThrottleGuard, TryAcquireError> {
+        self.try_acquire_many_owned(1)
+    }
+
+    /// [`Throttle::try_acquire_many`] with an [`OwnedThrottleGuard`]; never blocks.
+    ///
+    /// # Errors
+    ///
+    /// As [`Throttle::try_acquire_many`].
+    ///
+    /// ```
+    /// let throttle = std::sync::Arc::new(coretune_pool::Throttle::new(3));
+    /// assert_eq!(throttle.try_acquire_many_owned(2)?.num_permits(), 2);
+    /// # Ok::<(), coretune_pool::TryAcquireError>(())
+    /// ```
+    pub fn try_acquire_many_owned(
+        self: &Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedThrottleGuard, TryAcquireError> {
+        self.owned(n, &Patience::Never)?
+            .ok_or(TryAcquireError::NoPermits)
     }
 
     /// [`Throttle::acquire_timeout`] with an [`OwnedThrottleGuard`]: waits at most
-    /// `timeout` for a permit; `None` if none came in that time.
+    /// `timeout` for a permit; `None` if none came in that time or the throttle is closed.
     ///
     /// ```
     /// use std::time::Duration;
@@ -623,8 +959,7 @@ impl Throttle {
     ///
     /// # Errors
     ///
-    /// [`AcquireError::TooMany`], at once, if `n` is more than the limit can ever reach
-    /// (see [`Throttle::acquire_many`]).
+    /// As [`Throttle::acquire_many`].
     ///
     /// ```
     /// use std::sync::Arc;
@@ -648,7 +983,7 @@ impl Throttle {
         n: usize,
         patience: &Patience,
     ) -> Result<Option<ThrottleGuard<'_>>, AcquireError> {
-        let taken = n == 0 || self.take(n, patience)?;
+        let taken = n == 0 || self.take(n, patience, true)?;
         Ok(taken.then(|| ThrottleGuard {
             throttle: self,
             permits: n,
@@ -661,96 +996,107 @@ impl Throttle {
         n: usize,
         patience: &Patience,
     ) -> Result<Option<OwnedThrottleGuard>, AcquireError> {
-        let taken = n == 0 || self.take(n, patience)?;
+        let taken = n == 0 || self.take(n, patience, true)?;
         Ok(taken.then(|| OwnedThrottleGuard {
             throttle: Arc::clone(self),
             permits: n,
         }))
     }
 
-    /// Waits for a permit without a guard; pair with [`Throttle::release`]. Used by the
-    /// pool, whose workers hold a permit across many tasks.
+    /// Waits for a permit as a seat, without a guard; pair with [`Throttle::release`].
+    /// Used by the pool, whose workers hold a permit across many tasks. A seat waiting
+    /// does not make other seats give their permits back, and a closed throttle no longer
+    /// limits seats (the pool's work goes on).
     pub(crate) fn acquire_permit(&self) {
-        let taken = self.take(1, &Patience::Forever);
+        let taken = self.take(1, &Patience::Forever, false);
         debug_assert!(
             matches!(taken, Ok(true)),
-            "one permit, waiting as long as it takes"
+            "one permit for a seat, waiting as long as it takes"
         );
+    }
+
+    /// Takes `n` permits at once without waiting if the state allows: `Ok(true)` if taken,
+    /// `Ok(false)` if the acquisition must wait. `seat`: see [`Throttle::acquire_permit`].
+    fn take_now(&self, permits: &mut Permits, n: usize, seat: bool) -> Result<bool, AcquireError> {
+        if permits.closed {
+            if !seat {
+                return Err(AcquireError::Closed);
+            }
+            permits.in_use += n;
+            self.publish(permits);
+            return Ok(true);
+        }
+        let max = self.max.unwrap_or(Self::MAX_PERMITS);
+        if n > max {
+            return Err(AcquireError::TooMany { requested: n, max });
+        }
+        if !permits.may_take(n) {
+            return Ok(false);
+        }
+        permits.in_use += n;
+        self.publish(permits);
+        Ok(true)
     }
 
     /// Takes `n` permits (at least 1), waiting as `patience` allows: the protocol of
     /// [`Throttle`]'s docs ("Protocol"). `Ok(false)` if it ran out of patience first.
-    fn take(&self, n: usize, patience: &Patience) -> Result<bool, AcquireError> {
+    /// `yields_seats`: false for a seat (see [`Throttle::acquire_permit`]).
+    fn take(
+        &self,
+        n: usize,
+        patience: &Patience,
+        yields_seats: bool,
+    ) -> Result<bool, AcquireError> {
         let mut permits = lock(&self.permits);
-        let max = self.max.unwrap_or(permits.limit);
-        if n > max {
-            return Err(AcquireError::TooMany { requested: n, max });
+        if self.take_now(&mut permits, n, !yields_seats)? {
+            return Ok(true);
         }
-        // Requests for several permits queue (see `Permits::may_take`); single ones do not.
-        let mut ticket = None;
+        if patience.left().is_none() {
+            return Ok(false);
+        }
+        let (ticket, slot) = permits.enqueue(n, yields_seats, None);
+        self.publish(&permits); // holders give permits back for it
         loop {
-            if permits.may_take(n, ticket) {
-                permits.in_use += n;
-                match ticket {
-                    Some(ticket) => {
-                        permits.dequeue(ticket);
-                        self.wake(permits, false); // the next request, or single permits, may go
-                    }
-                    None => self.publish(&permits),
-                }
-                return Ok(true);
+            match slot.state() {
+                GRANTED => return Ok(true),
+                CLOSED => return Err(AcquireError::Closed),
+                _ => {}
             }
             let Some(next) = patience.left() else {
-                if let Some(ticket) = ticket {
-                    permits.dequeue(ticket);
-                    self.wake(permits, false); // those this request held up may go
-                }
+                permits.dequeue(ticket);
+                self.settle_queue(permits); // those it held up may go
                 return Ok(false);
             };
-            if n > 1 && ticket.is_none() {
-                let new = permits.new_ticket();
-                permits.queue.push_back(Request {
-                    ticket: new,
-                    permits: n,
-                });
-                ticket = Some(new);
-                self.publish(&permits); // holders give permits back for it
-            }
             permits = match next {
-                Wait::Forever => wait(&self.condvar, permits),
-                Wait::For(timeout) => wait_timeout(&self.condvar, permits, timeout),
+                Wait::Forever => wait(&slot.condvar, permits),
+                Wait::For(timeout) => wait_timeout(&slot.condvar, permits, timeout),
             };
         }
     }
 
     /// Stores whether holders should give a permit back (under the lock): more are held
-    /// than the limit allows, or a queued request goes first (see [`Permits::may_take`]).
+    /// than the limit allows, or an acquisition other than a seat waits for permits it
+    /// could get.
     fn publish(&self, permits: &Permits) {
-        let give_back = permits.in_use > permits.limit || permits.first().is_some();
+        // A closed throttle no longer limits seats: nothing to give back.
+        let give_back = !permits.closed
+            && (permits.in_use > permits.limit
+                || permits
+                    .queue
+                    .iter()
+                    .any(|waiter| waiter.yields_seats && permits.fits_limit(waiter)));
         self.over_limit.store(give_back, Ordering::Relaxed);
     }
 
-    /// After a change of `permits` that may let waiters in: publishes the flag, wakes the
-    /// waiters if anybody fits under the limit, and unlocks. `one`: a single permit came
-    /// free and no request queues, so waking one waiter will do (it takes the permit, or
-    /// somebody else did, whose release wakes the next); otherwise all wake and look.
-    ///
-    /// Pending futures are all woken whenever anybody fits: each polls again and takes a
-    /// permit or registers anew, so a future dropped after its wake-up swallows none.
-    fn wake(&self, permits: MutexGuard<'_, Permits>, one: bool) {
+    /// After a change of `permits` that may let waiters in: hands permits to the waiters
+    /// that fit, oldest first, publishes the flag, unlocks and wakes the futures among
+    /// them (blocking waiters were notified under the lock).
+    fn settle_queue(&self, mut permits: MutexGuard<'_, Permits>) {
+        let mut woken = Vec::new();
+        permits.grant(&mut woken);
         self.publish(&permits);
-        if permits.in_use >= permits.limit {
-            return; // nobody fits
-        }
-        #[cfg(all(feature = "async", not(loom)))]
-        let mut permits = permits;
-        #[cfg(all(feature = "async", not(loom)))]
-        permits.wakers.drain(..).for_each(|(_, waker)| waker.wake());
-        if one && permits.queue.is_empty() {
-            self.condvar.notify_one();
-        } else {
-            self.condvar.notify_all();
-        }
+        drop(permits);
+        woken.into_iter().for_each(Waker::wake);
     }
 
     /// True if holders should give a permit back: more permits are held than the current
@@ -792,7 +1138,7 @@ impl Throttle {
         }
         let mut permits = lock(&self.permits);
         permits.in_use -= n;
-        self.wake(permits, n == 1);
+        self.settle_queue(permits);
     }
 
     /// The current limit.
@@ -818,19 +1164,133 @@ impl Throttle {
         lock(&self.permits).in_use
     }
 
-    /// Sets the limit (0 is raised to 1) and wakes the waiters that may now fit. In
-    /// adaptive mode the climber may move it again at its next decision.
+    /// Sets the limit and wakes the waiters that may now fit. A fixed limit may be 0 (a
+    /// closed gate); an adaptive one is at least 1, and the climber may move it again at its
+    /// next decision.
     ///
     /// ```
     /// let throttle = coretune_pool::Throttle::new(1);
     /// let _held = throttle.acquire();
     /// throttle.set_limit(2); // a waiter could take the second permit now
-    /// assert!(throttle.try_acquire().is_some());
+    /// assert!(throttle.try_acquire().is_ok());
     /// ```
     pub fn set_limit(&self, limit: usize) {
         let mut permits = lock(&self.permits);
-        permits.limit = limit.max(1);
-        self.wake(permits, false);
+        permits.limit = limit.max(usize::from(self.is_adaptive()));
+        self.settle_queue(permits);
+    }
+
+    /// Permits free right now: the limit less those held (0 while more are held than
+    /// the limit allows).
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// let _two = throttle.acquire_many(2)?;
+    /// assert_eq!(throttle.available_permits(), 1);
+    /// # Ok::<(), coretune_pool::AcquireError>(())
+    /// ```
+    pub fn available_permits(&self) -> usize {
+        let permits = lock(&self.permits);
+        permits.limit.saturating_sub(permits.in_use)
+    }
+
+    /// Raises the limit by `n` and hands the new permits to the waiters, oldest first. An
+    /// adaptive limit stays at most [`AdaptiveConfig::max`], and the climber may move it
+    /// again at its next decision.
+    ///
+    /// # Panics
+    ///
+    /// If the limit would go above [`Throttle::MAX_PERMITS`].
+    ///
+    /// ```
+    /// let gate = coretune_pool::Throttle::new(0); // closed until permits are added
+    /// std::thread::scope(|s| {
+    ///     let waiter = s.spawn(|| gate.acquire().num_permits());
+    ///     gate.add_permits(1);
+    ///     assert_eq!(waiter.join().unwrap(), 1);
+    /// });
+    /// ```
+    pub fn add_permits(&self, n: usize) {
+        let mut permits = lock(&self.permits);
+        let limit = permits
+            .limit
+            .checked_add(n)
+            .filter(|&limit| limit <= Self::MAX_PERMITS)
+            .expect("a throttle has at most Throttle::MAX_PERMITS permits");
+        permits.limit = self.max.map_or(limit, |max| limit.min(max));
+        self.settle_queue(permits);
+    }
+
+    /// Lowers the limit by up to `n` of the permits free right now (held ones are not
+    /// taken back) and returns how many it removed.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(3);
+    /// let _held = throttle.acquire();
+    /// assert_eq!(throttle.forget_permits(5), 2); // only 2 were free
+    /// assert_eq!((throttle.limit(), throttle.available_permits()), (1, 0));
+    /// ```
+    pub fn forget_permits(&self, n: usize) -> usize {
+        let mut permits = lock(&self.permits);
+        let forgotten = n.min(permits.limit.saturating_sub(permits.in_use));
+        permits.limit -= forgotten;
+        self.publish(&permits);
+        forgotten
+    }
+
+    /// Closes the throttle: every waiting acquisition fails with [`AcquireError::Closed`],
+    /// as does every later one (`try_` forms with [`TryAcquireError::Closed`]); permits
+    /// held stay valid and are given back as usual. A pool's workers and seats are no
+    /// longer limited by a closed throttle.
+    ///
+    /// ```
+    /// use coretune_pool::{AcquireError, Throttle};
+    /// let throttle = Throttle::new(1);
+    /// let held = throttle.acquire();
+    /// std::thread::scope(|s| {
+    ///     let waiter = s.spawn(|| throttle.acquire_many(1).map(|guard| guard.num_permits()));
+    ///     throttle.close();
+    ///     assert_eq!(waiter.join().unwrap(), Err(AcquireError::Closed));
+    /// });
+    /// assert!(throttle.is_closed());
+    /// drop(held);
+    /// ```
+    pub fn close(&self) {
+        let mut permits = lock(&self.permits);
+        permits.closed = true;
+        let mut woken = Vec::new();
+        for waiter in std::mem::take(&mut permits.queue) {
+            if waiter.yields_seats {
+                settle(waiter, CLOSED, &mut woken);
+            } else {
+                permits.in_use += waiter.permits; // a seat goes on without a limit
+                settle(waiter, GRANTED, &mut woken);
+            }
+        }
+        self.publish(&permits);
+        drop(permits);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    /// True once [`Throttle::close`] was called.
+    ///
+    /// ```
+    /// let throttle = coretune_pool::Throttle::new(1);
+    /// assert!(!throttle.is_closed());
+    /// throttle.close();
+    /// assert!(throttle.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        lock(&self.permits).closed
+    }
+
+    /// Removes `n` held permits for good: the limit and the permits held both drop by
+    /// `n` (a guard's [`forget`](ThrottleGuard::forget)).
+    fn forget_held(&self, n: usize) {
+        let mut permits = lock(&self.permits);
+        permits.in_use -= n;
+        permits.limit = permits.limit.saturating_sub(n);
+        self.publish(&permits);
     }
 
     /// True if the limit is adaptive.
@@ -839,7 +1299,7 @@ impl Throttle {
     /// assert!(!coretune_pool::Throttle::new(2).is_adaptive());
     /// ```
     pub fn is_adaptive(&self) -> bool {
-        self.sampler.is_some()
+        self.adaptive.is_some()
     }
 
     /// Reports `n` finished work items. In adaptive mode this also closes a throughput
@@ -853,7 +1313,7 @@ impl Throttle {
     /// ```
     pub fn record_completions(&self, n: u64) {
         let before = self.completions.fetch_add(n, Ordering::Relaxed);
-        if self.sampler.is_some() && before / CLOCK_CHECK_EVERY != (before + n) / CLOCK_CHECK_EVERY
+        if self.adaptive.is_some() && before / CLOCK_CHECK_EVERY != (before + n) / CLOCK_CHECK_EVERY
         {
             self.sample();
         }
@@ -890,10 +1350,10 @@ impl Throttle {
     /// assert_eq!(throttle.trace().len(), 1);
     /// ```
     pub fn sample(&self) {
-        let Some(sampler) = &self.sampler else {
+        let Some(Adaptive { start, sampler }) = &self.adaptive else {
             return;
         };
-        let now = self.start.elapsed();
+        let now = start.elapsed();
         if duration_nanos(now) < self.next_sample_at.load(Ordering::Relaxed) {
             return; // the common case: no lock, one clock read
         }
@@ -911,7 +1371,9 @@ impl Throttle {
         }
     }
 
-    /// The adaptive throttle's samples so far, oldest first (empty for a fixed limit).
+    /// The adaptive throttle's last [`Throttle::TRACE_SAMPLES`] samples, oldest first
+    /// (empty for a fixed limit): older ones are dropped, so the trace of a throttle that
+    /// runs for hours stays at most that long.
     ///
     /// ```
     /// let fixed = coretune_pool::Throttle::new(2);
@@ -919,9 +1381,9 @@ impl Throttle {
     /// assert!(fixed.trace().is_empty());
     /// ```
     pub fn trace(&self) -> Vec<TraceSample> {
-        self.sampler
+        self.adaptive
             .as_ref()
-            .map(|sampler| lock(sampler).trace().to_vec())
+            .map(|adaptive| lock(&adaptive.sampler).trace())
             .unwrap_or_default()
     }
 }

@@ -2,7 +2,7 @@
 //! noise and stalls (README.md, "Tests"), and the semaphore and its seats on real threads.
 
 use super::climb::HillClimb;
-use super::{AcquireError, AdaptiveConfig, Throttle};
+use super::{AcquireError, AdaptiveConfig, Throttle, TryAcquireError};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant};
@@ -243,7 +243,7 @@ fn a_seat_keeps_its_permit_until_the_limit_drops() {
         a.hold(); // kept: no release, no new acquisition
     }
     assert_eq!(throttle.in_use(), 2);
-    assert!(throttle.try_acquire().is_none());
+    assert!(throttle.try_acquire().is_err());
     throttle.set_limit(1);
     assert!(throttle.is_over_limit());
     // `a` gives its permit back and waits until `b` is released.
@@ -329,6 +329,32 @@ fn adaptive_throttle_records_a_trace() {
     assert!(Throttle::new(3).trace().is_empty());
 }
 
+#[test]
+fn the_trace_keeps_the_last_samples_only_however_long_the_throttle_runs() {
+    // An hour of 1 ms samples at 100 completions each, the climber moving the limit.
+    let mut sampler = super::climb::Sampler::new(config(8, 8));
+    let hour = 3_600_000u64;
+    for ms in 1..=hour {
+        sampler.close(Duration::from_millis(ms), ms * 100);
+    }
+    let trace = sampler.trace();
+    assert_eq!(trace.len(), Throttle::TRACE_SAMPLES);
+    assert!(sampler.trace_capacity() <= 2 * Throttle::TRACE_SAMPLES);
+    assert_eq!(
+        trace.last().map(|s| s.at),
+        Some(Duration::from_millis(hour))
+    );
+    assert!(trace.windows(2).all(|w| w[0].at < w[1].at));
+    assert!(
+        trace
+            .iter()
+            .map(|s| s.limit)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            > 1
+    );
+}
+
 /// Waits (polling) until `condition` holds; fails after 10 s.
 fn eventually(condition: impl Fn() -> bool) {
     let start = Instant::now();
@@ -405,13 +431,13 @@ fn a_timed_waiter_gets_a_permit_that_frees() {
 fn try_fails_at_the_limit() {
     let throttle = Arc::new(Throttle::new(2));
     let held = throttle.acquire_many(2).unwrap();
-    assert!(throttle.try_acquire().is_none());
-    assert!(throttle.try_acquire_owned().is_none());
-    assert!(throttle.try_acquire_many(1).unwrap().is_none());
+    assert!(throttle.try_acquire().is_err());
+    assert!(throttle.try_acquire_owned().is_err());
+    assert!(throttle.try_acquire_many(1).is_err());
     assert!(throttle.acquire_timeout(Duration::ZERO).is_none());
     drop(held);
     let one = throttle.try_acquire().unwrap();
-    assert!(throttle.try_acquire_many(2).unwrap().is_none());
+    assert!(throttle.try_acquire_many(2).is_err());
     let two = throttle.try_acquire_owned().unwrap();
     assert_eq!(throttle.in_use(), 2);
     drop((one, two));
@@ -423,11 +449,11 @@ fn many_permits_are_counted_and_released_together() {
     let throttle = Throttle::new(5);
     let three = throttle.acquire_many(3).unwrap();
     assert_eq!((three.num_permits(), throttle.in_use()), (3, 3));
-    assert!(throttle.try_acquire_many(3).unwrap().is_none());
-    let two = throttle.try_acquire_many(2).unwrap().unwrap();
+    assert!(throttle.try_acquire_many(3).is_err());
+    let two = throttle.try_acquire_many(2).unwrap();
     assert_eq!(throttle.in_use(), 5);
     // No permits: a guard at once, even at the limit, that releases nothing.
-    let none = throttle.try_acquire_many(0).unwrap().unwrap();
+    let none = throttle.try_acquire_many(0).unwrap();
     assert_eq!(none.num_permits(), 0);
     drop(throttle.acquire_many(0).unwrap());
     assert_eq!(throttle.in_use(), 5);
@@ -438,21 +464,30 @@ fn many_permits_are_counted_and_released_together() {
 }
 
 #[test]
-fn more_than_the_limit_can_reach_fails_at_once() {
+fn only_more_than_the_limit_can_ever_reach_fails_at_once() {
+    // A fixed limit can be raised by `add_permits`: a request above it waits.
     let fixed = Arc::new(Throttle::new(2));
     let too_many = AcquireError::TooMany {
-        requested: 3,
-        max: 2,
+        requested: Throttle::MAX_PERMITS + 1,
+        max: Throttle::MAX_PERMITS,
     };
-    assert_eq!(fixed.acquire_many(3).unwrap_err(), too_many);
-    assert_eq!(fixed.try_acquire_many(3).unwrap_err(), too_many);
-    let timeout = Duration::from_secs(60);
     assert_eq!(
-        fixed.acquire_many_timeout(3, timeout).unwrap_err(),
+        fixed.acquire_many(Throttle::MAX_PERMITS + 1).unwrap_err(),
         too_many
     );
-    assert_eq!(fixed.acquire_many_owned(3).unwrap_err(), too_many);
-    fixed.set_limit(3); // a fixed limit's most is the limit in force
+    assert_eq!(
+        fixed
+            .try_acquire_many_owned(Throttle::MAX_PERMITS + 1)
+            .unwrap_err(),
+        too_many.into()
+    );
+    assert_eq!(
+        fixed.try_acquire_many(3).unwrap_err(),
+        TryAcquireError::NoPermits
+    );
+    let short = Duration::from_millis(5);
+    assert!(fixed.acquire_many_timeout(3, short).unwrap().is_none());
+    fixed.add_permits(1);
     assert_eq!(fixed.acquire_many(3).unwrap().num_permits(), 3);
     // An adaptive limit's most is `max`, whatever the limit in force.
     let adaptive = Throttle::adaptive(config(4, 1));
@@ -587,11 +622,11 @@ fn lowering_the_limit_does_not_preempt_many_permits() {
     throttle.set_limit(1);
     assert_eq!(throttle.in_use(), 3);
     assert!(throttle.is_over_limit());
-    assert!(throttle.try_acquire().is_none());
+    assert!(throttle.try_acquire().is_err());
     drop(three);
     assert_eq!(throttle.in_use(), 0);
     assert!(!throttle.is_over_limit());
-    assert!(throttle.try_acquire().is_some());
+    assert!(throttle.try_acquire().is_ok());
 }
 
 #[test]
@@ -602,7 +637,7 @@ fn a_queued_request_holds_single_permits_up() {
         let waiter = s.spawn(|| throttle.acquire_many(2).unwrap().num_permits());
         eventually(|| throttle.is_over_limit());
         // A permit is free, but the queued request goes first.
-        assert!(throttle.try_acquire().is_none());
+        assert!(throttle.try_acquire().is_err());
         let single = s.spawn(|| drop(throttle.acquire()));
         std::thread::sleep(SETTLE);
         assert!(!single.is_finished());
@@ -712,6 +747,48 @@ fn busy_pool_workers_give_their_permits_back_to_a_queued_request() {
     drop(pool);
     assert_eq!(started.load(Ordering::SeqCst), 4000);
     assert_eq!(throttle.in_use(), 0);
+}
+
+/// A pool of 2 workers at a limit of 2, busy with 20,000 tasks of 100 µs (a queue that
+/// takes a second or more to drain), and `acquire` run beside it once the tasks started:
+/// `acquire` must be served while most of the queue is still to run, within 300 ms.
+fn outside_acquire_beside_a_busy_pool(acquire: impl FnOnce(&Arc<Throttle>)) {
+    const TASKS: usize = 20_000;
+    let throttle = Arc::new(Throttle::new(2));
+    let pool = throttled_pool(2, &throttle);
+    let started = Arc::new(AtomicUsize::new(0));
+    pool.spawn_batch((0..TASKS).map(|_| {
+        let started = Arc::clone(&started);
+        move || {
+            started.fetch_add(1, Ordering::SeqCst);
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_micros(100) {
+                std::hint::spin_loop();
+            }
+        }
+    }));
+    eventually(|| started.load(Ordering::SeqCst) > 10);
+    let start = Instant::now();
+    acquire(&throttle);
+    let waited = start.elapsed();
+    let share = started.load(Ordering::SeqCst) as f64 / TASKS as f64;
+    eprintln!(
+        "acquire waited {waited:?}, {:.1} % of the tasks started",
+        share * 100.0
+    );
+    assert!(
+        share < 0.5,
+        "served after {:.1} % of the queue ran",
+        share * 100.0
+    );
+    assert!(waited < Duration::from_millis(300), "waited {waited:?}");
+    drop(pool);
+    assert_eq!(throttle.in_use(), 0);
+}
+
+#[test]
+fn a_thread_acquiring_the_throttle_of_a_busy_pool_gets_its_turn_long_before_the_queue_drains() {
+    outside_acquire_beside_a_busy_pool(|throttle| drop(throttle.acquire()));
 }
 
 /// Counts the units of work running at once and the most ever seen.
@@ -1067,26 +1144,32 @@ mod asynchronous {
         }
     }
 
-    #[test]
-    fn async_tasks_take_turns_with_a_limit_of_one() {
-        let throttle = Arc::new(Throttle::new(1));
-        let seen = Arc::new(Concurrency::default());
+    /// Runs `tasks` tasks made by `task` on a tokio runtime of 2 threads, to the end.
+    fn on_2_runtime_threads<F>(tasks: usize, mut task: impl FnMut() -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
             .expect("a runtime of 2 threads");
         runtime.block_on(async {
-            let tasks: Vec<_> = (0..20)
-                .map(|_| {
-                    let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
-                    tokio::spawn(async move {
-                        let _permit = throttle.acquire_owned_async().await;
-                        seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.expect("the task did not panic");
+            let handles: Vec<_> = (0..tasks).map(|_| tokio::spawn(task())).collect();
+            for handle in handles {
+                handle.await.expect("the task did not panic");
+            }
+        });
+    }
+
+    #[test]
+    fn async_tasks_take_turns_with_a_limit_of_one() {
+        let throttle = Arc::new(Throttle::new(1));
+        let seen = Arc::new(Concurrency::default());
+        on_2_runtime_threads(20, || {
+            let (throttle, seen) = (Arc::clone(&throttle), Arc::clone(&seen));
+            async move {
+                let _permit = throttle.acquire_owned_async().await;
+                seen.work(); // blocks its runtime thread 100 µs: overlap if allowed
             }
         });
         assert_eq!((seen.units(), seen.peak()), (20, 1));
@@ -1094,7 +1177,7 @@ mod asynchronous {
     }
 
     #[test]
-    fn a_pending_future_is_woken_by_a_release_and_a_dropped_one_swallows_no_wake_up() {
+    fn a_release_wakes_the_oldest_future_only_and_a_dropped_one_passes_its_permit_on() {
         let throttle = Throttle::new(1);
         let held = throttle.acquire();
         let (a_waker, b_waker) = (Arc::new(Counter::default()), Arc::new(Counter::default()));
@@ -1109,19 +1192,20 @@ mod asynchronous {
         assert!(a.as_mut().poll(a_cx).is_pending());
         assert!(b.as_mut().poll(b_cx).is_pending());
         assert!(a.as_mut().poll(a_cx).is_pending()); // polled again: still one waiter
-        assert_eq!(throttle.permits.lock().unwrap().wakers.len(), 2);
+        assert_eq!(throttle.permits.lock().unwrap().queue.len(), 2);
         drop(held);
+        assert_eq!((a_waker.woken(), b_waker.woken()), (1, 0));
+        drop(a); // handed the permit, never polled again: it passes to `b`
         assert_eq!((a_waker.woken(), b_waker.woken()), (1, 1));
-        drop(a); // woken, never polled again: `b` still gets the permit
-        let Poll::Ready(permit) = b.as_mut().poll(b_cx) else {
-            panic!("a woken future finds the permit free");
+        let Poll::Ready(Ok(permit)) = b.as_mut().poll(b_cx) else {
+            panic!("a woken future was handed the permit");
         };
         assert_eq!(throttle.in_use(), 1);
-        // A future dropped while pending leaves no waker behind.
+        // A future dropped while pending leaves the queue.
         let mut c = Box::pin(throttle.acquire_async());
         assert!(c.as_mut().poll(a_cx).is_pending());
         drop(c);
-        assert!(throttle.permits.lock().unwrap().wakers.is_empty());
+        assert!(throttle.permits.lock().unwrap().queue.is_empty());
         drop(permit);
         assert_eq!(throttle.in_use(), 0);
     }
@@ -1140,11 +1224,266 @@ mod asynchronous {
         };
         let future = runtime.spawn({
             let throttle = Arc::clone(&throttle);
-            async move { throttle.acquire_owned_async().await.num_permits() }
+            async move {
+                throttle
+                    .acquire_owned_async()
+                    .await
+                    .map(|p| p.num_permits())
+            }
         });
         drop(permit); // both get it in turn
-        assert_eq!(runtime.block_on(future).expect("no panic"), 1);
+        assert_eq!(runtime.block_on(future).expect("no panic"), Ok(1));
         waiter.join().unwrap();
         assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_task_acquiring_the_throttle_of_a_busy_pool_gets_its_turn_long_before_the_queue_drains() {
+        super::outside_acquire_beside_a_busy_pool(|throttle| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("a runtime on this thread");
+            let permit = runtime.block_on(throttle.acquire_owned_async());
+            assert_eq!(permit.map(|p| p.num_permits()), Ok(1));
+        });
+    }
+
+    /// Counts the polls of the future it wraps.
+    struct Polls<'a, F> {
+        future: std::pin::Pin<Box<F>>,
+        polls: &'a AtomicUsize,
+    }
+    impl<F: std::future::Future> std::future::Future for Polls<'_, F> {
+        type Output = F::Output;
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            self.polls.fetch_add(1, Ordering::Relaxed);
+            self.future.as_mut().poll(cx)
+        }
+    }
+
+    /// The polls of the acquisitions of 1,000 tasks taking turns at a limit of 8, each
+    /// holding its permit across a yield to the executor.
+    fn polls_of_1000_tasks_at_a_limit_of_8() -> usize {
+        static POLLS: AtomicUsize = AtomicUsize::new(0);
+        POLLS.store(0, Ordering::SeqCst);
+        let throttle = Arc::new(Throttle::new(8));
+        on_2_runtime_threads(1000, || {
+            let throttle = Arc::clone(&throttle);
+            async move {
+                let future = Box::pin(throttle.acquire_owned_async());
+                let permit = Polls {
+                    future,
+                    polls: &POLLS,
+                }
+                .await;
+                tokio::task::yield_now().await;
+                drop(permit);
+            }
+        });
+        assert_eq!(throttle.in_use(), 0);
+        POLLS.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_release_wakes_one_waiter_so_1000_tasks_poll_about_twice_each() {
+        let polls = polls_of_1000_tasks_at_a_limit_of_8();
+        eprintln!("polls of 1,000 acquisitions at a limit of 8: {polls}");
+        assert!(polls <= 2 * 1000 + 100, "{polls} polls");
+    }
+}
+
+/// One test per row of the README's "Coming from tokio" table.
+mod coming_from_tokio {
+    use super::{AcquireError, Arc, Duration, Throttle, TryAcquireError};
+    use crate::sync::lock;
+
+    #[test]
+    fn new_0_is_a_closed_gate_until_permits_are_added() {
+        let gate = Throttle::new(0);
+        assert_eq!(gate.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+        assert!(gate.acquire_timeout(Duration::from_millis(5)).is_none());
+        gate.add_permits(1);
+        assert_eq!(gate.try_acquire().map(|g| g.num_permits()), Ok(1));
+    }
+
+    #[test]
+    fn const_new_builds_a_static_throttle() {
+        static THROTTLE: Throttle = Throttle::const_new(2);
+        let _one = THROTTLE.acquire();
+        assert_eq!((THROTTLE.limit(), THROTTLE.available_permits()), (2, 1));
+    }
+
+    #[test]
+    #[should_panic(expected = "MAX_PERMITS")]
+    fn more_than_max_permits_panics_as_in_tokio() {
+        let _ = Throttle::new(Throttle::MAX_PERMITS + 1);
+    }
+
+    #[test]
+    fn blocking_acquire_many_and_owned_forms_hold_their_permits() {
+        let throttle = Arc::new(Throttle::new(4));
+        let one = throttle.acquire();
+        let two = throttle.acquire_many(2).unwrap();
+        let owned = throttle.acquire_owned();
+        assert_eq!(throttle.in_use(), 4);
+        drop((one, two, owned));
+        let many = throttle.acquire_many_owned(4).unwrap();
+        assert_eq!((many.num_permits(), throttle.available_permits()), (4, 0));
+    }
+
+    #[test]
+    fn try_forms_say_why_they_failed() {
+        let throttle = Arc::new(Throttle::new(2));
+        let two = throttle.try_acquire_many(2).unwrap();
+        assert_eq!(
+            throttle.try_acquire().unwrap_err(),
+            TryAcquireError::NoPermits
+        );
+        assert_eq!(
+            throttle.try_acquire_owned().unwrap_err(),
+            TryAcquireError::NoPermits
+        );
+        assert_eq!(
+            throttle.try_acquire_many_owned(1).unwrap_err(),
+            TryAcquireError::NoPermits
+        );
+        drop(two);
+        assert_eq!(
+            throttle.try_acquire_many_owned(2).map(|g| g.num_permits()),
+            Ok(2)
+        );
+        throttle.close();
+        assert_eq!(
+            throttle.try_acquire_many(1).unwrap_err(),
+            TryAcquireError::Closed
+        );
+    }
+
+    #[test]
+    fn add_available_and_forget_permits_move_the_limit() {
+        let throttle = Throttle::new(1);
+        let _held = throttle.acquire();
+        throttle.add_permits(3);
+        assert_eq!(throttle.available_permits(), 3);
+        assert_eq!(throttle.forget_permits(5), 3); // only free permits are forgotten
+        assert_eq!((throttle.limit(), throttle.available_permits()), (1, 0));
+    }
+
+    #[test]
+    fn close_fails_waiting_and_later_acquisitions_and_keeps_held_permits() {
+        let throttle = Throttle::new(1);
+        let held = throttle.acquire();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| throttle.acquire_many(1).map(|g| g.num_permits()));
+            super::eventually(|| !lock(&throttle.permits).queue.is_empty());
+            throttle.close();
+            assert_eq!(waiter.join().unwrap(), Err(AcquireError::Closed));
+        });
+        assert!(throttle.is_closed());
+        assert_eq!(throttle.acquire_many(1).unwrap_err(), AcquireError::Closed);
+        assert_eq!(throttle.in_use(), 1);
+        drop(held);
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn a_closed_throttle_no_longer_limits_seats_or_a_pools_workers() {
+        let throttle = Arc::new(Throttle::new(1));
+        let mut first = throttle.seat();
+        first.hold();
+        throttle.close();
+        let mut second = throttle.seat();
+        second.hold(); // does not wait for `first`
+        assert_eq!(throttle.in_use(), 2);
+        assert!(!throttle.is_over_limit()); // nobody hands permits around
+        drop((first, second));
+        let pool = super::throttled_pool(2, &throttle);
+        let total = super::finishes(move || pool.sum(0..10_000, |i| i as u64));
+        assert_eq!(total, 49_995_000);
+        assert_eq!(throttle.in_use(), 0);
+    }
+
+    #[test]
+    fn guards_forget_merge_and_split_as_tokio_permits() {
+        let throttle = Arc::new(Throttle::new(4));
+        let mut guard = throttle.acquire_many(2).unwrap();
+        guard.merge(throttle.acquire());
+        let single = guard.split(1).expect("3 held");
+        assert_eq!((guard.num_permits(), single.num_permits()), (2, 1));
+        guard.forget();
+        assert_eq!((throttle.limit(), throttle.in_use()), (2, 1));
+        drop(single);
+        let mut owned = throttle.acquire_owned();
+        owned.merge(throttle.acquire_owned());
+        assert!(owned.split(3).is_none());
+        assert!(Arc::ptr_eq(owned.throttle(), &throttle));
+        owned.forget();
+        assert_eq!((throttle.limit(), throttle.in_use()), (0, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "different throttles")]
+    fn merging_guards_of_different_throttles_panics() {
+        let (a, b) = (Throttle::new(1), Throttle::new(1));
+        a.acquire().merge(b.acquire());
+    }
+
+    #[test]
+    fn too_many_is_an_error_above_an_adaptive_max() {
+        let throttle = Throttle::adaptive(super::config(2, 2));
+        let error = AcquireError::TooMany {
+            requested: 3,
+            max: 2,
+        };
+        assert_eq!(throttle.acquire_many(3).unwrap_err(), error);
+        assert_eq!(throttle.try_acquire_many(3).unwrap_err(), error.into());
+    }
+
+    #[test]
+    fn waiters_are_served_in_order_of_arrival() {
+        let throttle = Arc::new(Throttle::new(1));
+        let held = throttle.acquire();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let (waiter, order) = (Arc::clone(&throttle), Arc::clone(&order));
+                let thread = std::thread::spawn(move || {
+                    let _permit = waiter.acquire();
+                    order.lock().unwrap().push(i);
+                });
+                // Queued before the next one starts.
+                super::eventually(|| lock(&throttle.permits).queue.len() == i + 1);
+                thread
+            })
+            .collect();
+        drop(held);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+    }
+
+    /// The async rows (cargo feature `async`).
+    #[cfg(feature = "async")]
+    #[test]
+    fn async_acquisitions_of_each_form_and_closing_while_they_wait() {
+        let throttle = Arc::new(Throttle::new(3));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime on this thread");
+        runtime.block_on(async {
+            let one = throttle.acquire_async().await.unwrap();
+            let two = throttle.acquire_many_async(2).await.unwrap();
+            assert_eq!(one.num_permits() + two.num_permits(), 3);
+            drop((one, two));
+            let owned = throttle.acquire_owned_async().await.unwrap();
+            let many = throttle.acquire_many_owned_async(2).await.unwrap();
+            assert_eq!(owned.num_permits() + many.num_permits(), 3);
+            let waiting = tokio::spawn(throttle.acquire_owned_async());
+            tokio::task::yield_now().await; // it queues
+            throttle.close();
+            let outcome = waiting.await.expect("no panic");
+            assert_eq!(outcome.map(|g| g.num_permits()), Err(AcquireError::Closed));
+        });
     }
 }
