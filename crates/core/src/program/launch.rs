@@ -466,7 +466,9 @@ mod test {
 
         let dir = tempfile::tempdir().unwrap();
         let up = dir.path().join("up");
-        let cmd = shell_command(&format!("sleep 30 & touch '{}'; wait", up.display()));
+        // The file is made by the shell itself (`: >`), not by a `touch` that could still be
+        // exiting, a third member, when the file is seen (seen once).
+        let cmd = shell_command(&format!("sleep 30 & : > '{}'; wait", up.display()));
         let mut tree = Launched::start(cmd, None, Tree::Own).unwrap();
         let start = std::time::Instant::now();
         while !up.exists() && start.elapsed() < Duration::from_secs(10) {
