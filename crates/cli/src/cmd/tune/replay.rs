@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use coretune_core::Topology;
+use coretune_core::cpuset::counted;
 use coretune_core::sweep::{Cost, Pick, Replay, ReplayReport, Strategy};
 
 use super::args::SweepOptions;
@@ -58,22 +59,24 @@ fn text(r: &ReplayReport, recorded: usize) -> String {
     };
     let cost = |c: &Cost| {
         format!(
-            "{} runs of {} configurations, {:.1} s of runs",
-            c.runs, c.configs, c.summed_time_s
+            "{} of {}, {:.1} s of runs",
+            counted(c.runs, "run"),
+            counted(c.configs, "configuration"),
+            c.summed_time_s
         )
     };
     let mut s = format!(
-        "Replayed {} ({recorded} recorded runs): {strategy}, {} runs per configuration, \
-         tolerance {}%, seed {}\n",
+        "Replayed {} ({} recorded): {strategy}, {} per configuration, tolerance {}%, seed {}\n",
         r.source.display(),
-        r.runs,
+        counted(recorded, "run"),
+        counted(r.runs, "run"),
         r.tolerance_pct,
         r.seed
     );
     if r.unrecorded > 0 {
         s += &format!(
-            "  {} configurations of the grid have no recorded run (replayed as failed)\n",
-            r.unrecorded
+            "  {} of the grid without a recorded run (replayed as failed)\n",
+            counted(r.unrecorded, "configuration")
         );
     }
     s += &format!("  picks:            {}\n", pick(&r.recommendation));
