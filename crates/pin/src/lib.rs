@@ -84,7 +84,8 @@ mod runtime;
 /// library of other sources is not used.
 const STAMP: &str = concat!("coretune-pin-source:", env!("CORETUNE_PIN_SOURCE"));
 
-/// [`STAMP`]'s bytes, exported so that the linker keeps them.
+/// The stamp's bytes, `coretune-pin-source:` and the hash of the sources, exported so that the
+/// linker keeps them.
 #[unsafe(no_mangle)]
 pub static CORETUNE_PIN_SOURCE: [u8; STAMP.len()] = {
     let (from, mut out, mut i) = (STAMP.as_bytes(), [0; STAMP.len()], 0);
