@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// `coretune tune` of a shell script over threads 1, 2 and 4 (OS placement, every
-/// configuration, no warm-up), with `extra` options; the output and the folder.
+/// configuration, no warm-up, exactly 3 runs each: no deciding runs), with `extra` options;
+/// the output and the folder.
 fn sweep(tmp: &Path, name: &str, script: &str, extra: &[&str]) -> (Output, PathBuf) {
     let dir = tmp.join(name);
     let out = util::coretune()
@@ -24,7 +25,16 @@ fn sweep(tmp: &Path, name: &str, script: &str, extra: &[&str]) -> (Output, PathB
             "os",
             "--exhaustive",
         ])
-        .args(["--runs", "3", "--warmup", "0", "--quiet", "--shell"])
+        .args([
+            "--runs",
+            "3",
+            "--max-runs",
+            "3",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--shell",
+        ])
         .args(extra)
         .arg("--out")
         .arg(&dir)

@@ -79,7 +79,7 @@ fn a_real_results_folder_is_replayed() {
     let made = util::coretune()
         .args(
             "tune sum --size small --exhaustive --threads 1,2 --place os --throttle none \
-             --runs 2 --warmup 0 --quiet --out"
+             --runs 2 --max-runs 2 --warmup 0 --quiet --out"
                 .split_whitespace(),
         )
         .arg(&out)
@@ -89,10 +89,11 @@ fn a_real_results_folder_is_replayed() {
     let summary = util::summary(&out);
     let recommended = &summary["recommendation"];
     let source = out.to_str().unwrap();
-    // The folder and its runs.jsonl alone, the exhaustive replay with the sweep's own runs:
-    // the same runs, so the same recommendation as the sweep's.
+    // The folder and its runs.jsonl alone, the exhaustive replay with the sweep's own runs
+    // (no deciding runs in either: --max-runs 2): the same runs, so the same recommendation as
+    // the sweep's.
     for source in [source.to_owned(), format!("{source}/runs.jsonl")] {
-        let json = replay(&[&source, "--exhaustive", "--runs", "2"]);
+        let json = replay(&[&source, "--exhaustive", "--runs", "2", "--max-runs", "2"]);
         let config = &json["exhaustive"]["config"];
         assert_eq!(config["threads"], recommended["threads"], "{json}");
         assert_eq!(config["place"], recommended["place"], "{json}");

@@ -24,6 +24,8 @@ fn builtin_sweep_writes_every_file_and_a_valid_summary() {
             "os,spread",
             "--runs",
             "2",
+            "--max-runs",
+            "2",
             "--warmup",
             "1",
             "--exhaustive",
@@ -193,7 +195,8 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
 
 /// Starts a sweep of 4 configurations × 3 runs of a 0.15 s sleep, lets it finish a few runs,
 /// kills it with `signal` (`-KILL` as `Child::kill` does it, which is TerminateProcess on
-/// Windows), resumes it, and checks that every configuration has exactly 3 runs.
+/// Windows), resumes it, and checks that every configuration has exactly 3 runs (no deciding
+/// runs: `--max-runs 3`; resuming those is the engine's test's).
 fn kill_and_resume(signal: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sweep");
@@ -205,6 +208,8 @@ fn kill_and_resume(signal: &str) {
             "--place",
             "os",
             "--runs",
+            "3",
+            "--max-runs",
             "3",
             "--warmup",
             "0",

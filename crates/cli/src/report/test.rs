@@ -106,6 +106,7 @@ fn fixed_report() -> SweepReport {
         warmup: 0,
         min_time: Duration::ZERO,
         tolerance: 0.03,
+        max_runs: 0,
         objectives: Vec::new(),
         ignore_failure: false,
     };

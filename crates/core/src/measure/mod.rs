@@ -23,3 +23,4 @@ pub use probe::{
 pub use stats::{Summary, UslFit};
 
 pub(crate) use probe::seconds;
+pub(crate) use stats::OUTLIER_Z;

@@ -211,6 +211,7 @@ mod test {
             warmup: 1,
             min_time: Duration::ZERO,
             tolerance: 0.03,
+            max_runs: 0,
             objectives: Vec::new(),
             ignore_failure: false,
         }

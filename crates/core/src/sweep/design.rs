@@ -26,6 +26,14 @@ pub struct Design {
     pub min_time: Duration,
     /// Relative difference under which configurations tie (0.03 = 3%).
     pub tolerance: f64,
+    /// `tune --max-runs`: the most measured runs a configuration gets when the simplest
+    /// configuration that ties with the fastest ties only through overlapping intervals while
+    /// their medians differ by more than the tolerance: both are measured further, one run each
+    /// in turn, until the difference is beyond noise or within the tolerance, or one has this
+    /// many runs (the engine's deciding stage, `search::undecided`). No more runs when it is at
+    /// most `runs` (absent = 0: sweeps from before the option).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_runs: usize,
     /// What the search, statistics and recommendation optimise, the first foremost
     /// (`--objective`; absent = wall time alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -42,6 +50,16 @@ pub struct Design {
 /// run-to-run spread of a quiet machine); `tune --tolerance`, `compare --threshold`, `bench`
 /// and a fleet report whose sweeps say nothing use it.
 pub const DEFAULT_TOLERANCE_PCT: f64 = 3.0;
+
+/// `tune --max-runs` when none is given: with 10 runs the 95% interval of a median is about
+/// the 2nd to the 9th smallest run (no longer the min..max of 3 runs), so one slow run no
+/// longer decides, and a pair that needs all of them costs at most 14 runs more than 3 each.
+pub const DEFAULT_MAX_RUNS: usize = 10;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 
 impl Design {
     /// One configuration, measured `runs` times after `warmup` warm-up runs, no minimum time:
@@ -61,9 +79,17 @@ impl Design {
             warmup,
             min_time: Duration::ZERO,
             tolerance: DEFAULT_TOLERANCE_PCT / 100.0,
+            max_runs: 0,
             objectives: Vec::new(),
             ignore_failure: false,
         }
+    }
+
+    /// The runs every configuration gets before deciding runs, when this design makes them
+    /// ([`Design::max_runs`] above `runs`, no minimum time): what the recommendation's reason
+    /// compares run counts with.
+    pub(crate) fn deciding_base(&self) -> Option<usize> {
+        (self.max_runs > self.runs && self.min_time.is_zero()).then_some(self.runs)
     }
 
     /// The objectives: when none was named, wall time, or the throughput of all instances

@@ -1,6 +1,10 @@
 //! The engine: [`Sweep::execute`] runs a [`Design`](super::design::Design) in stages and rounds,
 //! logging every run ([`Progress`] after each), and the questions asked of a log (complete?
 //! how many runs planned? which configurations are out of the running?).
+//!
+//! After the search's stages come the deciding stages (`Design::max_runs`): each measures the
+//! two configurations `search::undecided` names once more, in a fixed order, so that their runs
+//! alternate; every stage is decided from the log alone, so a resumed sweep continues them.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -209,21 +213,26 @@ pub(crate) fn is_complete(plan: &Design, lines: &[RunLine]) -> bool {
 /// How many measured runs the whole sweep makes, given the runs `lines` made so far, when the
 /// plan says so before the results are in: an exhaustive plan without a minimum time (each
 /// configuration of the grid gets its runs, or those it made before a failure put it out).
-/// `None` when the search or `--min-time` decides it from the results.
+/// `None` when the search or `--min-time` decides it from the results, and once deciding runs
+/// (`Design::max_runs`) have begun: how many more the tie needs is not known. The runs planned
+/// before them do not count the deciding runs a tie may need at the end.
 pub(crate) fn planned_runs(plan: &Design, lines: &[RunLine]) -> Option<usize> {
     if plan.strategy != Strategy::Exhaustive || !plan.min_time.is_zero() {
         return None;
     }
+    let made = |c: &Config| lines.iter().filter(|l| &l.config == c && !l.warmup).count();
+    let configs = plan.grid.configs();
+    if configs.iter().any(|c| made(c) > plan.runs) {
+        return None;
+    }
     Some(
-        plan.grid
-            .configs()
+        configs
             .iter()
             .map(|c| {
-                let made = lines.iter().filter(|l| &l.config == c && !l.warmup).count();
                 if is_out(lines, c, plan.ignore_failure) {
-                    made
+                    made(c)
                 } else {
-                    made.max(plan.runs)
+                    made(c).max(plan.runs)
                 }
             })
             .sum(),
@@ -272,6 +281,25 @@ pub(crate) fn estimates(
         .into_iter()
         .filter_map(|(c, v)| Some((c, objective.estimate(&Summary::of(&v)?))))
         .collect()
+}
+
+/// The two configurations a deciding stage measures once more each (`search::undecided`), when
+/// `plan` allows more runs ([`Design::max_runs`]) and both are in the running with fewer
+/// measured runs than that; `None` otherwise (the sweep is complete).
+fn undecided_pair(
+    plan: &Design,
+    lines: &[RunLine],
+    measured: &BTreeMap<Config, Estimate>,
+) -> Option<Vec<Config>> {
+    if plan.max_runs <= plan.runs {
+        return None;
+    }
+    let (a, b) = search::undecided(measured, plan.tolerance)?;
+    let open = |c: &Config| {
+        !is_out(lines, c, plan.ignore_failure)
+            && lines.iter().filter(|l| &l.config == c && !l.warmup).count() < plan.max_runs
+    };
+    (open(&a) && open(&b)).then(|| vec![a, b])
 }
 
 /// Shuffles `v` with a seeded splitmix64 Fisher–Yates (a fixed order for a given seed, so a
@@ -335,10 +363,28 @@ pub(crate) fn execute(
                 configs.push(c.clone());
             }
         }
-        if configs.is_empty() {
-            return Ok(());
+        // The deciding stage: the search is done, but the recommendation would be decided by
+        // intervals too wide to tell (`search::undecided`): one more run of each of the two.
+        let deciding = configs.is_empty();
+        if deciding {
+            match undecided_pair(plan, log.lines(), &measured) {
+                Some(pair) => configs = pair,
+                None => return Ok(()),
+            }
         }
         configs.sort();
+        // A deciding stage gives each of the two one run more, or (resumed after only the
+        // first of a pair ran) the other the run it lacks: the pair stays in step.
+        let want = if deciding {
+            let made: Vec<usize> = configs
+                .iter()
+                .map(|c| count(log.lines(), c, false))
+                .collect();
+            let most = made.iter().copied().max().unwrap_or(0);
+            most + usize::from(made.iter().all(|&n| n == most))
+        } else {
+            0
+        };
         for round in 0.. {
             let needs = |lines: &[RunLine], c: &Config| -> Option<bool> {
                 if is_out(lines, c, plan.ignore_failure) {
@@ -353,7 +399,7 @@ pub(crate) fn execute(
                     .collect();
                 let n = measured.len();
                 let time: f64 = measured.iter().filter_map(|l| l.wall_s()).sum();
-                (n < plan.runs || (time < plan.min_time.as_secs_f64() && n < max_runs))
+                (n < plan.runs || (time < plan.min_time.as_secs_f64() && n < max_runs) || n < want)
                     .then_some(false)
             };
             let mut todo: Vec<(Config, bool)> = configs
@@ -368,7 +414,10 @@ pub(crate) fn execute(
                 }
                 break;
             }
-            shuffle(&mut todo, (stage as u64) << 32 | round as u64);
+            // A deciding stage's two runs keep one order (A, B, A, B…): interleaved alike.
+            if !deciding {
+                shuffle(&mut todo, (stage as u64) << 32 | round as u64);
+            }
             let total = todo.len();
             for (i, (config, warmup)) in todo.into_iter().enumerate() {
                 if stop() {

@@ -11,6 +11,12 @@
 //! throttle ([`Config::simplicity_key`]). The reason is one or two sentences built from the
 //! measurements: how the choice compares with the fastest, what pinning and CPU exclusion were
 //! worth, and what the counters say about oversubscription.
+//!
+//! A tie only through overlapping intervals while the medians differ by more than the tolerance
+//! is not left to 3 runs: the engine measures the two further (`Design::max_runs`, the deciding
+//! stage), and the reason names the configurations that got more runs and how many. Statistical
+//! outliers of the choice and of the fastest (modified z-score above 3.5, hyperfine's warning)
+//! are a warning naming the configuration, since one far run widens an interval.
 
 use serde::{Deserialize, Serialize};
 
@@ -93,15 +99,20 @@ pub fn recommend(
         tolerance,
         objectives,
         &pareto(summaries, objectives),
+        None,
     )
 }
 
-/// [`recommend`] with the Pareto front of `objectives` already found (the report model has it).
+/// [`recommend`] with the Pareto front of `objectives` already found (the report model has it)
+/// and, when the sweep measured undecided ties further (`Design::max_runs`), the runs every
+/// configuration got first (`runs`): the reason then names the configurations measured further
+/// and their runs.
 pub(crate) fn recommend_on(
     summaries: &[ConfigSummary],
     tolerance: f64,
     objectives: &[Objective],
     front: &[Config],
+    runs: Option<usize>,
 ) -> Option<Recommendation> {
     let time = Objective::time();
     let objective = objectives.first().unwrap_or(&time);
@@ -186,6 +197,40 @@ pub(crate) fn recommend_on(
             pct(best.median, chosen_est.median),
             chosen.config,
         ));
+    }
+    // The runs that decided it, when configurations were measured further than the others.
+    if let Some(base) = runs {
+        let (named, others): (Vec<&ConfigSummary>, Vec<&ConfigSummary>) = measured
+            .iter()
+            .map(|(s, _)| *s)
+            .filter(|s| s.runs > base)
+            .partition(|s| s.config == chosen.config || s.config == fastest.config);
+        // A few are all named; of many (ties that ended one after another), the two compared.
+        let (named, others) = if named.len() + others.len() <= 3 {
+            let mut all = named;
+            all.extend(others);
+            all.sort_by(|a, b| a.config.cmp(&b.config));
+            (all, Vec::new())
+        } else {
+            (named, others)
+        };
+        let named: Vec<String> = named
+            .iter()
+            .map(|s| format!("{} ({} runs)", s.config, s.runs))
+            .collect();
+        let others = match others.len() {
+            0 => String::new(),
+            n => format!(
+                "; {} got more runs on the way",
+                crate::sys::counted(n, "other configuration")
+            ),
+        };
+        if !named.is_empty() {
+            reason.push(format!(
+                "Decided by more runs where {base} could not tell: {}{others}.",
+                named.join(", ")
+            ));
+        }
     }
     // The other objectives, stated, and whether the choice is on their Pareto front.
     if objectives.len() >= 2 {
@@ -338,6 +383,29 @@ pub(crate) fn recommend_on(
                 } else {
                     format!("its {} values", objective.name())
                 }
+            ));
+        }
+    }
+    // Outliers of the choice and of the fastest (hyperfine's warning, with the configuration
+    // named): one far run widens an interval and can make a slower configuration tie.
+    let pair = if chosen.config == fastest.config {
+        vec![chosen]
+    } else {
+        vec![chosen, fastest]
+    };
+    for s in pair {
+        let Some(v) = s.objectives.first().and_then(Option::as_ref) else {
+            continue;
+        };
+        if !v.outliers.is_empty() {
+            warnings.push(format!(
+                "{}: {} of {} are statistical outliers (modified z-score above {}, from the \
+                 median and MAD): they widen its interval; a quieter machine or more runs would \
+                 tell.",
+                s.config,
+                v.outliers.len(),
+                crate::sys::counted(v.n, "run"),
+                crate::measure::OUTLIER_Z,
             ));
         }
     }

@@ -383,7 +383,13 @@ impl SweepReport {
         }
         let summaries = summarize(lines, &objectives, design.ignore_failure);
         let pareto = pareto(&summaries, &objectives);
-        let mut recommendation = recommend_on(&summaries, design.tolerance, &objectives, &pareto);
+        let mut recommendation = recommend_on(
+            &summaries,
+            design.tolerance,
+            &objectives,
+            &pareto,
+            design.deciding_base(),
+        );
         if let Some(r) = recommendation.as_mut() {
             r.apply = apply(&r.config);
         }

@@ -17,6 +17,11 @@
 //!    the middle of each gap to the nearest measured neighbour. Repeat until no unmeasured grid
 //!    value lies inside those brackets.
 //!
+//! Then, with either strategy, the **deciding** stage ([`undecided`]): while the
+//! recommendation's pick ties with the fastest only through overlapping intervals and their
+//! medians differ by more than the tolerance, the engine measures those two once more each, in
+//! turn, up to `Design::max_runs` runs (`tune --max-runs`).
+//!
 //! This finds the exhaustive answer whenever run time is unimodal in the thread count within a
 //! family (one valley), which is the shape of scaling curves: time falls while parallelism
 //! pays and rises once contention or oversubscription costs more. A test compares both on
@@ -53,6 +58,28 @@ pub struct Estimate {
 /// Whether `a` ties with the best: the intervals overlap, or `a` is within `tolerance` of it.
 pub(super) fn ties(a: &Estimate, best: &Estimate, tolerance: f64) -> bool {
     a.ci.0 <= best.ci.1 || a.median <= best.median * (1.0 + tolerance)
+}
+
+/// The pair to measure further before the recommendation can be trusted, as `(simplest,
+/// fastest)`: the simplest configuration that ties with the fastest (the one the recommendation
+/// would pick) when it ties *only* through overlapping intervals while its median is more than
+/// the tolerance slower. `None` when the pick is the fastest, within the tolerance, or no
+/// configuration is measured. More runs narrow both intervals: the difference then shows beyond
+/// noise (the tie ends and the next simplest tie, if any, is the question) or the medians come
+/// within the tolerance; the engine measures the pair in turn up to `Design::max_runs`.
+pub(super) fn undecided(
+    measured: &BTreeMap<Config, Estimate>,
+    tolerance: f64,
+) -> Option<(Config, Config)> {
+    let (fastest, best) = measured
+        .iter()
+        .min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
+    let (simplest, est) = measured
+        .iter()
+        .filter(|(_, e)| ties(e, best, tolerance))
+        .min_by_key(|(c, _)| c.simplicity_key())?;
+    (simplest != fastest && est.median > best.median * (1.0 + tolerance))
+        .then(|| (simplest.clone(), fastest.clone()))
 }
 
 /// Whether `a` is clearly worse than the best: beyond the tolerance and beyond noise.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::engine::estimates;
-use super::recommend::recommend;
+use super::recommend::{recommend, recommend_on};
 use super::*;
 use crate::grid::{Config, Grid, ThrottleSpec};
 use crate::measure::{Measurement, MigrationSource, Noise, RssSource};
@@ -42,6 +42,7 @@ pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {
         warmup: 1,
         min_time: Duration::ZERO,
         tolerance: 0.03,
+        max_runs: 0,
         objectives: Vec::new(),
         ignore_failure: false,
     }
@@ -924,4 +925,149 @@ fn a_program_touched_is_the_same_file_but_one_rebuilt_is_not() {
         then.differences(&ProgramFile::of(name).unwrap()),
         ["mtime", "hash"]
     );
+}
+
+/// Runs `p` in `log` with `time(config, k)` the k-th (1-based) run of a configuration, until
+/// done or `stop_after` runs of this call; returns the configurations in the order they ran.
+fn scripted(
+    p: &Design,
+    log: &mut RunLog,
+    time: &dyn Fn(&Config, usize) -> f64,
+    stop_after: Option<usize>,
+) -> Vec<Config> {
+    let made = std::cell::RefCell::new(Vec::<Config>::new());
+    let before: Vec<Config> = log.lines().iter().map(|l| l.config.clone()).collect();
+    let _ = execute(
+        p,
+        None,
+        log,
+        &mut |c| {
+            let mut made = made.borrow_mut();
+            made.push(c.clone());
+            let k = before.iter().chain(made.iter()).filter(|m| *m == c).count();
+            Outcome::Done(record(time(c, k), 0))
+        },
+        &mut |_| {},
+        &|| stop_after.is_some_and(|n| made.borrow().len() >= n),
+    );
+    made.into_inner()
+}
+
+/// 1 thread is 10% slower than 2 threads, but the first three runs of 2 threads hold a slow one
+/// (1.20 s): with 3 runs the intervals overlap. 4 threads are far slower (no tie).
+fn one_slow_run(c: &Config, k: usize) -> f64 {
+    let wobble = [1.0, 0.99, 1.01, 1.005, 0.995][k % 5];
+    match c.threads {
+        1 => 1.10 * wobble,
+        2 if k == 2 => 1.20,
+        2 => 1.00 * wobble,
+        _ => 2.0 * wobble,
+    }
+}
+
+fn deciding_plan(max_runs: usize) -> Design {
+    let mut p = plan(grid(vec![1, 2, 4], &["os"], &["all"]), Strategy::Exhaustive);
+    p.warmup = 0;
+    p.max_runs = max_runs;
+    p
+}
+
+fn runs_of(lines: &[RunLine], threads: usize) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.config.threads == threads && !l.warmup)
+        .count()
+}
+
+#[test]
+fn a_tie_only_through_intervals_is_decided_by_more_runs_of_those_two() {
+    let mut log = RunLog::in_memory();
+    let order = scripted(&deciding_plan(10), &mut log, &one_slow_run, None);
+    let lines = log.lines();
+    let summaries = summarize(lines, &[Objective::time()], false);
+    // Today's rule on the first 9 runs picks the slow simple configuration.
+    let first = summarize(&lines[..9], &[Objective::time()], false);
+    let before = recommend(&first, 0.03, &[Objective::time()]).unwrap();
+    assert_eq!(before.config.threads, 1);
+    // More runs of 1 and 2 threads only, interleaved, until the slow run no longer decides.
+    let (a, b) = (runs_of(lines, 1), runs_of(lines, 2));
+    assert!(a > 3 && a <= 10 && a == b, "{a} and {b} runs");
+    assert_eq!(runs_of(lines, 4), 3);
+    let extra: Vec<usize> = order[9..].iter().map(|c| c.threads).collect();
+    assert!(extra.chunks(2).all(|p| p == [1, 2]), "{extra:?}");
+    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    assert_eq!(rec.config.threads, 2, "{}", rec.reason);
+    assert!(rec.beyond_noise, "{}", rec.reason);
+    assert!(
+        rec.reason.contains(&format!(
+            "Decided by more runs where 3 could not tell: 1 thread, place os ({a} runs), 2 threads, place os ({b} runs)."
+        )),
+        "{}",
+        rec.reason
+    );
+    // The slow run is named, not hidden in a wide interval.
+    assert!(
+        rec.warnings
+            .iter()
+            .any(|w| w.starts_with("2 threads, place os: 1 of")
+                && w.contains("statistical outliers")),
+        "{:?}",
+        rec.warnings
+    );
+}
+
+#[test]
+fn a_tie_within_the_tolerance_gets_no_more_runs() {
+    // 1 thread is 2% slower: within the tolerance, whatever the intervals.
+    let time = |c: &Config, k: usize| match c.threads {
+        1 => 1.02,
+        2 if k == 2 => 1.20,
+        2 => 1.00,
+        _ => 2.0,
+    };
+    let mut log = RunLog::in_memory();
+    scripted(&deciding_plan(10), &mut log, &time, None);
+    for t in [1, 2, 4] {
+        assert_eq!(runs_of(log.lines(), t), 3, "{t} threads");
+    }
+    let summaries = summarize(log.lines(), &[Objective::time()], false);
+    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    assert_eq!(rec.config.threads, 1);
+    assert!(
+        !rec.reason.contains("Decided by more runs"),
+        "{}",
+        rec.reason
+    );
+}
+
+#[test]
+fn more_runs_stop_at_the_bound_and_a_resumed_sweep_continues_them() {
+    // 2 threads is fast but every third run is slow: its interval never clears 1 thread's.
+    let time = |c: &Config, k: usize| match c.threads {
+        1 => 1.06,
+        2 if k % 3 == 2 => 1.50,
+        2 => [0.95, 0.96][k % 2],
+        _ => 2.0,
+    };
+    for bound in [3, 6, 10] {
+        let mut log = RunLog::in_memory();
+        scripted(&deciding_plan(bound), &mut log, &time, None);
+        assert_eq!(runs_of(log.lines(), 1), bound);
+        assert_eq!(runs_of(log.lines(), 2), bound);
+        assert_eq!(runs_of(log.lines(), 4), 3);
+        assert!(is_complete(&deciding_plan(bound), log.lines()));
+    }
+    // Interrupted in the middle of the deciding runs, the sweep is incomplete; resumed, it
+    // makes exactly the runs left and ends as an uninterrupted one does.
+    let p = deciding_plan(10);
+    let mut whole = RunLog::in_memory();
+    let all = scripted(&p, &mut whole, &time, None);
+    let mut log = RunLog::in_memory();
+    let first = scripted(&p, &mut log, &time, Some(12));
+    assert_eq!(first.len(), 12);
+    assert!(!is_complete(&p, log.lines()));
+    assert_eq!(planned_runs(&p, log.lines()), None);
+    let rest = scripted(&p, &mut log, &time, None);
+    assert_eq!([first, rest].concat(), all);
+    assert!(is_complete(&p, log.lines()));
 }

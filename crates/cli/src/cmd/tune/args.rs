@@ -24,8 +24,8 @@ use coretune_core::grid::{
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
-    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective, RunSettings,
-    ServerSettings, Strategy, Target,
+    DEFAULT_MAX_RUNS, DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective,
+    RunSettings, ServerSettings, Strategy, Target,
 };
 use coretune_core::{Binding, Policy};
 
@@ -107,6 +107,13 @@ pub(crate) struct TuneArgs {
     #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT",
           allow_negative_numbers = true, value_parser = numbers::percent())]
     tolerance: f64,
+    /// When the simplest configuration that ties with the fastest ties only because their
+    /// intervals overlap, while the medians differ by more than the tolerance, measure both
+    /// further, in turn, until the difference is beyond noise or within the tolerance, up to
+    /// this many runs each (no more runs when N ≤ --runs).
+    #[arg(long, default_value_t = DEFAULT_MAX_RUNS, value_name = "N", allow_negative_numbers = true,
+          value_parser = numbers::whole(1, usize::MAX))]
+    max_runs: usize,
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -116,7 +123,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out", "exhaustive", "command",
         "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
-        "min_time", "timeout", "ignore_failure", "tolerance", "shell", "prepare", "monitor", "size", "rays", "mib",
+        "min_time", "timeout", "ignore_failure", "tolerance", "max_runs", "shell", "prepare", "monitor", "size", "rays", "mib",
         "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
         "metric", "metric_from", "higher_is_better", "unit", "objective", "server", "ready",
         "client", "client_cpus", "ready_timeout",
@@ -315,6 +322,8 @@ pub(super) struct SweepOptions {
     min_time: f64,
     /// A fraction (the argument is a percentage).
     tolerance: f64,
+    /// `--max-runs`.
+    max_runs: usize,
     /// `--objective`, resolved against `--metric`.
     objectives: Vec<Objective>,
     /// `--launcher`: who starts the program's ranks.
@@ -456,6 +465,7 @@ impl SweepOptions {
             warmup: args.warmup,
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
+            max_runs: args.max_runs,
             objectives: objectives(args)?,
             launcher: launcher(args)?,
             ignore_failure: args.ignore_failure,
@@ -478,6 +488,7 @@ impl SweepOptions {
             // `--min-time`'s parser took only what a `Duration` holds.
             min_time: Duration::try_from_secs_f64(self.min_time).unwrap_or_default(),
             tolerance: self.tolerance,
+            max_runs: self.max_runs,
             objectives: self.objectives.clone(),
             ignore_failure: self.ignore_failure,
         }
@@ -764,6 +775,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     opt("min-time", Some(args.min_time.to_string()));
     opt("timeout", args.timeout.map(|t| t.to_string()));
     opt("tolerance", Some(args.tolerance.to_string()));
+    opt("max-runs", Some(args.max_runs.to_string()));
     opt("prepare", args.prepare.clone());
     opt("monitor", args.monitor.map(|m| m.to_string()));
     for metric in &args.metric {
