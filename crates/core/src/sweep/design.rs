@@ -51,11 +51,6 @@ pub struct Design {
 /// and a fleet report whose sweeps say nothing use it.
 pub const DEFAULT_TOLERANCE_PCT: f64 = 3.0;
 
-/// `tune --max-runs` when none is given: with 10 runs the 95% interval of a median is about
-/// the 2nd to the 9th smallest run (no longer the min..max of 3 runs), so one slow run no
-/// longer decides, and a pair that needs all of them costs at most 14 runs more than 3 each.
-pub const DEFAULT_MAX_RUNS: usize = 10;
-
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
 fn is_zero(n: &usize) -> bool {
     *n == 0

@@ -24,8 +24,8 @@ use coretune_core::grid::{
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
-    DEFAULT_MAX_RUNS, DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective,
-    RunSettings, ServerSettings, Strategy, Target,
+    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective, RunSettings,
+    ServerSettings, Strategy, Target,
 };
 use coretune_core::{Binding, Policy};
 
@@ -110,10 +110,11 @@ pub(crate) struct TuneArgs {
     /// When the simplest configuration that ties with the fastest ties only because their
     /// intervals overlap, while the medians differ by more than the tolerance, measure both
     /// further, in turn, until the difference is beyond noise or within the tolerance, up to
-    /// this many runs each (no more runs when N ≤ --runs).
-    #[arg(long, default_value_t = DEFAULT_MAX_RUNS, value_name = "N", allow_negative_numbers = true,
+    /// this many runs each (off unless given; no more runs when N ≤ --runs; 10 is what
+    /// BENCHMARKS.md measured).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = numbers::whole(1, usize::MAX))]
-    max_runs: usize,
+    max_runs: Option<usize>,
     /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -465,7 +466,8 @@ impl SweepOptions {
             warmup: args.warmup,
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
-            max_runs: args.max_runs,
+            // Off unless given: 0 is what folders from before the option say.
+            max_runs: args.max_runs.unwrap_or(0),
             objectives: objectives(args)?,
             launcher: launcher(args)?,
             ignore_failure: args.ignore_failure,
@@ -775,7 +777,7 @@ fn sweep_args(args: &TuneArgs) -> Vec<String> {
     opt("min-time", Some(args.min_time.to_string()));
     opt("timeout", args.timeout.map(|t| t.to_string()));
     opt("tolerance", Some(args.tolerance.to_string()));
-    opt("max-runs", Some(args.max_runs.to_string()));
+    opt("max-runs", args.max_runs.map(|n| n.to_string()));
     opt("prepare", args.prepare.clone());
     opt("monitor", args.monitor.map(|m| m.to_string()));
     for metric in &args.metric {
