@@ -210,6 +210,11 @@ case $cmd in
         --bin coretune --example probe
     )
     place_dll
+    # One wineserver for every test process, kept up between them: by default it exits 3 s
+    # after its last client, and a test started just then failed with "wine client error:0:
+    # recvmsg: Connection reset by peer" (seen once in 119 doc tests). Ended on the way out.
+    trap '/usr/lib/wine/wineserver -k 2>/dev/null || true' EXIT
+    /usr/lib/wine/wineserver -p
     (
       eval "$(environment)"
       cargo test --locked -Zbuild-std=std,panic_abort --target $TARGET --workspace "$@"
