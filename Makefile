@@ -1,10 +1,10 @@
 # The two commands of the README's quick start, and the pieces they are made of.
 #
 #   make tune    build (release) and run the main job: `coretune tune` on the built-in workload
-#   make test    everything CI checks: format, clippy, unit/integration/doc tests (debug and
-#                release; the release pass includes the VM tests, tests/vm.rs), benchmark smoke
-#                runs, docs, the pool's loom models, a fuzz smoke run, and the Windows build's
-#                tests under Wine (make test-windows)
+#   make test    everything CI checks: format, clippy, unit/integration/doc tests (one pass,
+#                optimised with debug assertions and overflow checks on, including the VM tests,
+#                tests/vm.rs), benchmark smoke runs, docs, the pool's loom models, a fuzz smoke
+#                run, and the Windows build's tests under Wine (make test-windows)
 #
 # Both install the system packages they need first (scripts/setup.sh), and so does
 #
@@ -14,7 +14,7 @@
 CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
-.PHONY: tune test setup setup-test build fmt-check clippy unit-tests release-tests bench-smoke docs pool-package \
+.PHONY: tune test setup setup-test build fmt-check clippy tests bench-smoke docs pool-package \
 	loom fuzz-smoke \
 	install install-files uninstall vm-tests vm-run vm-shell windows test-windows
 
@@ -30,10 +30,16 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
-test: setup-test fmt-check clippy unit-tests release-tests bench-smoke docs pool-package loom fuzz-smoke \
-	test-windows
+test: setup-test fmt-check clippy tests bench-smoke docs pool-package loom fuzz-smoke test-windows
 # No incremental caches in a one-off full run: they were 2 GB of disk that nothing reads again.
 test: export CARGO_INCREMENTAL = 0
+# One test pass, not a debug and a release one (which took 6 of make test's 41 minutes for no
+# check the other lacks): optimised, as the VM guests and the timing-sensitive tests want, and
+# with the debug pass's checks, debug assertions and overflow checks, kept on (in the loom
+# models too). The benchmark smoke run builds with the same settings, so it reuses this build.
+# `cargo test --release` alone builds without them (the release profile users get).
+test: export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS = true
+test: export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS = true
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -43,15 +49,12 @@ clippy:
 
 # CORETUNE_TEST_STRICT=1: a test that finds a tool missing fails instead of skipping (the
 # set-up installs every one: a skip here would pass having checked nothing).
-unit-tests:
-	CORETUNE_TEST_STRICT=1 $(CARGO) test --locked --workspace
-
-release-tests:
+tests:
 	CORETUNE_TEST_STRICT=1 $(CARGO) test --locked --workspace --release
 
 # Benchmarks compile and run once at a tiny size (they print their own numbers under `--bench`).
 bench-smoke:
-	$(CARGO) test --locked --workspace --benches
+	$(CARGO) test --locked --workspace --release --benches
 
 docs:
 	$(CARGO) doc --locked --workspace --no-deps
@@ -85,7 +88,7 @@ windows:
 test-windows:
 	scripts/windows.sh test
 
-# Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of release-tests;
+# Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of `make tests`;
 # these run them alone. `make vm-run PAYLOAD=smt` boots one payload (a name in
 # scripts/vm/payloads/ or a path to your own) and prints its console; `make vm-shell` boots that
 # payload's machine with a shell on its console instead (the payload is /payloads/NAME.sh there).

@@ -29,6 +29,7 @@ fn main() {
     commit(&manifest);
     let target = env::var("TARGET").expect("set by cargo");
     println!("cargo:rustc-env=CORETUNE_TARGET={target}");
+    optimized();
 
     let embedded = out.join("libcoretune_pin.so");
     let embedded_exec = out.join("coretune-exec");
@@ -82,6 +83,21 @@ fn main() {
         let built = dir.join(file);
         std::fs::copy(&built, to).unwrap_or_else(|e| panic!("{}: {e}", built.display()));
     }
+}
+
+/// `cfg(optimized)` and `CORETUNE_PROFILE` (`release` or `debug`): whether this build is
+/// optimised, whatever its profile is called and whether it keeps debug assertions. `make test`
+/// runs its one test pass optimised *with* debug assertions and overflow checks, so
+/// `cfg(debug_assertions)` cannot tell the tests that need an optimised binary (the VM guests)
+/// from the debug ones, nor tell `coretune doctor` how the binary was built.
+fn optimized() {
+    println!("cargo:rustc-check-cfg=cfg(optimized)");
+    let optimized = env::var("OPT_LEVEL").is_ok_and(|level| level != "0");
+    if optimized {
+        println!("cargo:rustc-cfg=optimized");
+    }
+    let profile = if optimized { "release" } else { "debug" };
+    println!("cargo:rustc-env=CORETUNE_PROFILE={profile}");
 }
 
 /// `CORETUNE_COMMIT`: the commit this binary is built from, when built from a git checkout;

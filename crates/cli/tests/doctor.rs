@@ -47,7 +47,7 @@ fn doctor_names_the_build_and_checks_every_feature_that_falls_back() {
     let mut lines = text.lines();
     let first = lines.next().unwrap();
     let commit = head().unwrap_or_else(|| "unknown".to_owned());
-    let profile = if cfg!(debug_assertions) {
+    let profile = if cfg!(not(optimized)) {
         "debug"
     } else {
         "release"

@@ -624,12 +624,9 @@ fn tune_records_the_mechanism_and_flags_nothing_when_threads_stay() {
 /// `cargo install --path crates/cli` into an empty root, then the installed binary alone (no
 /// library beside it, none named by `CORETUNE_PIN_LIB`, a new user's empty home) places each
 /// thread: it writes the library it carries to `~/.cache/coretune/` and preloads that.
-/// Debug pass only: the install reuses this build's target folder and profile.
+/// The install reuses this build's target folder and profile (`--debug` when this build is not
+/// optimised), so it builds little.
 #[test]
-#[cfg_attr(
-    not(debug_assertions),
-    ignore = "the cargo install test runs in the debug pass (it reuses its build)"
-)]
 fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
     let exe = assert_cmd::cargo::cargo_bin("coretune");
     // target/debug/coretune → target
@@ -640,7 +637,8 @@ fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     build(
         StdCommand::new(cargo)
-            .args(["install", "--quiet", "--locked", "--offline", "--debug"])
+            .args(["install", "--quiet", "--locked", "--offline"])
+            .args(cfg!(not(optimized)).then_some("--debug"))
             .arg("--path")
             .arg(manifest)
             .arg("--root")

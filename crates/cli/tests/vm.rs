@@ -322,7 +322,7 @@ fn assert_steal_orders_nearest_first(guest: &Guest, place: &str, kernel: &Kernel
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
+    not(optimized),
     ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn two_sockets_smt_numa_placement_and_cgroup() {
@@ -576,7 +576,7 @@ fn assert_pages_on(what: &str, lines: &[&str], policy: &str, nodes: &[usize]) {
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
+    not(optimized),
     ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn four_sockets_four_nodes_with_distances() {
@@ -687,7 +687,7 @@ fn four_sockets_four_nodes_with_distances() {
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
+    not(optimized),
     ignore = "the guests run the release binary: cargo test --release --test cli vm::"
 )]
 fn offline_cpus_keep_core_numbering_right() {

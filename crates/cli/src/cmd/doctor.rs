@@ -33,11 +33,8 @@ const BUILD: Build = Build {
     version: env!("CARGO_PKG_VERSION"),
     commit: env!("CORETUNE_COMMIT"),
     target: env!("CORETUNE_TARGET"),
-    profile: if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    },
+    // Optimised or not (crates/cli/build.rs), also with debug assertions on as `make test` builds.
+    profile: env!("CORETUNE_PROFILE"),
 };
 
 #[derive(Serialize)]
