@@ -403,7 +403,7 @@ impl SweepReport {
             .collect();
         let mut curves: BTreeMap<Family, Vec<(usize, f64)>> = BTreeMap::new();
         for s in &summaries {
-            let points = curves.entry(s.config.family()).or_default();
+            let points = curves.entry(s.config.family.clone()).or_default();
             if let Some(speedup) = s.speedup {
                 points.push((s.config.threads, speedup));
             }
@@ -606,7 +606,7 @@ impl RunView {
             .unwrap_or_default();
         // Several copies each number their workers from 0 (the records come copy after copy):
         // each thread is labelled with its copy, and a program's with its process.
-        let copies = line.config.instances > 1;
+        let copies = line.config.family.instances > 1;
         let threads = if workers.iter().any(|w| !w.cpus_seen.is_empty()) {
             let mut copy = 0;
             let mut previous: Option<usize> = None;

@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError, run_workers};
-use crate::grid::{Cpus, Grid, MachineCounts, ThrottleSpec};
+use crate::grid::{Grid, MachineCounts, ThrottleSpec};
 use crate::measure::ThreadTracker;
 use crate::placement::Policy;
 
@@ -113,14 +113,7 @@ impl Workload for Sum {
     fn default_grid(&self, _machine: MachineCounts) -> Grid {
         let mut throttles = vec![ThrottleSpec::None];
         throttles.extend([1, 2, 3, 4, 6, 8, 16, 64].map(ThrottleSpec::Limit));
-        Grid {
-            threads: vec![DEFAULT_THREADS],
-            places: vec![Policy::Os],
-            cpus: vec![Cpus::All],
-            throttles,
-            mems: vec![crate::grid::Mem::Default],
-            instances: vec![1],
-        }
+        Grid::new(vec![DEFAULT_THREADS], vec![Policy::Os]).with_throttles(throttles)
     }
 
     fn run(

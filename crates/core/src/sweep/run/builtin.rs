@@ -46,7 +46,7 @@ impl Runner<'_> {
             });
             copies.push((cpus, Some(placement.steal_orders()), Some(hook)));
         }
-        let (threads, throttle, machine) = (c.threads, c.throttle, self.machine);
+        let (threads, throttle, machine) = (c.threads, c.family.throttle, self.machine);
         let workload = Arc::clone(w);
         let run = move || {
             let throttles: Vec<_> = copies
@@ -160,8 +160,8 @@ impl Found {
                 crate::sys::counted(workers, "worker")
             ));
         }
-        if !c.mem.is_default() {
-            checked.push(format!("memory policy {} on each worker", c.mem));
+        if !c.family.mem.is_default() {
+            checked.push(format!("memory policy {} on each worker", c.family.mem));
         }
         Audit {
             checked,
