@@ -10,14 +10,14 @@ use crate::memory::MemPlan;
 use crate::placement::Placement;
 use crate::program::Audit;
 use crate::sweep::Outcome;
-use crate::workload::{RunConfig, Workload, run_copies};
+use crate::workload::{DynWorkload, RunConfig, run_copies};
 
 impl Runner<'_> {
     /// One run of a built-in workload: a pool per instance, each on its part's CPUs with its
     /// own throttle and memory policy, run at once ([`run_copies`]).
     pub(super) fn run_builtin(
         &self,
-        w: &Arc<dyn Workload>,
+        w: &Arc<dyn DynWorkload>,
         c: &Config,
         placements: &[Placement],
         started: &mut Started,

@@ -23,7 +23,7 @@ use crate::sweep::target::{RunSettings, ServerSettings, Target};
 use crate::sweep::{Outcome, RunLine, SweepError};
 use crate::sys::{format_list, set_to_vec};
 use crate::topology::Topology;
-use crate::workload::Workload;
+use crate::workload::DynWorkload;
 
 /// What one call of [`Runner::run`] produced.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub struct RunResult {
 
 /// A prepared target.
 pub(super) enum Prepared {
-    Builtin(Arc<dyn Workload>),
+    Builtin(Arc<dyn DynWorkload>),
     Command {
         argv: Vec<String>,
         shell: bool,
@@ -107,7 +107,7 @@ impl<'t> Runner<'t> {
     ) -> Result<Self, SweepError> {
         let (target, prepared) = match target {
             Target::Workload { spec, .. } => {
-                let workload: Arc<dyn Workload> =
+                let workload: Arc<dyn DynWorkload> =
                     Arc::from(crate::sweep::target::build_workload(&spec, topology)?);
                 (
                     Target::Workload {
