@@ -1,10 +1,15 @@
-//! What a sweep varies: one configuration ([`Config`]: a thread count and one value of each
-//! other axis, its fields), the grid of them ([`Grid`]), the typed values of its axes ([`Cpus`], [`ThrottleSpec`]) and
-//! the thread counts a machine suggests ([`default_threads`], [`parse_threads`]).
+//! What a sweep varies: one configuration ([`Config`]: a thread count and a [`Family`], one
+//! value of every other axis — `Family`'s fields are the list of axes), the grid of them
+//! ([`Grid`]: a list of values per axis), the typed values of the axes ([`Cpus`],
+//! [`ThrottleSpec`], [`Mem`]) and the thread counts a machine suggests ([`default_threads`],
+//! [`parse_threads`]). Configurations, families and grids are built from their defaults
+//! ([`Config::new`], [`Family::new`], [`Grid::new`]) and the `with_*` methods, never as full
+//! literals, so that a new axis is an edit here (ARCHITECTURE.md, "Adding an axis").
 //!
 //! Every axis value is a type that parses from and prints as the text a user writes
-//! ([`Policy`], [`Cpus`], [`ThrottleSpec`]); results files store that text (a throttle limit as
-//! a number, no throttle as `null`), so folders written before these types existed read back.
+//! ([`Policy`], [`Cpus`], [`ThrottleSpec`], [`Mem`]); results files store that text (a throttle
+//! limit as a number, no throttle as `null`), so folders written before these types existed read
+//! back.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,7 +1,7 @@
 //! SVG plots (plotters' SVG backend, text as `<text>` elements: no fonts needed to render).
 //!
 //! From the summary: wall time against threads (one line per family — every axis but the
-//! thread count: placement, CPU set, throttle, copies or ranks, memory policy — whiskers = the
+//! thread count, `grid::Family`, labelled by `family_label` — whiskers = the
 //! bootstrap 95% interval), speedup and efficiency against the ideal line, and a heat map of
 //! family × thread count shaded by the sweep's objective. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
 //! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map

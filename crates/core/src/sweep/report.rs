@@ -26,7 +26,7 @@ pub const SUMMARY_SCHEMA: &str = "coretune-summary/1";
 /// One configuration's row, as `summary.json`'s `configs` entries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigRow {
-    /// The configuration (`threads`, `place`, `cpus`, `throttle`).
+    /// The configuration (`threads` and the [`Family`] fields, beside the row's own).
     #[serde(flatten)]
     pub config: Config,
     /// Median wall time of the successful runs, seconds (null when none succeeded).
@@ -288,7 +288,7 @@ impl ConfigRow {
 /// A Universal Scalability Law fit of one family's speedup curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UslRow {
-    /// The family (`place`, `cpus`, `throttle`).
+    /// The family (its fields beside the fit's).
     #[serde(flatten)]
     pub family: Family,
     /// The fit.
