@@ -664,6 +664,27 @@ mod test {
     }
 
     #[test]
+    fn the_minimal_form_reads_every_axis_and_keeps_other_numbers_as_metrics() {
+        let line = parse_line(
+            r#"{"threads": 2, "time_s": 0.5, "mem": "local", "instances": 2, "throttle": 1,
+                "instructions": 3e9}"#,
+        )
+        .unwrap();
+        let want = Family::new(Policy::Os)
+            .with_throttle(crate::grid::ThrottleSpec::Limit(1))
+            .with_mem("local".parse().unwrap())
+            .with_instances(2)
+            .at(2);
+        assert_eq!(line.config, want);
+        let record = line.record.unwrap();
+        // The axes are not metrics; two copies in 0.5 s are 4 runs a second.
+        assert_eq!(record.metrics.keys().collect::<Vec<_>>(), ["instructions"]);
+        assert!((record.throughput.value - 4.0).abs() < 1e-9);
+        let e = parse_line(r#"{"threads": 1, "time_s": 1.0, "instances": 0}"#).unwrap_err();
+        assert_eq!(e, "instances must be at least 1");
+    }
+
+    #[test]
     fn a_bad_line_is_refused_naming_the_file_and_line() {
         for (bad, says) in [
             ("not json", "not JSON"),
