@@ -1,10 +1,15 @@
-//! What a sweep varies: one configuration ([`Config`]: a thread count and one value of each
-//! other axis, its fields), the grid of them ([`Grid`]), the typed values of its axes ([`Cpus`], [`ThrottleSpec`]) and
-//! the thread counts a machine suggests ([`default_threads`], [`parse_threads`]).
+//! What a sweep varies: one configuration ([`Config`]: a thread count and a [`Family`], one
+//! value of every other axis — `Family`'s fields are the list of axes), the grid of them
+//! ([`Grid`]: a list of values per axis), the typed values of the axes ([`Cpus`],
+//! [`ThrottleSpec`], [`Mem`]) and the thread counts a machine suggests ([`default_threads`],
+//! [`parse_threads`]). Configurations, families and grids are built from their defaults
+//! ([`Config::new`], [`Family::new`], [`Grid::new`]) and the `with_*` methods, never as full
+//! literals, so that a new axis is an edit here (ARCHITECTURE.md, "Adding an axis").
 //!
 //! Every axis value is a type that parses from and prints as the text a user writes
-//! ([`Policy`], [`Cpus`], [`ThrottleSpec`]); results files store that text (a throttle limit as
-//! a number, no throttle as `null`), so folders written before these types existed read back.
+//! ([`Policy`], [`Cpus`], [`ThrottleSpec`], [`Mem`]); results files store that text (a throttle
+//! limit as a number, no throttle as `null`), so folders written before these types existed read
+//! back.
 
 use std::fmt;
 use std::str::FromStr;
@@ -273,49 +278,27 @@ impl<'de> Deserialize<'de> for ThrottleSpec {
     }
 }
 
-/// One point of the grid: how many threads, placed how, on which CPUs, with how many admitted.
+/// One point of the grid: how many threads, and the rest of the configuration ([`Family`]: every
+/// other axis).
 ///
-/// Ordered by thread count, then by the text of placement, CPU set and throttle (the order of
-/// the tables).
+/// Ordered by thread count, then as its family (the order of the tables). In results files the
+/// family's fields sit beside `threads` (`{"threads":2,"place":"os",...}`), as they did before
+/// the family was a field of its own.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Config {
     /// Worker threads.
     pub threads: usize,
-    /// Placement policy.
-    pub place: Policy,
-    /// CPU set the placement is limited to.
-    pub cpus: Cpus,
-    /// At most this many workers compute at once.
-    pub throttle: ThrottleSpec,
-    /// The memory policy the run starts with (`tune --mem`; absent: the OS's first touch).
-    #[serde(default, skip_serializing_if = "Mem::is_default")]
-    pub mem: Mem,
-    /// Copies run at once, each on its own part of the CPUs with `threads` threads
-    /// (`tune --instances`; absent: one).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub instances: usize,
-}
-
-fn one() -> usize {
-    1
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-fn is_one(n: &usize) -> bool {
-    *n == 1
+    /// Every other axis: what a scaling curve is drawn for.
+    #[serde(flatten)]
+    pub family: Family,
 }
 
 impl Config {
-    /// The configuration with everything but the thread count: what a scaling curve is drawn
-    /// for.
-    pub fn family(&self) -> Family {
-        Family {
-            place: self.place,
-            cpus: self.cpus.clone(),
-            throttle: self.throttle,
-            mem: self.mem.clone(),
-            instances: self.instances,
-        }
+    /// `threads` threads placed by `place`, every other axis at its default ([`Family::new`]);
+    /// `Family::new(place).with_…(…).at(threads)` sets the others.
+    #[must_use]
+    pub fn new(threads: usize, place: Policy) -> Self {
+        Family::new(place).at(threads)
     }
 
     /// How "simple" the configuration is, for breaking ties: fewer threads in all, then fewer
@@ -324,13 +307,13 @@ impl Config {
     /// simplest).
     pub fn simplicity_key(&self) -> (usize, usize, bool, bool, bool, bool, Policy) {
         (
-            self.threads * self.instances,
-            self.instances,
-            self.place.is_pinned(),
-            !self.cpus.is_all(),
-            self.throttle.is_set(),
-            !self.mem.is_default(),
-            self.place,
+            self.threads * self.family.instances,
+            self.family.instances,
+            self.family.place.is_pinned(),
+            !self.family.cpus.is_all(),
+            self.family.throttle.is_set(),
+            !self.family.mem.is_default(),
+            self.family.place,
         )
     }
 
@@ -347,24 +330,31 @@ impl Config {
         binding: Binding,
     ) -> Result<Placement, ConfigError> {
         let cpus = self.resolved_cpus(topology)?;
-        plan(topology, self.threads, self.place, cpus.as_ref(), binding)
-            .map_err(ConfigError::Placement)
+        plan(
+            topology,
+            self.threads,
+            self.family.place,
+            cpus.as_ref(),
+            binding,
+        )
+        .map_err(ConfigError::Placement)
     }
 
     /// The configuration's CPU set on `topology` (`None`: no limit).
     fn resolved_cpus(&self, topology: &Topology) -> Result<Option<CpuSet>, ConfigError> {
         let (cpus, _) = self
+            .family
             .cpus
             .resolve(topology)
             .map_err(|error| ConfigError::Cpus {
-                cpus: self.cpus.to_string(),
+                cpus: self.family.cpus.to_string(),
                 error,
             })?;
         Ok(cpus)
     }
 
     /// The CPUs each instance runs on: the configuration's CPU set (or every usable CPU) split
-    /// in [`Config::instances`] parts as `hwloc-distrib` splits it — whole NUMA nodes, then
+    /// in [`Family::instances`] parts as `hwloc-distrib` splits it — whole NUMA nodes, then
     /// L3 groups, then cores, then PUs — so that 2 instances on a 2-node machine get a node
     /// each. With more instances than PUs, neighbouring instances share one (as hwloc-distrib
     /// packs).
@@ -374,7 +364,7 @@ impl Config {
     /// As [`Config::placement`].
     pub fn parts(&self, topology: &Topology) -> Result<Vec<CpuSet>, ConfigError> {
         let cpus = self.resolved_cpus(topology)?;
-        crate::placement::distribute(topology, self.instances.max(1), cpus.as_ref())
+        crate::placement::distribute(topology, self.family.instances.max(1), cpus.as_ref())
             .map_err(ConfigError::Placement)
     }
 
@@ -389,14 +379,20 @@ impl Config {
         topology: &Topology,
         binding: Binding,
     ) -> Result<Vec<Placement>, ConfigError> {
-        if self.instances <= 1 {
+        if self.family.instances <= 1 {
             return Ok(vec![self.placement(topology, binding)?]);
         }
         self.parts(topology)?
             .iter()
             .map(|part| {
-                plan(topology, self.threads, self.place, Some(part), binding)
-                    .map_err(ConfigError::Placement)
+                plan(
+                    topology,
+                    self.threads,
+                    self.family.place,
+                    Some(part),
+                    binding,
+                )
+                .map_err(ConfigError::Placement)
             })
             .collect()
     }
@@ -404,18 +400,18 @@ impl Config {
     /// Whether a program run in this configuration gets a process CPU set (pinned, or limited
     /// to part of the machine).
     pub fn is_restricted(&self) -> bool {
-        self.place.is_pinned() || !self.cpus.is_all() || self.instances > 1
+        self.family.place.is_pinned() || !self.family.cpus.is_all() || self.family.instances > 1
     }
 }
 
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = if self.threads == 1 { "" } else { "s" };
-        if self.instances > 1 {
-            write!(f, "{} instances × ", self.instances)?;
+        if self.family.instances > 1 {
+            write!(f, "{} instances × ", self.family.instances)?;
         }
         write!(f, "{} thread{s}, ", self.threads)?;
-        self.family().fmt_axes(f)
+        self.family.fmt_axes(f)
     }
 }
 
@@ -450,38 +446,120 @@ pub enum ConfigError {
     Instances(String),
 }
 
-/// A configuration without its thread count.
+/// A configuration without its thread count: one value of every other axis, what a scaling
+/// curve is drawn for. Built from its placement with every other axis at its default
+/// ([`Family::new`]) and the `with_*` methods, so that a new axis is a new field here and no
+/// literal elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Family {
     /// Placement policy.
     pub place: Policy,
-    /// CPU set.
+    /// CPU set the placement is limited to.
     pub cpus: Cpus,
-    /// Throttle.
+    /// At most this many workers compute at once.
     pub throttle: ThrottleSpec,
-    /// Memory policy.
+    /// The memory policy the run starts with (`tune --mem`; absent: the OS's first touch).
     #[serde(default, skip_serializing_if = "Mem::is_default")]
     pub mem: Mem,
-    /// Copies run at once.
+    /// Copies run at once, each on its own part of the CPUs with the configuration's thread
+    /// count (`tune --instances`; absent: one).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub instances: usize,
 }
 
-impl Family {
-    /// This family at `threads`.
-    pub fn at(&self, threads: usize) -> Config {
-        Config {
-            threads,
-            place: self.place,
-            cpus: self.cpus.clone(),
-            throttle: self.throttle,
-            mem: self.mem.clone(),
-            instances: self.instances,
-        }
-    }
+fn one() -> usize {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl Family {
+    /// Placed by `place`, on every CPU, without throttle, with the OS's memory policy, as one
+    /// instance.
+    #[must_use]
+    pub fn new(place: Policy) -> Self {
+        Self {
+            place,
+            cpus: Cpus::All,
+            throttle: ThrottleSpec::None,
+            mem: Mem::Default,
+            instances: 1,
+        }
+    }
+
+    /// This family limited to `cpus`.
+    #[must_use]
+    pub fn with_cpus(self, cpus: Cpus) -> Self {
+        Self { cpus, ..self }
+    }
+
+    /// This family with `throttle`.
+    #[must_use]
+    pub fn with_throttle(self, throttle: ThrottleSpec) -> Self {
+        Self { throttle, ..self }
+    }
+
+    /// This family with the memory policy `mem`.
+    #[must_use]
+    pub fn with_mem(self, mem: Mem) -> Self {
+        Self { mem, ..self }
+    }
+
+    /// This family run as `instances` copies at once.
+    #[must_use]
+    pub fn with_instances(self, instances: usize) -> Self {
+        Self { instances, ..self }
+    }
+
+    /// The names of the family's fields in results files (`place`, `cpus`, ...), as serde
+    /// reads them: what a line of recorded runs names beside a configuration's axes is
+    /// something else (`tune --replay`'s metrics).
+    pub fn field_names() -> &'static [&'static str] {
+        /// A deserializer that only notes the field names a struct asks for.
+        struct Names<'a>(&'a mut &'static [&'static str]);
+        impl<'de> Deserializer<'de> for Names<'_> {
+            type Error = serde::de::value::Error;
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _name: &'static str,
+                fields: &'static [&'static str],
+                _visitor: V,
+            ) -> Result<V::Value, Self::Error> {
+                *self.0 = fields;
+                Err(serde::de::Error::custom(
+                    "only the field names were asked for",
+                ))
+            }
+            fn deserialize_any<V: serde::de::Visitor<'de>>(
+                self,
+                _visitor: V,
+            ) -> Result<V::Value, Self::Error> {
+                Err(serde::de::Error::custom("not a struct"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut fields: &'static [&'static str] = &[];
+        // The error is the point: the fields were noted on the way.
+        let _ = Family::deserialize(Names(&mut fields));
+        fields
+    }
+
+    /// This family at `threads`.
+    #[must_use]
+    pub fn at(&self, threads: usize) -> Config {
+        Config {
+            threads,
+            family: self.clone(),
+        }
+    }
+
     /// Everything but the instance count, as `place os, cpus '…', throttle 2, mem local`.
     fn fmt_axes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "place {}", self.place)?;
@@ -663,6 +741,69 @@ fn only_default_mem(mems: &Vec<Mem>) -> bool {
 }
 
 impl Grid {
+    /// `threads` × `places`, every other axis at its one default value (as [`Family::new`]);
+    /// the `with_*` methods set the others.
+    #[must_use]
+    pub fn new(threads: Vec<usize>, places: Vec<Policy>) -> Self {
+        Self {
+            threads,
+            places,
+            cpus: vec![Cpus::All],
+            throttles: vec![ThrottleSpec::None],
+            mems: default_mems(),
+            instances: default_instances(),
+        }
+    }
+
+    /// This grid over the CPU sets `cpus`.
+    #[must_use]
+    pub fn with_cpus(self, cpus: Vec<Cpus>) -> Self {
+        Self { cpus, ..self }
+    }
+
+    /// This grid over the throttles `throttles`.
+    #[must_use]
+    pub fn with_throttles(self, throttles: Vec<ThrottleSpec>) -> Self {
+        Self { throttles, ..self }
+    }
+
+    /// This grid over the memory policies `mems`.
+    #[must_use]
+    pub fn with_mems(self, mems: Vec<Mem>) -> Self {
+        Self { mems, ..self }
+    }
+
+    /// This grid over the instance counts `instances`.
+    #[must_use]
+    pub fn with_instances(self, instances: Vec<usize>) -> Self {
+        Self { instances, ..self }
+    }
+
+    /// The smallest grid holding every configuration of `configs`: on each axis the values they
+    /// take, thread counts ascending and the others in the order first met.
+    pub fn spanning<'a>(configs: impl IntoIterator<Item = &'a Config>) -> Self {
+        fn add<T: PartialEq>(values: &mut Vec<T>, value: T) {
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+        let mut grid = Self::new(Vec::new(), Vec::new())
+            .with_cpus(Vec::new())
+            .with_throttles(Vec::new())
+            .with_mems(Vec::new())
+            .with_instances(Vec::new());
+        for c in configs {
+            add(&mut grid.threads, c.threads);
+            add(&mut grid.places, c.family.place);
+            add(&mut grid.cpus, c.family.cpus.clone());
+            add(&mut grid.throttles, c.family.throttle);
+            add(&mut grid.mems, c.family.mem.clone());
+            add(&mut grid.instances, c.family.instances);
+        }
+        grid.threads.sort_unstable();
+        grid
+    }
+
     /// The default grid for a workload that has no defaults of its own, and for programs: thread
     /// counts from [`default_threads`], the placements `os`, `compact`, `spread` and `cores`,
     /// every CPU and — on machines with more than 2 PUs — every CPU but CPU 0 (the articles'
@@ -672,14 +813,11 @@ impl Grid {
         if machine.pus > 2 {
             cpus.push("all ~pu:0".parse().expect("a valid expression"));
         }
-        Self {
-            threads: default_threads(machine),
-            places: vec![Policy::Os, Policy::Compact, Policy::Spread, Policy::Cores],
-            cpus,
-            throttles: vec![ThrottleSpec::None],
-            mems: default_mems(),
-            instances: default_instances(),
-        }
+        Self::new(
+            default_threads(machine),
+            vec![Policy::Os, Policy::Compact, Policy::Spread, Policy::Cores],
+        )
+        .with_cpus(cpus)
     }
 
     /// Whether any configuration runs more than one instance.
@@ -695,13 +833,13 @@ impl Grid {
                 for &throttle in &self.throttles {
                     for mem in &self.mems {
                         for &instances in &self.instances {
-                            out.push(Family {
-                                place,
-                                cpus: cpus.clone(),
-                                throttle,
-                                mem: mem.clone(),
-                                instances,
-                            });
+                            out.push(
+                                Family::new(place)
+                                    .with_cpus(cpus.clone())
+                                    .with_throttle(throttle)
+                                    .with_mem(mem.clone())
+                                    .with_instances(instances),
+                            );
                         }
                     }
                 }
@@ -803,14 +941,10 @@ impl Grid {
         let mut out = Vec::new();
         for cpus in &self.cpus {
             for &instances in self.instances.iter().filter(|&&n| n > 1) {
-                let config = Config {
-                    threads: 1,
-                    place: Policy::Os,
-                    cpus: cpus.clone(),
-                    throttle: ThrottleSpec::None,
-                    mem: Mem::Default,
-                    instances,
-                };
+                let config = Family::new(Policy::Os)
+                    .with_cpus(cpus.clone())
+                    .with_instances(instances)
+                    .at(1);
                 let Ok(parts) = config.parts(topology) else {
                     continue;
                 };
@@ -1040,12 +1174,9 @@ mod test {
         let c: Config =
             serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)
                 .unwrap();
-        assert!(c.mem.is_default());
+        assert!(c.family.mem.is_default());
         assert!(!serde_json::to_string(&c).unwrap().contains("mem"));
-        let c = Config {
-            mem: "interleave".parse().unwrap(),
-            ..c
-        };
+        let c = c.family.with_mem("interleave".parse().unwrap()).at(2);
         assert_eq!(c.to_string(), "2 threads, place os, mem interleave");
         assert!(
             serde_json::to_string(&c)
@@ -1067,14 +1198,10 @@ mod test {
         ))
         .unwrap();
         let part_lists = |instances: usize, cpus: &str| {
-            let c = Config {
-                threads: 2,
-                place: Policy::Compact,
-                cpus: cpus.parse().unwrap(),
-                throttle: ThrottleSpec::None,
-                mem: Mem::Default,
-                instances,
-            };
+            let c = Family::new(Policy::Compact)
+                .with_cpus(cpus.parse().unwrap())
+                .with_instances(instances)
+                .at(2);
             let placements = c.placements(&t, Binding::Pu).unwrap();
             let parts = c.parts(&t).unwrap();
             assert_eq!(placements.len(), instances);
@@ -1099,29 +1226,18 @@ mod test {
         assert_eq!(part_lists(8, "all")[..2], ["0-1", "2-3"]);
         // Within a CPU set: the set is what is split.
         assert_eq!(part_lists(2, "numa:1-2"), ["4-7", "8-11"]);
-        let c = Config {
-            threads: 2,
-            place: Policy::Os,
-            cpus: Cpus::All,
-            throttle: ThrottleSpec::None,
-            mem: Mem::Default,
-            instances: 4,
-        };
+        let c = Family::new(Policy::Os).with_instances(4).at(2);
         assert_eq!(c.to_string(), "4 instances × 2 threads, place os");
-        assert_eq!(c.family().to_string(), "4 instances, place os");
+        assert_eq!(c.family.to_string(), "4 instances, place os");
         assert!(c.is_restricted());
-        let one = Config {
-            instances: 1,
-            threads: 8,
-            ..c.clone()
-        };
+        let one = c.family.clone().with_instances(1).at(8);
         // A tie goes to one process of 8 threads before 4 of 2.
         assert!(one.simplicity_key() < c.simplicity_key());
         // Old folders have no instance count: one.
         let read: Config =
             serde_json::from_str(r#"{"threads":2,"place":"os","cpus":"all","throttle":null}"#)
                 .unwrap();
-        assert_eq!(read.instances, 1);
+        assert_eq!(read.family.instances, 1);
         assert!(!serde_json::to_string(&read).unwrap().contains("instances"));
     }
 
@@ -1237,15 +1353,48 @@ mod test {
     }
 
     #[test]
-    fn grid_and_simplicity() {
-        let grid = Grid {
-            threads: vec![1, 2],
-            places: vec![Policy::Os, Policy::Spread],
-            cpus: vec![Cpus::All],
-            throttles: vec![ThrottleSpec::None],
-            mems: vec![crate::grid::Mem::Default],
-            instances: vec![1],
+    fn a_family_names_its_fields_and_a_grid_spans_its_configurations() {
+        assert_eq!(
+            Family::field_names(),
+            ["place", "cpus", "throttle", "mem", "instances"]
+        );
+        // Every field a family writes is one it names.
+        let full = Family::new(Policy::Spread)
+            .with_cpus("all ~pu:0".parse().unwrap())
+            .with_throttle(ThrottleSpec::Limit(2))
+            .with_mem("local".parse().unwrap())
+            .with_instances(2);
+        let serde_json::Value::Object(written) = serde_json::to_value(&full).unwrap() else {
+            panic!("a family writes an object");
         };
+        let written: Vec<&str> = written.keys().map(String::as_str).collect();
+        let mut named = Family::field_names().to_vec();
+        named.sort_unstable();
+        assert_eq!(written, named);
+        // A configuration writes its family's fields beside `threads`, in this order.
+        assert_eq!(
+            serde_json::to_string(&full.at(4)).unwrap(),
+            r#"{"threads":4,"place":"spread","cpus":"all ~pu:0","throttle":2,"mem":"local","instances":2}"#
+        );
+        let configs = [
+            Config::new(4, Policy::Os),
+            full.at(1),
+            Config::new(2, Policy::Os),
+        ];
+        let grid = Grid::spanning(&configs);
+        assert_eq!(grid.threads, [1, 2, 4]);
+        assert_eq!(grid.places, [Policy::Os, Policy::Spread]);
+        assert_eq!(grid.instances, [1, 2]);
+        assert!(configs.iter().all(|c| grid.configs().contains(c)));
+        assert_eq!(
+            Grid::spanning([&configs[0]]).configs(),
+            [configs[0].clone()]
+        );
+    }
+
+    #[test]
+    fn grid_and_simplicity() {
+        let grid = Grid::new(vec![1, 2], vec![Policy::Os, Policy::Spread]);
         assert_eq!(grid.configs().len(), 4);
         let mut configs = grid.configs();
         configs.sort_by_key(Config::simplicity_key);
@@ -1258,19 +1407,16 @@ mod test {
         // A runs.jsonl line's configuration from coretune 0.1, read back and written again.
         let old = r#"{"threads":2,"place":"spread","cpus":"all ~pu:0","throttle":2}"#;
         let c: Config = serde_json::from_str(old).unwrap();
-        assert_eq!(c.place, Policy::Spread);
-        assert_eq!(c.cpus.as_str(), "all ~pu:0");
-        assert_eq!(c.throttle, ThrottleSpec::Limit(2));
+        assert_eq!(c.family.place, Policy::Spread);
+        assert_eq!(c.family.cpus.as_str(), "all ~pu:0");
+        assert_eq!(c.family.throttle, ThrottleSpec::Limit(2));
         assert_eq!(serde_json::to_string(&c).unwrap(), old);
         let none: Config =
             serde_json::from_str(r#"{"threads":1,"place":"os","cpus":"all","throttle":null}"#)
                 .unwrap();
-        assert!(none.cpus.is_all() && none.throttle == ThrottleSpec::None);
+        assert!(none.family.cpus.is_all() && none.family.throttle == ThrottleSpec::None);
         assert_eq!(none.to_string(), "1 thread, place os");
-        let adaptive = Config {
-            throttle: ThrottleSpec::Adaptive,
-            ..none
-        };
+        let adaptive = none.family.with_throttle(ThrottleSpec::Adaptive).at(1);
         let text = serde_json::to_string(&adaptive).unwrap();
         assert!(text.contains(r#""throttle":"adaptive""#), "{text}");
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), adaptive);
@@ -1302,14 +1448,8 @@ mod test {
 
     #[test]
     fn configs_order_as_their_text() {
-        let c = |place: Policy, cpus: &str| Config {
-            threads: 2,
-            place,
-            cpus: cpus.parse().unwrap(),
-            throttle: ThrottleSpec::None,
-            mem: crate::grid::Mem::Default,
-            instances: 1,
-        };
+        let c =
+            |place: Policy, cpus: &str| Family::new(place).with_cpus(cpus.parse().unwrap()).at(2);
         let mut v = [
             c(Policy::Spread, "all"),
             c(Policy::Os, "all ~pu:0"),

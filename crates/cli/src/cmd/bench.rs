@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coretune_core::Runner;
 use coretune_core::cpuset::format_list;
-use coretune_core::grid::{Config, Cpus, MachineCounts, ThrottleSpec};
+use coretune_core::grid::{Cpus, Family, MachineCounts, ThrottleSpec};
 use coretune_core::sweep::{BenchReport, Design, Progress, RunSettings, Sweep, SweepSpec, Target};
 use coretune_core::workload::ThrottleSample;
 use coretune_core::{Binding, Policy};
@@ -76,14 +76,10 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         Some(e) => e.parse().with_context(|| format!("--cpus '{e}'"))?,
         None => Cpus::All,
     };
-    let config = Config {
-        threads: args.threads.unwrap_or_else(|| runner.default_threads()),
-        place: args.place,
-        cpus,
-        throttle: args.throttle.unwrap_or_default(),
-        mem: coretune_core::grid::Mem::Default,
-        instances: 1,
-    };
+    let config = Family::new(args.place)
+        .with_cpus(cpus)
+        .with_throttle(args.throttle.unwrap_or_default())
+        .at(args.threads.unwrap_or_else(|| runner.default_threads()));
     // One configuration of the sweep engine: the same warm-up, runs, counters and statistics.
     let design = Design::one(&config, args.runs, args.warmup);
     for (cpus, warning) in runner.check(&design.grid)? {

@@ -54,10 +54,10 @@ impl<'a> Row<'a> {
     fn of(c: &'a ConfigRow, recommended: bool) -> Self {
         Self {
             threads: c.config.threads,
-            place: c.config.place.as_str(),
-            cpus: c.config.cpus.as_str(),
-            throttle: c.config.throttle,
-            mem: c.config.mem.to_string(),
+            place: c.config.family.place.as_str(),
+            cpus: c.config.family.cpus.as_str(),
+            throttle: c.config.family.throttle,
+            mem: c.config.family.mem.to_string(),
             median_s: c.median_s,
             ci_low_s: c.ci_s.map(|c| c.0),
             ci_high_s: c.ci_s.map(|c| c.1),
@@ -82,7 +82,7 @@ impl<'a> Row<'a> {
             cpu_s: c.cpu_s,
             peak_rss_bytes: c.peak_rss_bytes,
             pareto: c.pareto,
-            instances: c.config.instances,
+            instances: c.config.family.instances,
         }
     }
 }

@@ -235,9 +235,9 @@ fn table(report: &SweepReport) -> String {
              <td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
             super::threads_cell(c),
             escape(&super::place_cell(c)),
-            escape(c.config.cpus.as_str()),
-            if c.config.throttle.is_set() {
-                c.config.throttle.to_string()
+            escape(c.config.family.cpus.as_str()),
+            if c.config.family.throttle.is_set() {
+                c.config.family.throttle.to_string()
             } else {
                 "–".into()
             },

@@ -46,9 +46,9 @@ impl Reporter for Hyperfine {
             .filter_map(|c| {
                 let mut parameters = BTreeMap::new();
                 parameters.insert("threads".into(), c.config.threads.to_string());
-                parameters.insert("place".into(), c.config.place.to_string());
-                parameters.insert("cpus".into(), c.config.cpus.to_string());
-                parameters.insert("throttle".into(), c.config.throttle.to_string());
+                parameters.insert("place".into(), c.config.family.place.to_string());
+                parameters.insert("cpus".into(), c.config.family.cpus.to_string());
+                parameters.insert("throttle".into(), c.config.family.throttle.to_string());
                 Some(Result {
                     command: format!("{label} ({})", c.config),
                     mean: c.mean_s?,

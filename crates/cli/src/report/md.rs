@@ -63,7 +63,7 @@ impl Reporter for Markdown {
                 "| {} | {} | `{}` | {} | {}{mark} | {} |{} {} | {} | {}{} |{}",
                 super::threads_cell(c),
                 super::place_cell(c),
-                c.config.cpus,
+                c.config.family.cpus,
                 throttle,
                 median,
                 ci,

@@ -189,7 +189,7 @@ pub(crate) fn throttled_note(report: &coretune_core::SweepReport) -> Option<Stri
 /// A row with no successful run says how its runs ended (`failed`, `timed out`).
 pub(crate) fn cells(c: &ConfigRow) -> [String; 5] {
     [
-        c.config.throttle.to_string(),
+        c.config.family.throttle.to_string(),
         c.median_s.map_or_else(|| c.failure_word().to_owned(), secs),
         c.ci_s.map_or(String::new(), |(lo, hi)| {
             format!("{} – {}", secs(lo), secs(hi))
@@ -326,8 +326,8 @@ pub(crate) fn has_launch(report: &SweepReport) -> bool {
 
 /// A row's thread count; `P×T` for P instances of T threads each (`tune --instances`).
 pub(crate) fn threads_cell(c: &ConfigRow) -> String {
-    if c.config.instances > 1 {
-        format!("{}×{}", c.config.instances, c.config.threads)
+    if c.config.family.instances > 1 {
+        format!("{}×{}", c.config.family.instances, c.config.threads)
     } else {
         c.config.threads.to_string()
     }
@@ -336,10 +336,10 @@ pub(crate) fn threads_cell(c: &ConfigRow) -> String {
 /// A row's placement with its memory policy when it sets one (`compact, mem interleave`): the
 /// place column of `summary.md` and the HTML table.
 pub(crate) fn place_cell(c: &ConfigRow) -> String {
-    if c.config.mem.is_default() {
-        c.config.place.to_string()
+    if c.config.family.mem.is_default() {
+        c.config.family.place.to_string()
     } else {
-        format!("{}, mem {}", c.config.place, c.config.mem)
+        format!("{}, mem {}", c.config.family.place, c.config.family.mem)
     }
 }
 

@@ -1,7 +1,7 @@
 //! SVG plots (plotters' SVG backend, text as `<text>` elements: no fonts needed to render).
 //!
 //! From the summary: wall time against threads (one line per family — every axis but the
-//! thread count: placement, CPU set, throttle, copies or ranks, memory policy — whiskers = the
+//! thread count, `grid::Family`, labelled by `family_label` — whiskers = the
 //! bootstrap 95% interval), speedup and efficiency against the ideal line, and a heat map of
 //! family × thread count shaded by the sweep's objective. From a monitored run ([`RunView`]): per-CPU utilisation over time, one small
 //! graph per CPU ordered and titled by NUMA node / L3 / core, and a thread × CPU residency map
@@ -36,23 +36,23 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 /// a sweep share one (`os`, `os, 2 copies, mem local`, `compact, cpus 'all ~pu:0'`).
 fn family_label(c: &ConfigRow) -> String {
     let f = &c.config;
-    let mut parts = vec![f.place.to_string()];
-    if !f.cpus.is_all() {
-        parts.push(format!("cpus '{}'", f.cpus));
+    let mut parts = vec![f.family.place.to_string()];
+    if !f.family.cpus.is_all() {
+        parts.push(format!("cpus '{}'", f.family.cpus));
     }
-    if f.throttle.is_set() {
-        parts.push(format!("throttle {}", f.throttle));
+    if f.family.throttle.is_set() {
+        parts.push(format!("throttle {}", f.family.throttle));
     }
-    if f.instances > 1 {
+    if f.family.instances > 1 {
         let what = if c.launch.is_some() {
             "ranks"
         } else {
             "copies"
         };
-        parts.push(format!("{} {what}", f.instances));
+        parts.push(format!("{} {what}", f.family.instances));
     }
-    if !f.mem.is_default() {
-        parts.push(format!("mem {}", f.mem));
+    if !f.family.mem.is_default() {
+        parts.push(format!("mem {}", f.family.mem));
     }
     parts.join(", ")
 }
@@ -62,10 +62,10 @@ fn family_label(c: &ConfigRow) -> String {
 fn families(report: &SweepReport) -> Vec<(String, Vec<&ConfigRow>)> {
     let mut out: Vec<(coretune_core::grid::Family, String, Vec<&ConfigRow>)> = Vec::new();
     for c in &report.configs {
-        let family = c.config.family();
-        match out.iter_mut().find(|(f, _, _)| *f == family) {
+        let family = &c.config.family;
+        match out.iter_mut().find(|(f, _, _)| f == family) {
             Some((_, _, rows)) => rows.push(c),
-            None => out.push((family, family_label(c), vec![c])),
+            None => out.push((family.clone(), family_label(c), vec![c])),
         }
     }
     out.into_iter()

@@ -51,7 +51,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     let cpus_width = report
         .configs
         .iter()
-        .map(|c| c.config.cpus.as_str().chars().count())
+        .map(|c| c.config.family.cpus.as_str().chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -66,7 +66,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
             report
                 .configs
                 .iter()
-                .map(|c| c.config.mem.to_string().chars().count())
+                .map(|c| c.config.family.mem.to_string().chars().count())
                 .max()
                 .unwrap_or(3)
                 .max(3)
@@ -154,10 +154,10 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         let row = format!(
             "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
             super::threads_cell(c),
-            c.config.place,
-            c.config.cpus,
+            c.config.family.place,
+            c.config.family.cpus,
             throttle,
-            mem_cell(&c.config.mem.to_string()),
+            mem_cell(&c.config.family.mem.to_string()),
             median,
             ci,
             extra_cells(c),

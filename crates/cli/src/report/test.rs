@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use coretune_core::Policy;
 use coretune_core::SweepReport;
-use coretune_core::grid::{Config, Cpus, Grid, ThrottleSpec};
+use coretune_core::grid::{Config, Grid};
 use coretune_core::measure::Noise;
 use coretune_core::measure::{Measurement, MigrationSource, RssSource};
 use coretune_core::sweep::{Design, RunLine, RunView, Status, Strategy, Target};
@@ -42,14 +42,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
     };
     RunLine {
         seq,
-        config: Config {
-            threads,
-            place: place.parse().unwrap(),
-            cpus: Cpus::All,
-            throttle: ThrottleSpec::None,
-            mem: coretune_core::grid::Mem::Default,
-            instances: 1,
-        },
+        config: Config::new(threads, place.parse().unwrap()),
         warmup: false,
         status,
         stderr_tail: None,
@@ -93,14 +86,7 @@ fn fixed_report() -> SweepReport {
         environment: BTreeMap::new(),
     };
     let plan = Design {
-        grid: Grid {
-            threads: vec![1, 2, 4],
-            places: vec![Policy::Os, Policy::Spread],
-            cpus: vec![Cpus::All],
-            throttles: vec![ThrottleSpec::None],
-            mems: vec![coretune_core::grid::Mem::Default],
-            instances: vec![1],
-        },
+        grid: Grid::new(vec![1, 2, 4], vec![Policy::Os, Policy::Spread]),
         strategy: Strategy::Search,
         runs: 3,
         warmup: 0,
@@ -171,8 +157,14 @@ fn table_snapshot_plain_and_coloured() {
 fn recommendation_in_the_fixed_sweep() {
     let r = fixed_report().recommendation.unwrap();
     // 2 threads spread is 1% faster than 2 threads os: a tie, which goes to no pinning.
-    assert_eq!((r.config.threads, r.config.place.as_str()), (2, "os"));
-    assert_eq!((r.fastest.threads, r.fastest.place.as_str()), (2, "spread"));
+    assert_eq!(
+        (r.config.threads, r.config.family.place.as_str()),
+        (2, "os")
+    );
+    assert_eq!(
+        (r.fastest.threads, r.fastest.family.place.as_str()),
+        (2, "spread")
+    );
     // 4 threads spread is out: its run did not verify, and the warning quotes why.
     assert!(
         r.warnings.iter().any(|w| w.starts_with(
@@ -187,7 +179,7 @@ fn recommendation_in_the_fixed_sweep() {
     let row = report
         .configs
         .iter()
-        .find(|c| c.config.threads == 4 && c.config.place.as_str() == "spread")
+        .find(|c| c.config.threads == 4 && c.config.family.place.as_str() == "spread")
         .unwrap();
     assert_eq!(
         row.out.as_deref(),
@@ -261,8 +253,8 @@ fn copies_report() -> SweepReport {
         for k in 0..3 {
             let w = wall * (1.0 + 0.001 * f64::from(k));
             let mut l = line(lines.len(), threads, "os", w, Status::Ok);
-            l.config.instances = instances;
-            l.config.mem = mem.parse().unwrap();
+            l.config.family.instances = instances;
+            l.config.family.mem = mem.parse().unwrap();
             let record = l.record.as_mut().unwrap();
             record.throughput.value = instances as f64 * 3.0 / w;
             lines.push(l);
@@ -305,7 +297,11 @@ fn series_xs(svg: &str) -> Vec<Vec<i64>> {
 fn the_plots_draw_every_axis_and_the_heat_map_shades_by_the_objective() {
     let report = copies_report();
     let r = report.recommendation.as_ref().unwrap();
-    assert_eq!((r.config.instances, r.config.threads), (2, 1), "{r:?}");
+    assert_eq!(
+        (r.config.family.instances, r.config.threads),
+        (2, 1),
+        "{r:?}"
+    );
     for plot in [
         svg::time_plot(&report).unwrap(),
         svg::objective_plot(&report).unwrap().unwrap(),
@@ -356,7 +352,7 @@ fn the_plots_draw_every_axis_and_the_heat_map_shades_by_the_objective() {
 fn the_residency_view_labels_each_copys_workers_with_their_copy() {
     use coretune_core::measure::ThreadRecord;
     let mut l = line(0, 2, "os", 1.0, Status::Ok);
-    l.config.instances = 2;
+    l.config.family.instances = 2;
     l.record.as_mut().unwrap().measurement.threads = [(0, 10), (1, 11), (0, 20), (1, 21)]
         .map(|(worker, tid)| ThreadRecord {
             worker,

@@ -463,10 +463,10 @@ impl FleetReport {
     }
 
     /// The speedup curves to draw on one plot: per type, (label, [(threads, speedup)]) of the
-    /// fleet-wide setting's family (placement, CPU set, throttle) where the type measured it,
-    /// else of its own recommendation's family.
+    /// fleet-wide setting's family (its configuration but the thread count) where the type
+    /// measured it, else of its own recommendation's family.
     pub fn speedup_curves(&self) -> Vec<(String, Vec<(usize, f64)>)> {
-        let fleet_family = self.fleet.as_ref().map(|f| f.config.family());
+        let fleet_family = self.fleet.as_ref().map(|f| &f.config.family);
         self.types
             .iter()
             .filter_map(|t| {
@@ -474,17 +474,16 @@ impl FleetReport {
                     t.report
                         .configs
                         .iter()
-                        .any(|c| &c.config.family() == fam && c.speedup.is_some())
+                        .any(|c| &c.config.family == fam && c.speedup.is_some())
                 };
                 let family = fleet_family
-                    .clone()
                     .filter(|f| has(f))
-                    .or_else(|| t.report.recommendation.as_ref().map(|r| r.config.family()))?;
+                    .or_else(|| t.report.recommendation.as_ref().map(|r| &r.config.family))?;
                 let mut points: Vec<(usize, f64)> = t
                     .report
                     .configs
                     .iter()
-                    .filter(|c| c.config.family() == family)
+                    .filter(|c| c.config.family == *family)
                     .filter_map(|c| Some((c.config.threads, c.speedup?)))
                     .collect();
                 points.sort_by_key(|p| p.0);

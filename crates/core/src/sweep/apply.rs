@@ -78,7 +78,7 @@ pub fn apply_lines_for(
                     if l == Launcher::Srun {
                         lines.push(format!(
                             "#SBATCH --nodes=1 --ntasks={} --cpus-per-task={}",
-                            config.instances, config.threads
+                            config.family.instances, config.threads
                         ));
                     }
                     lines.push(format!("{} {program}", shell_words(&words)));
@@ -98,20 +98,20 @@ pub fn apply_lines(
     config: &Config,
     binding: Binding,
 ) -> Vec<String> {
-    if config.instances > 1 {
+    if config.family.instances > 1 {
         return instance_lines(topology, target, config, binding);
     }
     let Ok(placement) = config.placement(topology, binding) else {
         return Vec::new();
     };
     let n = config.threads;
-    let cpus_flag = if config.cpus.is_all() {
+    let cpus_flag = if config.family.cpus.is_all() {
         String::new()
     } else {
-        format!(" --cpus '{}'", config.cpus)
+        format!(" --cpus '{}'", config.family.cpus)
     };
-    let throttle_flag = if config.throttle.is_set() {
-        format!(" --throttle {}", config.throttle)
+    let throttle_flag = if config.family.throttle.is_set() {
+        format!(" --throttle {}", config.family.throttle)
     } else {
         String::new()
     };
@@ -122,20 +122,21 @@ pub fn apply_lines(
     // The memory policy: `coretune run --mem`, and numactl's form (the whole process's policy,
     // which a built-in workload's workers inherit as well).
     let mem = config
+        .family
         .mem
         .policy()
         .and_then(|p| p.plan(topology, &placement.union(), false).ok());
-    let mem_flag = if config.mem.is_default() {
+    let mem_flag = if config.family.mem.is_default() {
         String::new()
     } else {
-        format!(" --mem {}", config.mem)
+        format!(" --mem {}", config.family.mem)
     };
     let cmd = match target {
         Target::Workload { spec, .. } => {
             let extra = workload_flags(spec);
             let cmd = format!(
                 "coretune bench {} --threads {n} --place {}{cpus_flag}{throttle_flag}{extra}",
-                spec.name, config.place
+                spec.name, config.family.place
             );
             lines.push(cmd.clone());
             if let Some(mem) = &mem {
@@ -153,7 +154,7 @@ pub fn apply_lines(
             };
             lines.push(format!(
                 "coretune run --threads {n} --place {}{cpus_flag}{mem_flag} -- {cmd}",
-                config.place
+                config.family.place
             ));
             match &mem {
                 Some(mem) if restricted => lines.push(format!(
@@ -228,16 +229,16 @@ fn instance_lines(
     let Ok(placements) = config.placements(topology, binding) else {
         return Vec::new();
     };
-    let (n, p) = (config.threads, config.instances);
-    let throttle_flag = if config.throttle.is_set() {
-        format!(" --throttle {}", config.throttle)
+    let (n, p) = (config.threads, config.family.instances);
+    let throttle_flag = if config.family.throttle.is_set() {
+        format!(" --throttle {}", config.family.throttle)
     } else {
         String::new()
     };
-    let mem_flag = if config.mem.is_default() {
+    let mem_flag = if config.family.mem.is_default() {
         String::new()
     } else {
-        format!(" --mem {}", config.mem)
+        format!(" --mem {}", config.family.mem)
     };
     let windows = crate::topology::groups::is_windows(topology);
     let mut coretune = Vec::new();
@@ -247,6 +248,7 @@ fn instance_lines(
         let union = placement.union();
         let list = format_list(&set_to_vec(&union));
         let mem = config
+            .family
             .mem
             .policy()
             .and_then(|m| m.plan(topology, &union, false).ok());
@@ -255,7 +257,7 @@ fn instance_lines(
             Target::Workload { spec, .. } => format!(
                 "coretune bench {} --threads {n} --place {}{throttle_flag}{}",
                 spec.name,
-                config.place,
+                config.family.place,
                 workload_flags(spec)
             ),
             Target::Command { argv, shell } => {
@@ -275,12 +277,12 @@ fn instance_lines(
             Target::Workload { spec, .. } => coretune.push(format!(
                 "coretune bench {} --threads {n} --place {} --cpus '{list}'{throttle_flag}{} &",
                 spec.name,
-                config.place,
+                config.family.place,
                 workload_flags(spec)
             )),
             Target::Command { .. } => coretune.push(format!(
                 "coretune run --threads {n} --place {} --cpus '{list}'{mem_flag} -- {cmd} &",
-                config.place
+                config.family.place
             )),
         }
         let mem_numactl = mem.as_ref().map(|m| format!(" {}", m.numactl()));
@@ -335,7 +337,7 @@ fn instance_lines(
         Target::Workload { spec, .. } => format!(
             "coretune bench {} --threads {n} --place {}{}",
             spec.name,
-            config.place,
+            config.family.place,
             workload_flags(spec)
         ),
         Target::Command { argv, shell: true } => {
@@ -653,7 +655,7 @@ fn per_task_bind(placement: &Placement) -> String {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::grid::{Cpus, ThrottleSpec};
+    use crate::grid::{Cpus, Family};
     use crate::placement::Policy;
     use crate::topology::TopologySource;
 
@@ -662,14 +664,9 @@ mod test {
     }
 
     fn config(threads: usize, place: Policy, cpus: &str) -> Config {
-        Config {
-            threads,
-            place,
-            cpus: cpus.parse().unwrap_or(Cpus::All),
-            throttle: ThrottleSpec::None,
-            mem: crate::grid::Mem::Default,
-            instances: 1,
-        }
+        Family::new(place)
+            .with_cpus(cpus.parse().unwrap_or(Cpus::All))
+            .at(threads)
     }
 
     fn lines(t: &Topology, c: &Config, binding: Binding) -> Vec<String> {
@@ -693,8 +690,8 @@ mod test {
         // 2 packages, a NUMA node each, 4 cores of 2 PUs: 4 instances of 2 threads.
         let t = topo("pack:2 numa:1 core:4 pu:2");
         let mut c = config(2, Policy::Os, "all");
-        c.instances = 2;
-        c.mem = "local".parse().unwrap();
+        c.family.instances = 2;
+        c.family.mem = "local".parse().unwrap();
         let l = lines(&t, &c, Binding::Pu);
         assert_eq!(
             l[0],
@@ -733,8 +730,8 @@ mod test {
         );
         // 4 instances split each node in two: one per L3 is not there, one per core is not
         // either (2 cores each), so only the CPUs are said; {instance} and {cpus} per copy.
-        c.instances = 4;
-        c.mem = crate::grid::Mem::Default;
+        c.family.instances = 4;
+        c.family.mem = crate::grid::Mem::Default;
         let target = Target::Command {
             argv: vec![
                 "./app".into(),
@@ -787,7 +784,7 @@ mod test {
     fn a_launchers_lines_are_its_command_lines_with_the_program_filled_in() {
         let t = topo("pack:2 numa:1 core:4 pu:2");
         let mut c = config(4, Policy::Cores, "all");
-        c.instances = 2;
+        c.family.instances = 2;
         // Finding 26 (#35): as root, Open MPI's line carries its consent, so it runs pasted.
         let root = if crate::sys::effective_uid() == 0 {
             " --allow-run-as-root"

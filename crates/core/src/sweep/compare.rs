@@ -245,14 +245,7 @@ mod test {
 
     fn row(threads: usize, median: f64, ci: (f64, f64)) -> ConfigRow {
         ConfigRow {
-            config: crate::grid::Config {
-                threads,
-                place: crate::placement::Policy::Os,
-                cpus: crate::grid::Cpus::All,
-                throttle: crate::grid::ThrottleSpec::None,
-                mem: crate::grid::Mem::Default,
-                instances: 1,
-            },
+            config: crate::grid::Config::new(threads, crate::placement::Policy::Os),
             median_s: Some(median),
             ci_s: Some(ci),
             mean_s: Some(median),

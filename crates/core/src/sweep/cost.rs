@@ -106,7 +106,7 @@ impl Design {
         for c in configs {
             let placement = c.placement(topology, binding)?;
             let cpus = placement.union().weight().unwrap_or(1).max(1);
-            let limit = c.throttle.fixed_limit(machine).unwrap_or(usize::MAX);
+            let limit = c.family.throttle.fixed_limit(machine).unwrap_or(usize::MAX);
             let parallel = c.threads.min(cpus).min(limit).max(1);
             if let (Some(one), Some((fast, slow))) = (one_thread, seconds.as_mut()) {
                 let t1 = one.as_secs_f64();
@@ -192,20 +192,13 @@ fn expected_search(grid: &DesignCost, first: &DesignCost, pus: usize) -> DesignC
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::grid::{Cpus, Grid, ThrottleSpec};
+    use crate::grid::Grid;
     use crate::placement::Policy;
     use crate::topology::TopologySource;
 
     fn plan(strategy: Strategy) -> Design {
         Design {
-            grid: Grid {
-                threads: vec![1, 2, 4, 8],
-                places: vec![Policy::Os, Policy::Cores],
-                cpus: vec![Cpus::All],
-                throttles: vec![ThrottleSpec::None],
-                mems: vec![crate::grid::Mem::Default],
-                instances: vec![1],
-            },
+            grid: Grid::new(vec![1, 2, 4, 8], vec![Policy::Os, Policy::Cores]),
             strategy,
             runs: 3,
             warmup: 1,

@@ -61,14 +61,7 @@ impl Design {
     /// what `coretune bench` runs.
     pub fn one(config: &Config, runs: usize, warmup: usize) -> Self {
         Self {
-            grid: Grid {
-                threads: vec![config.threads],
-                places: vec![config.place],
-                cpus: vec![config.cpus.clone()],
-                throttles: vec![config.throttle],
-                mems: vec![config.mem.clone()],
-                instances: vec![config.instances],
-            },
+            grid: Grid::spanning([config]),
             strategy: Strategy::Exhaustive,
             runs,
             warmup,

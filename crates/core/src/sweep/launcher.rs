@@ -106,7 +106,7 @@ impl Launcher {
 
     /// How this launcher binds `c`'s ranks, or why it cannot.
     fn form(self, c: &Config) -> Result<Form, ConfigError> {
-        Ok(match (c.place, self) {
+        Ok(match (c.family.place, self) {
             (Policy::Os, _) => Form::Unbound,
             (Policy::Cores, _) => Form::Blocks(ObjKind::Core),
             (Policy::Compact, _) => Form::Blocks(ObjKind::Pu),
@@ -124,10 +124,11 @@ impl Launcher {
     /// however it was written).
     fn restriction(topology: &Topology, c: &Config) -> Result<Option<CpuSet>, ConfigError> {
         let (cpus, _) = c
+            .family
             .cpus
             .resolve(topology)
             .map_err(|error| ConfigError::Cpus {
-                cpus: c.cpus.to_string(),
+                cpus: c.family.cpus.to_string(),
                 error,
             })?;
         Ok(cpus.filter(|set| *set != topology.cpuset()))
@@ -139,7 +140,7 @@ impl Launcher {
         c: &Config,
         set: &CpuSet,
     ) -> Result<Option<MemPlan>, ConfigError> {
-        let Some(policy) = c.mem.policy() else {
+        let Some(policy) = c.family.mem.policy() else {
             return Ok(None);
         };
         let mut plan = policy
@@ -158,7 +159,7 @@ impl Launcher {
     /// table), [`ConfigError::Cpus`] / [`ConfigError::Mem`] for a CPU set or a memory policy
     /// that does not resolve here.
     pub fn words(self, topology: &Topology, c: &Config) -> Result<Vec<String>, ConfigError> {
-        let (p, t) = (c.instances.max(1), c.threads.max(1));
+        let (p, t) = (c.family.instances.max(1), c.threads.max(1));
         let form = self.form(c)?;
         let restricted = Self::restriction(topology, c)?;
         let set = restricted.clone().unwrap_or_else(|| topology.cpuset());
@@ -204,7 +205,7 @@ impl Launcher {
                                 "cannot bind {t} threads per rank inside --cpus '{}': Open MPI \
                                  binds a rank inside --cpu-set to one CPU (--bind-to \
                                  cpu-list:ordered) or to the whole set (--place os)",
-                                c.cpus
+                                c.family.cpus
                             )));
                         }
                         if kind == ObjKind::Core {
@@ -213,7 +214,7 @@ impl Launcher {
                                     "cannot bind ranks to cores inside --cpus '{}': it takes \
                                      part of core {core}, and Open MPI's --cpu-set names whole \
                                      cores (--place compact binds hardware threads)",
-                                    c.cpus
+                                    c.family.cpus
                                 )));
                             }
                             push(&[
@@ -237,7 +238,7 @@ impl Launcher {
                             "cannot spread ranks inside --cpus '{}': Open MPI binds ranks inside \
                              --cpu-set in ascending order only (use --place cores or compact \
                              there, or spread on every CPU)",
-                            c.cpus
+                            c.family.cpus
                         )));
                     }
                 }
@@ -319,7 +320,7 @@ impl Launcher {
         set: &CpuSet,
         mem: Option<MemPlan>,
     ) -> Result<Vec<RankPlan>, ConfigError> {
-        let (p, t) = (c.instances.max(1), c.threads.max(1));
+        let (p, t) = (c.family.instances.max(1), c.threads.max(1));
         let units = |kind: ObjKind| -> Vec<CpuSet> {
             topology
                 .objects(kind.object_type())
@@ -637,17 +638,17 @@ impl Axis {
 
     fn index(self, g: &Grid, c: &Config) -> Option<usize> {
         match self {
-            Axis::Place => g.places.iter().position(|&p| p == c.place),
-            Axis::Cpus => g.cpus.iter().position(|x| *x == c.cpus),
-            Axis::Mem => g.mems.iter().position(|m| *m == c.mem),
+            Axis::Place => g.places.iter().position(|&p| p == c.family.place),
+            Axis::Cpus => g.cpus.iter().position(|x| *x == c.family.cpus),
+            Axis::Mem => g.mems.iter().position(|m| *m == c.family.mem),
         }
     }
 
     fn set(self, g: &Grid, c: &mut Config, i: usize) {
         match self {
-            Axis::Place => c.place = g.places[i],
-            Axis::Cpus => c.cpus = g.cpus[i].clone(),
-            Axis::Mem => c.mem = g.mems[i].clone(),
+            Axis::Place => c.family.place = g.places[i],
+            Axis::Cpus => c.family.cpus = g.cpus[i].clone(),
+            Axis::Mem => c.family.mem = g.mems[i].clone(),
         }
     }
 
@@ -690,18 +691,14 @@ impl fmt::Display for Launcher {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::grid::{Cpus, Mem, ThrottleSpec};
+    use crate::grid::{Cpus, Family};
     use crate::topology::TopologySource;
 
     fn config(instances: usize, threads: usize, place: Policy, cpus: &str) -> Config {
-        Config {
-            threads,
-            place,
-            cpus: cpus.parse().unwrap_or(Cpus::All),
-            throttle: ThrottleSpec::None,
-            mem: Mem::Default,
-            instances,
-        }
+        Family::new(place)
+            .with_cpus(cpus.parse().unwrap_or(Cpus::All))
+            .with_instances(instances)
+            .at(threads)
     }
 
     fn topo(synthetic: &str) -> Topology {
@@ -796,13 +793,13 @@ mod test {
         );
         // --mem: numactl inside each rank, after the launcher's words.
         let mut c = config(2, 1, Policy::Cores, "all");
-        c.mem = "local".parse().unwrap();
+        c.family.mem = "local".parse().unwrap();
         assert!(
             line(Launcher::Mpirun, &c).ends_with("-x OMP_PROC_BIND=close numactl --localalloc --"),
             "{}",
             line(Launcher::Mpirun, &c)
         );
-        c.mem = "interleave".parse().unwrap();
+        c.family.mem = "interleave".parse().unwrap();
         assert!(line(Launcher::Srun, &c).ends_with(" numactl --interleave=0-1 --"));
     }
 
@@ -881,7 +878,7 @@ mod test {
         );
         // The memory policy is every rank's.
         let mut c = config(2, 1, Policy::Cores, "all");
-        c.mem = "local".parse().unwrap();
+        c.family.mem = "local".parse().unwrap();
         let ranks = Launcher::Mpirun.expected(&t, &c).unwrap();
         assert!(ranks.iter().all(|r| {
             r.mem
@@ -900,14 +897,10 @@ mod test {
     }
 
     fn grid(places: &[Policy], cpus: &[&str], mems: &[&str], instances: &[usize]) -> Grid {
-        Grid {
-            threads: vec![1],
-            places: places.to_vec(),
-            cpus: cpus.iter().map(|c| c.parse().unwrap()).collect(),
-            throttles: vec![ThrottleSpec::None],
-            mems: mems.iter().map(|m| m.parse().unwrap()).collect(),
-            instances: instances.to_vec(),
-        }
+        Grid::new(vec![1], places.to_vec())
+            .with_cpus(cpus.iter().map(|c| c.parse().unwrap()).collect())
+            .with_mems(mems.iter().map(|m| m.parse().unwrap()).collect())
+            .with_instances(instances.to_vec())
     }
 
     /// Finding 7 (#35): on a machine without SMT and with one NUMA node, compact, cores and

@@ -157,7 +157,9 @@ pub(crate) fn recommend_on(
     // The speedup is of the time, or of the program's own figure when that is the objective;
     // with instances, over one copy of one thread (the gain from splitting the machine).
     let over = match &chosen.baseline {
-        Some(b) if b.instances == 1 && chosen.config.instances > 1 => "one copy of 1 thread's",
+        Some(b) if b.family.instances == 1 && chosen.config.family.instances > 1 => {
+            "one copy of 1 thread's"
+        }
         _ => "the 1-thread",
     };
     let speed = match &objective.quantity {
@@ -285,45 +287,45 @@ pub(crate) fn recommend_on(
     };
     let same = |c: &Config| {
         c.threads == chosen.config.threads
-            && c.cpus == chosen.config.cpus
-            && c.throttle == chosen.config.throttle
+            && c.family.cpus == chosen.config.family.cpus
+            && c.family.throttle == chosen.config.family.throttle
     };
     if let (Some((_, os_e)), Some((pinned, pin_e))) = (
-        best_of(&|c| same(c) && !c.place.is_pinned()),
-        best_of(&|c| same(c) && c.place.is_pinned()),
+        best_of(&|c| same(c) && !c.family.place.is_pinned()),
+        best_of(&|c| same(c) && c.family.place.is_pinned()),
     ) {
         let gain = pct(pin_e.median, os_e.median);
         let n = crate::sys::counted(chosen.config.threads, "thread");
         if !noise_known {
             reason.push(format!(
                 "At {n} pinning ({}) {} {:.1}% (one run each: not told from noise).",
-                pinned.config.place,
+                pinned.config.family.place,
                 if gain >= 0.0 { "gains" } else { "costs" },
                 gain.abs()
             ));
         } else if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
             reason.push(format!(
                 "At {n} pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
-                pinned.config.place
+                pinned.config.family.place
             ));
         } else if gain >= 0.0 {
             reason.push(format!(
                 "At {n} pinning ({}) gains {gain:.1}%, within noise: leave placement to \
                  the OS.",
-                pinned.config.place
+                pinned.config.family.place
             ));
         } else {
             reason.push(format!(
                 "At {n} pinning ({}) costs {:.1}%: leave placement to the OS.",
-                pinned.config.place, -gain
+                pinned.config.family.place, -gain
             ));
         }
     }
 
     // CPU exclusion (e.g. keeping CPU 0 free).
     if let (Some((_, all_e)), Some((excl, excl_e))) = (
-        best_of(&|c| c.cpus.is_all()),
-        best_of(&|c| !c.cpus.is_all()),
+        best_of(&|c| c.family.cpus.is_all()),
+        best_of(&|c| !c.family.cpus.is_all()),
     ) {
         let gain = pct(excl_e.median, all_e.median);
         let verdict = if !noise_known {
@@ -335,17 +337,17 @@ pub(crate) fn recommend_on(
         };
         reason.push(format!(
             "Restricting to '{}' {} {:.1}%, {verdict}.",
-            excl.config.cpus,
+            excl.config.family.cpus,
             if gain >= 0.0 { "gains" } else { "costs" },
             gain.abs()
         ));
     }
 
     // Oversubscription, from the counters of the chosen family.
-    let family = chosen.config.family();
+    let family = &chosen.config.family;
     let curve: Vec<&ConfigSummary> = summaries
         .iter()
-        .filter(|s| s.config.family() == family && estimate(s, objective).is_some())
+        .filter(|s| s.config.family == *family && estimate(s, objective).is_some())
         .collect();
     if let (Some(at), Some(top)) = (
         chosen.involuntary_ctx_switches,

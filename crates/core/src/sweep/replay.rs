@@ -12,10 +12,11 @@
 //! - A coretune results folder (`sweep.json` and `runs.jsonl`, best an exhaustive sweep): its
 //!   grid and objectives are the folder's.
 //! - A JSON-lines file, one run per line: coretune's own `runs.jsonl` lines, or the minimal
-//!   form `{"threads": 8, "place": "compact", "cpus": "all", "time_s": 1.234}` with optional
-//!   `mem`, `instances`, `throttle` (as `tune` writes them), `ok` (`false`: a failed run) and
-//!   any other numeric field kept as a metric of that name. `place` defaults to `os`, `cpus` to
-//!   `all`. The grid is every combination of the values the file names.
+//!   form `{"threads": 8, "place": "compact", "cpus": "all", "time_s": 1.234}` with the other
+//!   axes of a configuration optional (the fields of [`Family`], as `tune` writes them: `mem`,
+//!   `instances`, `throttle`, ...), `ok` (`false`: a failed run) and any other numeric field
+//!   kept as a metric of that name. An absent axis is as [`Family::new`] has it (`place` `os`,
+//!   `cpus` `all`). The grid is every combination of the values the file names.
 //!
 //! Warm-up lines are left out: a replay makes no warm-up runs. A configuration of the grid with
 //! no recorded run is replayed as a failed run (`not recorded`), so it is never recommended.
@@ -50,7 +51,7 @@ use super::recommend::{pareto, recommend, recommend_on};
 use super::search::Strategy;
 use super::summary::{ConfigSummary, summarize};
 use super::target::SweepSpec;
-use crate::grid::{Config, Cpus, Grid, Mem, ThrottleSpec};
+use crate::grid::{Config, Family, Grid};
 use crate::measure::{Measurement, MigrationSource, Noise, RssSource};
 use crate::placement::Policy;
 use crate::workload::{RunRecord, Throughput, Unit};
@@ -132,33 +133,16 @@ pub struct Cost {
     pub summed_time_s: f64,
 }
 
-/// One run in the minimal form.
+/// One run in the minimal form: the configuration's axes are among `other`, each absent one
+/// as [`Family::new`]`(Policy::Os)` has it.
 #[derive(Deserialize)]
 struct Minimal {
     threads: usize,
     time_s: f64,
-    #[serde(default = "os")]
-    place: Policy,
-    #[serde(default)]
-    cpus: Cpus,
-    #[serde(default)]
-    throttle: ThrottleSpec,
-    #[serde(default)]
-    mem: Mem,
-    #[serde(default = "one")]
-    instances: usize,
     #[serde(default = "yes")]
     ok: bool,
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
-}
-
-fn os() -> Policy {
-    Policy::Os
-}
-
-fn one() -> usize {
-    1
 }
 
 fn yes() -> bool {
@@ -167,11 +151,23 @@ fn yes() -> bool {
 
 impl Minimal {
     /// The run as a log line.
-    fn into_line(self) -> Result<RunLine, String> {
+    fn into_line(mut self) -> Result<RunLine, String> {
         if self.threads == 0 {
             return Err("threads must be at least 1".to_owned());
         }
-        if self.instances == 0 {
+        let serde_json::Value::Object(mut axes) = serde_json::to_value(Family::new(Policy::Os))
+            .expect("a family is plain data that serializes")
+        else {
+            unreachable!("a family serializes as an object");
+        };
+        for name in Family::field_names() {
+            if let Some(value) = self.other.remove(*name) {
+                axes.insert((*name).to_owned(), value);
+            }
+        }
+        let family: Family =
+            serde_json::from_value(serde_json::Value::Object(axes)).map_err(|e| e.to_string())?;
+        if family.instances == 0 {
             return Err("instances must be at least 1".to_owned());
         }
         let wall = Duration::try_from_secs_f64(self.time_s)
@@ -182,7 +178,7 @@ impl Minimal {
             .filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v)))
             .collect();
         #[allow(clippy::cast_precision_loss)]
-        let throughput = self.instances as f64 / self.time_s.max(1e-12);
+        let throughput = family.instances as f64 / self.time_s.max(1e-12);
         let measurement = Measurement {
             wall,
             user: None,
@@ -207,14 +203,7 @@ impl Minimal {
         };
         Ok(RunLine {
             seq: 0,
-            config: Config {
-                threads: self.threads,
-                place: self.place,
-                cpus: self.cpus,
-                throttle: self.throttle,
-                mem: self.mem,
-                instances: self.instances,
-            },
+            config: family.at(self.threads),
             warmup: false,
             status,
             error,
@@ -258,18 +247,6 @@ fn offset(seed: u64, config: &Config) -> u64 {
     h ^ (h >> 29)
 }
 
-/// The distinct values of one axis, in the order the runs first name them.
-fn distinct<T: PartialEq + Clone>(lines: &[RunLine], axis: impl Fn(&Config) -> T) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for line in lines {
-        let v = axis(&line.config);
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
-}
-
 impl Replay {
     /// Reads recorded runs from a results folder or a JSON-lines file (see the module docs).
     ///
@@ -301,16 +278,7 @@ impl Replay {
         let (grid, objectives) = match spec {
             Some(spec) => (spec.design.grid, spec.design.objectives),
             None => {
-                let mut threads: Vec<usize> = distinct(&lines, |c| c.threads);
-                threads.sort_unstable();
-                let grid = Grid {
-                    threads,
-                    places: distinct(&lines, |c| c.place),
-                    cpus: distinct(&lines, |c| c.cpus.clone()),
-                    throttles: distinct(&lines, |c| c.throttle),
-                    mems: distinct(&lines, |c| c.mem.clone()),
-                    instances: distinct(&lines, |c| c.instances),
-                };
+                let grid = Grid::spanning(lines.iter().map(|line| &line.config));
                 (grid, Vec::new())
             }
         };
@@ -569,14 +537,7 @@ mod test {
     }
 
     fn config(threads: usize, place: &str) -> Config {
-        Config {
-            threads,
-            place: place.parse().unwrap(),
-            cpus: Cpus::All,
-            throttle: ThrottleSpec::None,
-            mem: Mem::Default,
-            instances: 1,
-        }
+        Config::new(threads, place.parse().unwrap())
     }
 
     #[test]
@@ -700,6 +661,27 @@ mod test {
             replay.evaluate(&d, 5).unwrap(),
             replay.evaluate(&d, 5).unwrap()
         );
+    }
+
+    #[test]
+    fn the_minimal_form_reads_every_axis_and_keeps_other_numbers_as_metrics() {
+        let line = parse_line(
+            r#"{"threads": 2, "time_s": 0.5, "mem": "local", "instances": 2, "throttle": 1,
+                "instructions": 3e9}"#,
+        )
+        .unwrap();
+        let want = Family::new(Policy::Os)
+            .with_throttle(crate::grid::ThrottleSpec::Limit(1))
+            .with_mem("local".parse().unwrap())
+            .with_instances(2)
+            .at(2);
+        assert_eq!(line.config, want);
+        let record = line.record.unwrap();
+        // The axes are not metrics; two copies in 0.5 s are 4 runs a second.
+        assert_eq!(record.metrics.keys().collect::<Vec<_>>(), ["instructions"]);
+        assert!((record.throughput.value - 4.0).abs() < 1e-9);
+        let e = parse_line(r#"{"threads": 1, "time_s": 1.0, "instances": 0}"#).unwrap_err();
+        assert_eq!(e, "instances must be at least 1");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub const SUMMARY_SCHEMA: &str = "coretune-summary/1";
 /// One configuration's row, as `summary.json`'s `configs` entries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigRow {
-    /// The configuration (`threads`, `place`, `cpus`, `throttle`).
+    /// The configuration (`threads` and the [`Family`] fields, beside the row's own).
     #[serde(flatten)]
     pub config: Config,
     /// Median wall time of the successful runs, seconds (null when none succeeded).
@@ -288,7 +288,7 @@ impl ConfigRow {
 /// A Universal Scalability Law fit of one family's speedup curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UslRow {
-    /// The family (`place`, `cpus`, `throttle`).
+    /// The family (its fields beside the fit's).
     #[serde(flatten)]
     pub family: Family,
     /// The fit.
@@ -403,7 +403,7 @@ impl SweepReport {
             .collect();
         let mut curves: BTreeMap<Family, Vec<(usize, f64)>> = BTreeMap::new();
         for s in &summaries {
-            let points = curves.entry(s.config.family()).or_default();
+            let points = curves.entry(s.config.family.clone()).or_default();
             if let Some(speedup) = s.speedup {
                 points.push((s.config.threads, speedup));
             }
@@ -606,7 +606,7 @@ impl RunView {
             .unwrap_or_default();
         // Several copies each number their workers from 0 (the records come copy after copy):
         // each thread is labelled with its copy, and a program's with its process.
-        let copies = line.config.instances > 1;
+        let copies = line.config.family.instances > 1;
         let threads = if workers.iter().any(|w| !w.cpus_seen.is_empty()) {
             let mut copy = 0;
             let mut previous: Option<usize> = None;

@@ -192,27 +192,18 @@ pub fn summarize(
     let one_thread: BTreeMap<Family, (Config, f64)> = out
         .iter()
         .filter(|s| s.config.threads == 1 && s.out.is_none())
-        .filter_map(|s| Some((s.config.family(), (s.config.clone(), cost(s)?))))
+        .filter_map(|s| Some((s.config.family.clone(), (s.config.clone(), cost(s)?))))
         .collect();
     let os_baseline = one_thread
         .iter()
-        .find(|(f, _)| {
-            !f.place.is_pinned()
-                && f.cpus.is_all()
-                && !f.throttle.is_set()
-                && f.mem.is_default()
-                && f.instances == 1
-        })
+        .find(|(f, _)| !f.place.is_pinned() && **f == Family::new(f.place))
         .map(|(_, base)| base.clone());
     for s in out.iter_mut().filter(|s| s.out.is_none()) {
         let Some(own) = cost(s) else { continue };
-        let family = Family {
-            instances: 1,
-            ..s.config.family()
-        };
+        let family = s.config.family.clone().with_instances(1);
         let base = one_thread.get(&family).cloned().or(os_baseline.clone());
         if let Some((base_config, base)) = base {
-            let threads = s.config.threads * s.config.instances;
+            let threads = s.config.threads * s.config.family.instances;
             s.speedup = Some(crate::measure::stats::speedup(base, own));
             s.efficiency = Some(crate::measure::stats::efficiency(base, own, threads));
             s.baseline = Some(base_config);

@@ -22,7 +22,7 @@ use crate::grid::{Grid, MachineCounts};
 use crate::placement::Binding;
 use crate::program::pin::SkipMask;
 use crate::topology::Topology;
-use crate::workload::{Workload, WorkloadError, WorkloadSpec};
+use crate::workload::{DynWorkload, WorkloadError, WorkloadSpec};
 
 /// What a sweep measures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ impl Target {
 pub(crate) fn build_workload(
     spec: &WorkloadSpec,
     topology: &Topology,
-) -> Result<Box<dyn Workload>, WorkloadError> {
+) -> Result<Box<dyn DynWorkload>, WorkloadError> {
     let llc = topology.last_level_cache_bytes().unwrap_or(32 << 20);
     crate::workload::build(spec, llc)
 }

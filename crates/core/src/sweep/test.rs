@@ -7,7 +7,7 @@ use std::io::Write;
 use super::engine::estimates;
 use super::recommend::{recommend, recommend_on};
 use super::*;
-use crate::grid::{Config, Grid, ThrottleSpec};
+use crate::grid::{Config, Grid};
 use crate::measure::{Measurement, MigrationSource, Noise, RssSource};
 use crate::workload::{RunRecord, Unit};
 
@@ -49,20 +49,15 @@ pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {
 }
 
 pub(crate) fn grid(threads: Vec<usize>, places: &[&str], cpus: &[&str]) -> Grid {
-    Grid {
-        threads,
-        places: places.iter().map(|s| s.parse().unwrap()).collect(),
-        cpus: cpus.iter().map(|s| s.parse().unwrap()).collect(),
-        throttles: vec![ThrottleSpec::None],
-        mems: vec![crate::grid::Mem::Default],
-        instances: vec![1],
-    }
+    Grid::new(threads, places.iter().map(|s| s.parse().unwrap()).collect())
+        .with_cpus(cpus.iter().map(|s| s.parse().unwrap()).collect())
 }
 
 /// Deterministic ±0.5% jitter from the configuration and the run number.
 fn jitter(c: &Config, n: u64) -> f64 {
-    let mut h =
-        c.threads as u64 * 0x9e37_79b9 + n * 0x85eb_ca6b + c.place.as_str().len() as u64 * 31;
+    let mut h = c.threads as u64 * 0x9e37_79b9
+        + n * 0x85eb_ca6b
+        + c.family.place.as_str().len() as u64 * 31;
     h ^= h >> 13;
     h = h.wrapping_mul(0xc2b2_ae35);
     #[allow(clippy::cast_precision_loss)]
@@ -103,7 +98,11 @@ fn scenarios() -> Vec<(&'static str, CostModel)> {
             "best at 18 threads on 4 cores (the article's renderer)",
             Box::new(|c: &Config| {
                 let t = c.threads as f64;
-                let pin = if c.place.as_str() == "os" { 1.0 } else { 1.04 };
+                let pin = if c.family.place.as_str() == "os" {
+                    1.0
+                } else {
+                    1.04
+                };
                 pin * (1.0 / t.min(18.0) * 18.0 / 18.0 + 0.02 * (t - 18.0).max(0.0) + 0.3)
             }),
         ),
@@ -118,7 +117,7 @@ fn scenarios() -> Vec<(&'static str, CostModel)> {
             "spread placement wins by 15%",
             Box::new(|c: &Config| {
                 let t = c.threads as f64;
-                let pin = if c.place.as_str() == "spread" {
+                let pin = if c.family.place.as_str() == "spread" {
                     0.85
                 } else {
                     1.0
@@ -293,7 +292,7 @@ fn ties_go_to_fewer_threads_and_no_pinning() {
             2 => 1.005,
             _ => 1.0,
         };
-        base * if c.place.as_str() == "spread" {
+        base * if c.family.place.as_str() == "spread" {
             0.995
         } else {
             1.0
@@ -305,7 +304,10 @@ fn ties_go_to_fewer_threads_and_no_pinning() {
         &[Objective::time()],
     )
     .unwrap();
-    assert_eq!((rec.config.threads, rec.config.place.as_str()), (2, "os"));
+    assert_eq!(
+        (rec.config.threads, rec.config.family.place.as_str()),
+        (2, "os")
+    );
     assert!(!rec.beyond_noise);
     assert!(
         rec.reason
@@ -321,7 +323,7 @@ fn a_clear_winner_is_recommended_beyond_noise() {
     let lines = simulate(&plan(g, Strategy::Exhaustive), &|c| {
         let t = c.threads as f64;
         (1.0 / t)
-            * if c.place.as_str() == "spread" {
+            * if c.family.place.as_str() == "spread" {
                 0.8
             } else {
                 1.0
@@ -334,7 +336,7 @@ fn a_clear_winner_is_recommended_beyond_noise() {
     )
     .unwrap();
     assert_eq!(
-        (rec.config.threads, rec.config.place.as_str()),
+        (rec.config.threads, rec.config.family.place.as_str()),
         (4, "spread")
     );
     assert!(rec.beyond_noise);
@@ -348,7 +350,7 @@ fn no_claim_beyond_noise_without_runs_to_support_it() {
     let g = grid(vec![1, 2, 4], &["os", "spread"], &["all"]);
     let cost = |c: &Config| {
         (1.0 / c.threads as f64)
-            * if c.place.as_str() == "spread" {
+            * if c.family.place.as_str() == "spread" {
                 0.8
             } else {
                 1.0
@@ -799,7 +801,7 @@ fn with_instances_the_speedup_is_over_one_copy_of_one_thread() {
     g.instances = vec![1, 2];
     let mut lines = Vec::new();
     for c in g.configs() {
-        let gbs = if c.instances == 1 { 78.7 } else { 154.0 };
+        let gbs = if c.family.instances == 1 { 78.7 } else { 154.0 };
         for _ in 0..3 {
             let mut r = record(0.1, 0);
             r.throughput = crate::workload::Throughput {
@@ -813,16 +815,19 @@ fn with_instances_the_speedup_is_over_one_copy_of_one_thread() {
     }
     let objectives = [Objective::throughput()];
     let summaries = summarize(&lines, &objectives, false);
-    let two = summaries.iter().find(|s| s.config.instances == 2).unwrap();
+    let two = summaries
+        .iter()
+        .find(|s| s.config.family.instances == 2)
+        .unwrap();
     assert!(
         (two.speedup.unwrap() - 154.0 / 78.7).abs() < 1e-9,
         "{two:?}"
     );
     // Two copies of one thread: the efficiency is per thread of all copies.
     assert!((two.efficiency.unwrap() - 154.0 / 78.7 / 2.0).abs() < 1e-9);
-    assert_eq!(two.baseline.as_ref().map(|b| b.instances), Some(1));
+    assert_eq!(two.baseline.as_ref().map(|b| b.family.instances), Some(1));
     let rec = recommend(&summaries, 0.03, &objectives).unwrap();
-    assert_eq!(rec.config.instances, 2);
+    assert_eq!(rec.config.family.instances, 2);
     assert!(
         rec.reason
             .contains("1.96× one copy of 1 thread's throughput"),

@@ -1,5 +1,7 @@
-//! What a built-in workload is: the [`Workload`] trait, the [`RunConfig`] a run gets, its
-//! [`RunOutput`] and [`Work`], [`Size`], [`Unit`], [`Throughput`], and [`WorkloadError`].
+//! What a built-in workload is: the [`Workload`] trait (its result typed, [`Workload::Output`])
+//! and [`DynWorkload`], the same workload with its result type erased, which a sweep or the
+//! harness holds of any workload; the [`RunConfig`] a run gets, its [`RunOutput`] and
+//! [`Work`], [`Size`], [`Unit`], [`Throughput`], and [`WorkloadError`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -229,13 +231,14 @@ impl RunConfig<'_> {
     }
 }
 
-/// What a run produced, to be verified.
+/// What a run produced, to be verified: the work done and the workload's result (its
+/// [`Workload::Output`]; for a [`DynWorkload`], an [`Unverified`] result that verifies itself).
 #[derive(Debug)]
-pub struct RunOutput {
+pub struct RunOutput<T> {
     /// The work done.
     pub work: Work,
-    /// The workload's result, opaque to the harness.
-    pub result: Box<dyn std::any::Any + Send>,
+    /// The workload's result.
+    pub result: T,
 }
 
 /// Why a run failed.
@@ -268,8 +271,12 @@ pub enum WorkloadError {
     },
 }
 
-/// A built-in workload.
+/// A built-in workload, its result of its own type ([`Workload::Output`]). A sweep and the
+/// harness take any workload as a [`DynWorkload`], which every `Workload` is.
 pub trait Workload: Send + Sync {
+    /// What a run computes, for [`Workload::verify`] to check.
+    type Output: Send;
+
     /// Its name on the command line.
     fn name(&self) -> &'static str;
 
@@ -297,19 +304,127 @@ pub trait Workload: Send + Sync {
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError>;
+    ) -> Result<RunOutput<Self::Output>, WorkloadError>;
 
     /// Checks a run's result. `Err` says what is wrong.
     ///
     /// # Errors
     ///
     /// A description of the first discrepancy found.
-    fn verify(&self, output: &RunOutput) -> Result<(), String>;
+    fn verify(&self, result: &Self::Output) -> Result<(), String>;
 
     /// A checksum of the run's result, equal across correct runs of the same instance
     /// (`None` for workloads whose result is only a count).
-    fn checksum(&self, output: &RunOutput) -> Option<u64> {
-        let _ = output;
+    fn checksum(&self, result: &Self::Output) -> Option<u64> {
+        let _ = result;
         None
+    }
+}
+
+/// A [`Workload`] with its result type erased, so that one `Box<dyn DynWorkload>` holds any
+/// workload: its run's result comes back bound to the workload ([`Unverified`]), to be checked
+/// after the run is measured. Every `Workload` is one; nothing else implements it.
+pub trait DynWorkload: Send + Sync {
+    /// [`Workload::name`].
+    fn name(&self) -> &'static str;
+
+    /// [`Workload::describe`].
+    fn describe(&self) -> String;
+
+    /// [`Workload::default_threads`].
+    fn default_threads(&self) -> Option<usize>;
+
+    /// [`Workload::default_grid`].
+    fn default_grid(&self, machine: MachineCounts) -> Grid;
+
+    /// [`Workload::run`], its result bound to the workload for [`Unverified::verify`].
+    ///
+    /// # Errors
+    ///
+    /// [`WorkloadError`] when the run could not complete.
+    fn run_unverified<'a>(
+        &'a self,
+        config: &RunConfig<'_>,
+        tracker: &ThreadTracker,
+    ) -> Result<RunOutput<Unverified<'a>>, WorkloadError>;
+}
+
+impl<W: Workload> DynWorkload for W {
+    fn name(&self) -> &'static str {
+        Workload::name(self)
+    }
+
+    fn describe(&self) -> String {
+        Workload::describe(self)
+    }
+
+    fn default_threads(&self) -> Option<usize> {
+        Workload::default_threads(self)
+    }
+
+    fn default_grid(&self, machine: MachineCounts) -> Grid {
+        Workload::default_grid(self, machine)
+    }
+
+    fn run_unverified<'a>(
+        &'a self,
+        config: &RunConfig<'_>,
+        tracker: &ThreadTracker,
+    ) -> Result<RunOutput<Unverified<'a>>, WorkloadError> {
+        let RunOutput { work, result } = self.run(config, tracker)?;
+        Ok(RunOutput {
+            work,
+            result: Unverified(Box::new(Bound {
+                workload: self,
+                result,
+            })),
+        })
+    }
+}
+
+/// A run's result with the workload that checks it, its type erased ([`DynWorkload`]).
+pub struct Unverified<'a>(Box<dyn Check + Send + 'a>);
+
+impl Unverified<'_> {
+    /// [`Workload::verify`] of the result.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first discrepancy found.
+    pub fn verify(&self) -> Result<(), String> {
+        self.0.verify()
+    }
+
+    /// [`Workload::checksum`] of the result.
+    pub fn checksum(&self) -> Option<u64> {
+        self.0.checksum()
+    }
+}
+
+impl fmt::Debug for Unverified<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Unverified")
+    }
+}
+
+/// What [`Unverified`] can do with the result it hides.
+trait Check {
+    fn verify(&self) -> Result<(), String>;
+    fn checksum(&self) -> Option<u64>;
+}
+
+/// A workload and one run's result.
+struct Bound<'a, W: Workload> {
+    workload: &'a W,
+    result: W::Output,
+}
+
+impl<W: Workload> Check for Bound<'_, W> {
+    fn verify(&self) -> Result<(), String> {
+        self.workload.verify(&self.result)
+    }
+
+    fn checksum(&self) -> Option<u64> {
+        self.workload.checksum(&self.result)
     }
 }

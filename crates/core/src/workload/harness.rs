@@ -4,7 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::api::{RunConfig, RunOutput, Work, Workload, WorkloadError};
+use super::api::{DynWorkload, RunConfig, RunOutput, Unverified, Work, WorkloadError};
 use super::record::{RunRecord, ThrottleSample};
 use crate::measure::{Probe, ThreadProbe, ThreadTracker};
 
@@ -16,19 +16,19 @@ use crate::measure::{Probe, ThreadProbe, ThreadTracker};
 /// The workload's error when the run itself failed (a failed *verification* is not an error:
 /// it is recorded in the returned record as `verified: false`).
 pub fn run_measured(
-    workload: &dyn Workload,
+    workload: &dyn DynWorkload,
     config: &RunConfig<'_>,
 ) -> Result<RunRecord, WorkloadError> {
     let tracker = ThreadTracker::new();
     let probe = Probe::start();
-    let output = workload.run(config, &tracker)?;
+    let output = workload.run_unverified(config, &tracker)?;
     let measurement = probe.finish(tracker.into_records());
-    let verdict = workload.verify(&output);
+    let verdict = output.result.verify();
     Ok(RunRecord {
         throughput: output.work.throughput(measurement.wall),
         verified: verdict.is_ok(),
         verify_error: verdict.err(),
-        checksum: workload.checksum(&output),
+        checksum: output.result.checksum(),
         measurement,
         throttle_trace: config
             .throttle
@@ -52,7 +52,7 @@ pub fn run_measured(
 ///
 /// The first copy's error when a copy could not complete.
 pub fn run_copies(
-    workload: &dyn Workload,
+    workload: &dyn DynWorkload,
     configs: &[RunConfig<'_>],
 ) -> Result<RunRecord, WorkloadError> {
     if let [one] = configs {
@@ -61,7 +61,7 @@ pub fn run_copies(
     let trackers: Vec<ThreadTracker> = configs.iter().map(|_| ThreadTracker::new()).collect();
     let go = std::sync::Barrier::new(configs.len());
     let probe = Probe::start();
-    let outputs: Vec<Result<RunOutput, WorkloadError>> = std::thread::scope(|s| {
+    let outputs: Vec<Result<RunOutput<Unverified<'_>>, WorkloadError>> = std::thread::scope(|s| {
         let copies: Vec<_> = configs
             .iter()
             .zip(&trackers)
@@ -69,7 +69,7 @@ pub fn run_copies(
                 let go = &go;
                 s.spawn(move || {
                     go.wait();
-                    workload.run(config, tracker)
+                    workload.run_unverified(config, tracker)
                 })
             })
             .collect();
@@ -99,12 +99,12 @@ pub fn run_copies(
     let verdict = outputs
         .iter()
         .enumerate()
-        .try_for_each(|(i, o)| workload.verify(o).map_err(|e| format!("copy {i}: {e}")));
+        .try_for_each(|(i, o)| o.result.verify().map_err(|e| format!("copy {i}: {e}")));
     Ok(RunRecord {
         throughput: work.throughput(measurement.wall),
         verified: verdict.is_ok(),
         verify_error: verdict.err(),
-        checksum: workload.checksum(&outputs[0]),
+        checksum: outputs[0].result.checksum(),
         measurement,
         throttle_trace: Vec::new(),
         pinning: None,

@@ -108,6 +108,8 @@ fn blocks(v: &mut [f64], n: usize) -> Vec<&mut [f64]> {
 }
 
 impl Workload for MemBw {
+    type Output = Arrays;
+
     fn name(&self) -> &'static str {
         "membw"
     }
@@ -124,7 +126,7 @@ impl Workload for MemBw {
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError> {
+    ) -> Result<RunOutput<Arrays>, WorkloadError> {
         if config.throttle.is_some() {
             // Workers wait for each other at barriers between kernels: a throttle below the
             // thread count would deadlock, and one at or above it would do nothing.
@@ -196,15 +198,11 @@ impl Workload for MemBw {
                 unit: Unit::GbPerSec,
                 kernel_time: kernel_time.map(|t| t.max(Duration::from_nanos(1))),
             },
-            result: Box::new(Arrays { a, c }),
+            result: Arrays { a, c },
         })
     }
 
-    fn verify(&self, output: &RunOutput) -> Result<(), String> {
-        let arrays = output
-            .result
-            .downcast_ref::<Arrays>()
-            .ok_or("membw: result is not membw arrays")?;
+    fn verify(&self, arrays: &Arrays) -> Result<(), String> {
         let (want_a, want_c) = self.expected();
         for (name, v, want) in [("a", &arrays.a, want_a), ("c", &arrays.c, want_c)] {
             if v.len() != self.params.elements {
@@ -248,9 +246,9 @@ mod test {
         let mut out = w
             .run(&RunConfig::threads(2), &ThreadTracker::new())
             .unwrap();
-        assert_eq!(w.verify(&out), Ok(()));
-        out.result.downcast_mut::<Arrays>().unwrap().c[77_777] = C0;
-        let err = w.verify(&out).unwrap_err();
+        assert_eq!(w.verify(&out.result), Ok(()));
+        out.result.c[77_777] = C0;
+        let err = w.verify(&out.result).unwrap_err();
         assert!(err.contains("c[77777]"), "{err}");
     }
 

@@ -138,6 +138,8 @@ impl Mixed {
 }
 
 impl Workload for Mixed {
+    type Output = Done;
+
     fn name(&self) -> &'static str {
         "mixed"
     }
@@ -155,7 +157,7 @@ impl Workload for Mixed {
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError> {
+    ) -> Result<RunOutput<Done>, WorkloadError> {
         let tasks = self.params.tasks;
         let runs: Vec<AtomicU64> = (0..tasks).map(|_| AtomicU64::new(0)).collect();
         let combined = AtomicU64::new(0);
@@ -197,18 +199,14 @@ impl Workload for Mixed {
                 unit: Unit::TasksPerSec,
                 kernel_time: None,
             },
-            result: Box::new(Done {
+            result: Done {
                 runs: runs.into_iter().map(AtomicU64::into_inner).collect(),
                 combined: combined.into_inner(),
-            }),
+            },
         })
     }
 
-    fn verify(&self, output: &RunOutput) -> Result<(), String> {
-        let done = output
-            .result
-            .downcast_ref::<Done>()
-            .ok_or("mixed: result is not a mixed result")?;
+    fn verify(&self, done: &Done) -> Result<(), String> {
         if let Some((task, &n)) = done.runs.iter().enumerate().find(|(_, n)| **n != 1) {
             return Err(format!("mixed: task {task} ran {n} times"));
         }
@@ -240,8 +238,11 @@ mod test {
         let mut out = w
             .run(&RunConfig::threads(2), &ThreadTracker::new())
             .unwrap();
-        out.result.downcast_mut::<Done>().unwrap().runs[7] = 0;
-        assert_eq!(w.verify(&out).unwrap_err(), "mixed: task 7 ran 0 times");
+        out.result.runs[7] = 0;
+        assert_eq!(
+            w.verify(&out.result).unwrap_err(),
+            "mixed: task 7 ran 0 times"
+        );
     }
 
     /// The sizing rule on a small case: with b/c = 19 the rule says 20 threads per core; 10

@@ -20,7 +20,8 @@ mod spec;
 mod sum;
 
 pub use api::{
-    RunConfig, RunOutput, Size, StartHook, Throughput, Unit, Work, Workload, WorkloadError,
+    DynWorkload, RunConfig, RunOutput, Size, StartHook, Throughput, Unit, Unverified, Work,
+    Workload, WorkloadError,
 };
 pub(crate) use harness::fnv1a;
 pub use harness::{run_copies, run_measured, run_workers};

@@ -616,6 +616,8 @@ impl RayMesh {
 }
 
 impl Workload for RayMesh {
+    type Output = Tables;
+
     fn name(&self) -> &'static str {
         "raymesh"
     }
@@ -632,7 +634,7 @@ impl Workload for RayMesh {
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError> {
+    ) -> Result<RunOutput<Tables>, WorkloadError> {
         let total = self.total_rays();
         let out: Vec<AtomicU64> = (0..total).map(|_| AtomicU64::new(UNWRITTEN)).collect();
         let next = AtomicUsize::new(0);
@@ -670,15 +672,11 @@ impl Workload for RayMesh {
                 unit: Unit::MraysPerSec,
                 kernel_time: None,
             },
-            result: Box::new(Tables { hits }),
+            result: Tables { hits },
         })
     }
 
-    fn verify(&self, output: &RunOutput) -> Result<(), String> {
-        let tables = output
-            .result
-            .downcast_ref::<Tables>()
-            .ok_or("raymesh: result is not a raymesh table")?;
+    fn verify(&self, tables: &Tables) -> Result<(), String> {
         if tables.hits.len() != self.total_rays() {
             return Err(format!(
                 "raymesh: {} results for {} rays",
@@ -709,11 +707,8 @@ impl Workload for RayMesh {
         Ok(())
     }
 
-    fn checksum(&self, output: &RunOutput) -> Option<u64> {
-        output
-            .result
-            .downcast_ref::<Tables>()
-            .map(|t| fnv1a(t.hits.iter().copied()))
+    fn checksum(&self, tables: &Tables) -> Option<u64> {
+        Some(fnv1a(tables.hits.iter().copied()))
     }
 }
 
@@ -736,7 +731,7 @@ mod test {
         );
         let tracker = ThreadTracker::new();
         let out = w.run(&RunConfig::threads(1), &tracker).unwrap();
-        let tables = out.result.downcast_ref::<Tables>().unwrap();
+        let tables = &out.result;
         let ids = tables.hits.iter().map(|&h| h & 0xffff_ffff);
         let on_furniture = ids.clone().filter(|&id| id < w.furniture as u64).count();
         let missed = ids.filter(|&id| id == u64::from(u32::MAX)).count();
@@ -775,16 +770,16 @@ mod test {
         let w = small();
         let tracker = ThreadTracker::new();
         let mut out = w.run(&RunConfig::threads(2), &tracker).unwrap();
-        assert_eq!(w.verify(&out), Ok(()));
-        let tables = out.result.downcast_mut::<Tables>().unwrap();
+        assert_eq!(w.verify(&out.result), Ok(()));
+        let tables = &mut out.result;
         // One ray off the sampled grid, nudged by one ulp: only the checksum can see it.
         tables.hits[1000] ^= 1 << 32;
-        let err = w.verify(&out).unwrap_err();
+        let err = w.verify(&out.result).unwrap_err();
         assert!(err.contains("checksum"), "{err}");
-        let tables = out.result.downcast_mut::<Tables>().unwrap();
+        let tables = &mut out.result;
         tables.hits[1000] ^= 1 << 32;
         tables.hits[5] = UNWRITTEN;
-        assert!(w.verify(&out).unwrap_err().contains("never traced"));
+        assert!(w.verify(&out.result).unwrap_err().contains("never traced"));
     }
 
     #[test]

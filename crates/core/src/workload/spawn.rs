@@ -174,6 +174,8 @@ fn task_migrations() -> BTreeMap<i32, (u64, Option<usize>)> {
 }
 
 impl Workload for Spawn {
+    type Output = Counts;
+
     fn name(&self) -> &'static str {
         "spawn"
     }
@@ -195,7 +197,7 @@ impl Workload for Spawn {
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError> {
+    ) -> Result<RunOutput<Counts>, WorkloadError> {
         let Params { items, pool, batch } = self.params;
         let threads = config.threads;
         if threads == 0 {
@@ -309,18 +311,14 @@ impl Workload for Spawn {
                 unit: Unit::NsPerItem,
                 kernel_time: Some(elapsed),
             },
-            result: Box::new(Counts {
+            result: Counts {
                 items,
                 remaining: countdown.remaining(),
-            }),
+            },
         })
     }
 
-    fn verify(&self, output: &RunOutput) -> Result<(), String> {
-        let c = output
-            .result
-            .downcast_ref::<Counts>()
-            .ok_or("spawn: result is not a spawn result")?;
+    fn verify(&self, c: &Counts) -> Result<(), String> {
         if c.remaining != 0 {
             // Above `items`: it wrapped, an item ran twice. Otherwise items were lost (the main
             // thread would not have woken, unless the count was corrupted).
@@ -405,9 +403,9 @@ mod test {
         let mut out = w
             .run(&RunConfig::threads(2), &ThreadTracker::new())
             .unwrap();
-        assert_eq!(w.verify(&out), Ok(()));
-        out.result.downcast_mut::<Counts>().unwrap().remaining = usize::MAX;
-        assert!(w.verify(&out).unwrap_err().contains("ended at"));
+        assert_eq!(w.verify(&out.result), Ok(()));
+        out.result.remaining = usize::MAX;
+        assert!(w.verify(&out.result).unwrap_err().contains("ended at"));
         let err = Spawn::new(Params {
             items: 10,
             pool: PoolKind::Rayon,

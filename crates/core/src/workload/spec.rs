@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::api::{Size, Workload, WorkloadError};
+use super::api::{DynWorkload, Size, WorkloadError};
 
 /// Which workload to build, at what size, with which overrides: the command line's workload
 /// options as data (also recorded with every sweep, so a run can be repeated).
@@ -150,7 +150,7 @@ impl WorkloadSpec {
 /// # Errors
 ///
 /// [`WorkloadError::BadParameter`] for an unknown name or a parameter out of range.
-pub fn build(spec: &WorkloadSpec, llc_bytes: usize) -> Result<Box<dyn Workload>, WorkloadError> {
+pub fn build(spec: &WorkloadSpec, llc_bytes: usize) -> Result<Box<dyn DynWorkload>, WorkloadError> {
     Ok(match spec.name.as_str() {
         "raymesh" => {
             let mut p = super::raymesh::Params::for_size(spec.size);

@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{RunConfig, RunOutput, Size, Unit, Work, Workload, WorkloadError, run_workers};
-use crate::grid::{Cpus, Grid, MachineCounts, ThrottleSpec};
+use crate::grid::{Grid, MachineCounts, ThrottleSpec};
 use crate::measure::ThreadTracker;
 use crate::placement::Policy;
 
@@ -93,6 +93,8 @@ impl Sum {
 }
 
 impl Workload for Sum {
+    type Output = Totals;
+
     fn name(&self) -> &'static str {
         "sum"
     }
@@ -113,21 +115,14 @@ impl Workload for Sum {
     fn default_grid(&self, _machine: MachineCounts) -> Grid {
         let mut throttles = vec![ThrottleSpec::None];
         throttles.extend([1, 2, 3, 4, 6, 8, 16, 64].map(ThrottleSpec::Limit));
-        Grid {
-            threads: vec![DEFAULT_THREADS],
-            places: vec![Policy::Os],
-            cpus: vec![Cpus::All],
-            throttles,
-            mems: vec![crate::grid::Mem::Default],
-            instances: vec![1],
-        }
+        Grid::new(vec![DEFAULT_THREADS], vec![Policy::Os]).with_throttles(throttles)
     }
 
     fn run(
         &self,
         config: &RunConfig<'_>,
         tracker: &ThreadTracker,
-    ) -> Result<RunOutput, WorkloadError> {
+    ) -> Result<RunOutput<Totals>, WorkloadError> {
         let Params { count, repeat } = self.params;
         let total = AtomicU64::new(0);
         let wrong = AtomicU64::new(0);
@@ -171,19 +166,15 @@ impl Workload for Sum {
                 unit: Unit::NsPerItem,
                 kernel_time: None,
             },
-            result: Box::new(Totals {
+            result: Totals {
                 threads: config.threads as u64,
                 total: total.into_inner(),
                 wrong_slices: wrong.into_inner(),
-            }),
+            },
         })
     }
 
-    fn verify(&self, output: &RunOutput) -> Result<(), String> {
-        let t = output
-            .result
-            .downcast_ref::<Totals>()
-            .ok_or("sum: result is not a sum result")?;
+    fn verify(&self, t: &Totals) -> Result<(), String> {
         let n = t.threads * self.params.count;
         let want = self.params.repeat * range_sum(1, n);
         if t.wrong_slices > 0 {
@@ -236,9 +227,9 @@ mod test {
         let mut out = w
             .run(&RunConfig::threads(8), &ThreadTracker::new())
             .unwrap();
-        assert_eq!(w.verify(&out), Ok(()));
-        out.result.downcast_mut::<Totals>().unwrap().total += 1;
-        assert!(w.verify(&out).unwrap_err().contains("n(n+1)/2"));
+        assert_eq!(w.verify(&out.result), Ok(()));
+        out.result.total += 1;
+        assert!(w.verify(&out.result).unwrap_err().contains("n(n+1)/2"));
     }
 
     #[test]

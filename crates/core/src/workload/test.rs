@@ -54,6 +54,8 @@ fn copies_run_at_once_and_count_their_work_together() {
     // check fails the run.
     struct Fixed;
     impl Workload for Fixed {
+        type Output = usize;
+
         fn name(&self) -> &'static str {
             "fixed"
         }
@@ -64,19 +66,19 @@ fn copies_run_at_once_and_count_their_work_together() {
             &self,
             config: &RunConfig<'_>,
             _: &ThreadTracker,
-        ) -> Result<RunOutput, WorkloadError> {
+        ) -> Result<RunOutput<usize>, WorkloadError> {
             Ok(RunOutput {
                 work: Work {
                     amount: 10.0,
                     unit: Unit::TasksPerSec,
                     kernel_time: Some(Duration::from_secs(config.threads as u64)),
                 },
-                result: Box::new(config.threads),
+                result: config.threads,
             })
         }
-        fn verify(&self, output: &RunOutput) -> Result<(), String> {
-            match output.result.downcast_ref::<usize>() {
-                Some(3) => Err("three is wrong".into()),
+        fn verify(&self, threads: &usize) -> Result<(), String> {
+            match threads {
+                3 => Err("three is wrong".into()),
                 _ => Ok(()),
             }
         }

@@ -7,7 +7,8 @@
 //! every stage of the search and at the end.
 //!
 //! With no arguments it is the README's main job: the `raymesh` workload over its default grid.
-//! After `--`, any program is measured instead, with `{threads}`, `{cpus}`, `{place}` and `{mem}`
+//! After `--`, any program is measured instead, with the configuration's placeholders
+//! (`{threads}`, `{cpus}`, ...: `PLACEHOLDERS` in core's `sweep/run/placeholders.rs`)
 //! substituted into its arguments. A program that is not there is refused before the folder is
 //! made; a sweep in which no configuration completed a verified run exits with status 1.
 //!

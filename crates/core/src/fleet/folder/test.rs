@@ -1,7 +1,7 @@
 //! The fleet report on simulated node types (the sweep engine's test fixtures).
 
 use super::*;
-use crate::grid::{Config, Cpus, ThrottleSpec};
+use crate::grid::Config;
 use crate::placement::Policy;
 use crate::sweep::test::{grid, plan, record};
 use crate::sweep::{Outcome, RunLog, Strategy, SweepReport, Target, execute};
@@ -57,14 +57,7 @@ fn node_type(name: &str, times: &[(usize, f64)]) -> NodeTypeReport {
 }
 
 fn os(threads: usize) -> Config {
-    Config {
-        threads,
-        place: Policy::Os,
-        cpus: Cpus::All,
-        throttle: ThrottleSpec::None,
-        mem: crate::grid::Mem::Default,
-        instances: 1,
-    }
+    Config::new(threads, Policy::Os)
 }
 
 #[test]

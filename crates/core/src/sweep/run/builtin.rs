@@ -10,14 +10,14 @@ use crate::memory::MemPlan;
 use crate::placement::Placement;
 use crate::program::Audit;
 use crate::sweep::Outcome;
-use crate::workload::{RunConfig, Workload, run_copies};
+use crate::workload::{DynWorkload, RunConfig, run_copies};
 
 impl Runner<'_> {
     /// One run of a built-in workload: a pool per instance, each on its part's CPUs with its
     /// own throttle and memory policy, run at once ([`run_copies`]).
     pub(super) fn run_builtin(
         &self,
-        w: &Arc<dyn Workload>,
+        w: &Arc<dyn DynWorkload>,
         c: &Config,
         placements: &[Placement],
         started: &mut Started,
@@ -46,7 +46,7 @@ impl Runner<'_> {
             });
             copies.push((cpus, Some(placement.steal_orders()), Some(hook)));
         }
-        let (threads, throttle, machine) = (c.threads, c.throttle, self.machine);
+        let (threads, throttle, machine) = (c.threads, c.family.throttle, self.machine);
         let workload = Arc::clone(w);
         let run = move || {
             let throttles: Vec<_> = copies
@@ -160,8 +160,8 @@ impl Found {
                 crate::sys::counted(workers, "worker")
             ));
         }
-        if !c.mem.is_default() {
-            checked.push(format!("memory policy {} on each worker", c.mem));
+        if !c.family.mem.is_default() {
+            checked.push(format!("memory policy {} on each worker", c.family.mem));
         }
         Audit {
             checked,

@@ -2,7 +2,7 @@
 //! command line for the configuration before the program's, run and timed as one program.
 
 use super::runner::{Runner, Started};
-use crate::grid::Config;
+use crate::grid::{Config, Family};
 use crate::sweep::{Launcher, Outcome};
 
 impl Runner<'_> {
@@ -35,11 +35,12 @@ impl Runner<'_> {
         } else {
             words.extend(argv.iter().cloned());
         }
-        let whole = Config {
-            instances: 1,
+        let whole = Family {
             place: crate::placement::Policy::Os,
-            ..c.clone()
-        };
+            instances: 1,
+            ..c.family.clone()
+        }
+        .at(c.threads);
         let placement = match whole.placement(self.topology, self.settings.binding) {
             Ok(p) => p,
             Err(e) => return Outcome::Failed(e.to_string()),

@@ -49,9 +49,9 @@ pub fn substitute(arg: &str, c: &Config, cpus: &str) -> String {
 pub(crate) fn substitute_copy(arg: &str, c: &Config, cpus: &str, instance: usize) -> String {
     arg.replace("{threads}", &c.threads.to_string())
         .replace("{cpus}", cpus)
-        .replace("{place}", c.place.as_str())
-        .replace("{mem}", &c.mem.to_string())
-        .replace("{instances}", &c.instances.to_string())
+        .replace("{place}", c.family.place.as_str())
+        .replace("{mem}", &c.family.mem.to_string())
+        .replace("{instances}", &c.family.instances.to_string())
         .replace("{instance}", &instance.to_string())
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn substitute_all(argv: &[String], c: &Config, cpus: &str) -> Vec<Str
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::grid::{Cpus, ThrottleSpec};
+
     use crate::placement::Policy;
 
     #[test]
@@ -89,14 +89,7 @@ mod test {
 
     #[test]
     fn placeholders_are_replaced_by_the_configurations_values() {
-        let c = Config {
-            threads: 4,
-            place: Policy::Spread,
-            cpus: Cpus::All,
-            throttle: ThrottleSpec::None,
-            mem: crate::grid::Mem::Default,
-            instances: 1,
-        };
+        let c = Config::new(4, Policy::Spread);
         assert_eq!(
             substitute(
                 "--threads={threads} --on {cpus} ({place}, {mem})",
@@ -105,10 +98,10 @@ mod test {
             ),
             "--threads=4 --on 0-3 (spread, none)"
         );
-        let c = Config {
-            mem: "interleave:numa:0-1".parse().unwrap(),
-            ..c
-        };
+        let c = c
+            .family
+            .with_mem("interleave:numa:0-1".parse().unwrap())
+            .at(4);
         assert_eq!(
             substitute("maps-{mem}", &c, "0-3"),
             "maps-interleave:numa:0-1"

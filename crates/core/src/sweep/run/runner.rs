@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::placeholders::{misspelt_placeholder, substitute, substitute_copy};
 use crate::cpuset::Warning;
-use crate::grid::{Config, ConfigError, Grid, MachineCounts};
+use crate::grid::{Config, ConfigError, Family, Grid, MachineCounts};
 use crate::memory::MemPlan;
 use crate::placement::{Binding, Placement};
 use crate::program;
@@ -23,7 +23,7 @@ use crate::sweep::target::{RunSettings, ServerSettings, Target};
 use crate::sweep::{Outcome, RunLine, SweepError};
 use crate::sys::{format_list, set_to_vec};
 use crate::topology::Topology;
-use crate::workload::Workload;
+use crate::workload::DynWorkload;
 
 /// What one call of [`Runner::run`] produced.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub struct RunResult {
 
 /// A prepared target.
 pub(super) enum Prepared {
-    Builtin(Arc<dyn Workload>),
+    Builtin(Arc<dyn DynWorkload>),
     Command {
         argv: Vec<String>,
         shell: bool,
@@ -107,7 +107,7 @@ impl<'t> Runner<'t> {
     ) -> Result<Self, SweepError> {
         let (target, prepared) = match target {
             Target::Workload { spec, .. } => {
-                let workload: Arc<dyn Workload> =
+                let workload: Arc<dyn DynWorkload> =
                     Arc::from(crate::sweep::target::build_workload(&spec, topology)?);
                 (
                     Target::Workload {
@@ -254,14 +254,7 @@ impl<'t> Runner<'t> {
         };
         for &threads in &grid.threads {
             for &place in &grid.places {
-                let c = Config {
-                    threads,
-                    place,
-                    cpus: crate::grid::Cpus::All,
-                    throttle: crate::grid::ThrottleSpec::None,
-                    mem: crate::grid::Mem::Default,
-                    instances: 1,
-                };
+                let c = Config::new(threads, place);
                 let cpus =
                     crate::sys::format_list(&crate::sys::set_to_vec(&self.topology.cpuset()));
                 program::find_program(&substitute(program, &c, &cpus))?;
@@ -318,11 +311,12 @@ impl<'t> Runner<'t> {
         }
         let one = self.settings.launcher.is_some() || self.prepared.is_server();
         let placements = if self.settings.launcher.is_some() && !self.prepared.is_server() {
-            let whole = Config {
-                instances: 1,
+            let whole = Family {
                 place: crate::placement::Policy::Os,
-                ..c.clone()
-            };
+                instances: 1,
+                ..c.family.clone()
+            }
+            .at(c.threads);
             whole
                 .placement(self.topology, self.settings.binding)
                 .map(|p| vec![p])
@@ -494,11 +488,12 @@ impl<'t> Runner<'t> {
         for c in grid.configs() {
             // Under a launcher the run is one command on the configuration's whole set.
             let launched = self.settings.launcher.is_some() && !self.prepared.is_server();
-            let whole = Config {
-                instances: 1,
+            let whole = Family {
                 place: crate::placement::Policy::Os,
-                ..c.clone()
-            };
+                instances: 1,
+                ..c.family.clone()
+            }
+            .at(c.threads);
             let placements = if launched {
                 whole
                     .placement(self.topology, self.settings.binding)
@@ -565,7 +560,7 @@ impl<'t> Runner<'t> {
             .map(|p| self.per_thread(config, p))
             .collect();
         let program = !matches!(self.prepared, Prepared::Builtin(_));
-        let policies = program && !config.mem.is_default();
+        let policies = program && !config.family.mem.is_default();
         let audited = program && (config.is_restricted() || policies || launcher.is_some());
         let monitor = match (self.settings.monitor, audited) {
             (Some(every), _) => {
@@ -658,7 +653,7 @@ impl<'t> Runner<'t> {
         c: &Config,
         placement: &Placement,
     ) -> Result<Option<MemPlan>, String> {
-        let Some(policy) = c.mem.policy() else {
+        let Some(policy) = c.family.mem.policy() else {
             return Ok(None);
         };
         policy
