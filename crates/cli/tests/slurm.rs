@@ -789,42 +789,29 @@ fn a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(c: &Clus
     );
 }
 
-/// A fleet folder made before the sweep's options were kept: its `fleet.json` (version 1) holds
-/// the arguments its nodes repeat. Resumed, its new jobs run those arguments, as its first
-/// jobs did, and the file stays version 1.
+/// A fleet folder made before the sweep's options were kept (`tests/data/fleet-1`): its
+/// `fleet.json` (version 1) holds the arguments its nodes repeat. Resumed, its new jobs run
+/// those arguments, as its first jobs did, and the file stays version 1.
 fn a_fleet_folder_of_version_1_runs_its_sweep_arguments_when_resumed(c: &Cluster) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("fleet");
     std::fs::create_dir(&dir).unwrap();
-    let sweep_args = [
-        "sum",
-        "--threads=1,2",
-        "--place=os",
-        "--throttle=none",
-        "--runs=2",
-        "--warmup=0",
-        "--size=small",
-        "--exhaustive",
-    ];
-    let old = serde_json::json!({
-        "schema": "coretune-slurm-fleet/1",
-        "spec": {
-            "targets": [{"kind": "partition", "value": "alpha"}],
-            "nodes": 1,
-            "sbatch_args": [],
-            "account": null,
-            "time": null,
-            "coretune": assert_cmd::cargo::cargo_bin("coretune"),
-            "sweep_args": sweep_args,
-        },
-        "jobs": [],
-    });
+    let mut old = util::read_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fleet-1/fleet.json"),
+    );
+    old["spec"]["coretune"] = serde_json::json!(assert_cmd::cargo::cargo_bin("coretune"));
+    let sweep_args: Vec<String> = old["spec"]["sweep_args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
     std::fs::write(dir.join("fleet.json"), old.to_string()).unwrap();
     let dir_s = dir.to_str().unwrap();
     c.coretune(&["tune", "--resume", dir_s, "--poll", "1", "--quiet"], 0);
     let fleet = util::read_json(&dir.join("fleet.json"));
     assert_eq!(fleet["schema"], "coretune-slurm-fleet/1");
-    assert_eq!(fleet["spec"]["sweep_args"], serde_json::json!(sweep_args));
+    assert_eq!(fleet["spec"], old["spec"]);
     let jobs = fleet["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0]["state"], "COMPLETED", "{}", jobs[0]);
@@ -836,7 +823,7 @@ fn a_fleet_folder_of_version_1_runs_its_sweep_arguments_when_resumed(c: &Cluster
         )),
         "{script}"
     );
-    // 2 configurations × 2 runs.
+    // Its sum sweep: 2 configurations × 2 runs.
     let runs = util::read_jsonl(&dir.join("alpha/localhost/runs.jsonl"));
     assert_eq!(runs.len(), 4);
 }

@@ -633,39 +633,30 @@ mod test {
         }
     }
 
-    /// A fleet written before the options were kept: its `fleet.json` (version 1) holds the
-    /// argv its nodes repeat, which it keeps, and stays version 1 when saved again.
+    /// A fleet written before the options were kept (`tests/data/fleet-1`): its `fleet.json`
+    /// (version 1) holds the argv its nodes repeat, which it keeps, and stays version 1 when
+    /// saved again.
     #[test]
     fn a_fleet_of_version_1_keeps_its_sweep_arguments() {
+        let old = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fleet-1/fleet.json"),
+        )
+        .unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("fleet");
         std::fs::create_dir(&dir).unwrap();
-        let old = r#"{
-  "schema": "coretune-slurm-fleet/1",
-  "spec": {
-    "targets": [{"kind": "partition", "value": "alpha"}],
-    "nodes": 1,
-    "sbatch_args": [],
-    "account": null,
-    "time": null,
-    "coretune": "/bin/coretune",
-    "sweep_args": ["sum", "--threads=1,2", "--runs=2"]
-  },
-  "jobs": []
-}
-"#;
-        std::fs::write(dir.join(FLEET_FILE), old).unwrap();
+        std::fs::write(dir.join(FLEET_FILE), &old).unwrap();
         let fleet = SlurmFleet::open(&dir).unwrap();
-        let args = ["sum", "--threads=1,2", "--runs=2"]
-            .map(String::from)
-            .to_vec();
-        assert_eq!(fleet.spec().sweep, NodeSweep::Args(args));
+        let NodeSweep::Args(args) = &fleet.spec().sweep else {
+            panic!("{:?}", fleet.spec().sweep);
+        };
+        assert_eq!(args[..2], ["sum", "--threads=1,2"]);
         let e = SlurmFleet::node_options(&dir.join("alpha/n1")).unwrap_err();
         assert!(matches!(e, FleetError::NotANode { .. }), "{e}");
         fleet.save().unwrap();
         let again: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(FLEET_FILE)).unwrap()).unwrap();
-        let was: serde_json::Value = serde_json::from_str(old).unwrap();
+        let was: serde_json::Value = serde_json::from_str(&old).unwrap();
         assert_eq!(again, was);
     }
 

@@ -545,7 +545,8 @@ impl SweepArgs {
     /// The options of the fleet whose node folder `node` is, as the fleet's command line gave
     /// them ([`SlurmFleet::node_options`]).
     fn of_fleet_node(node: &Path) -> anyhow::Result<Self> {
-        let options = SlurmFleet::node_options(node)?;
+        let options = SlurmFleet::node_options(node)
+            .with_context(|| format!("--fleet-node {}", node.display()))?;
         serde_json::from_value(options).with_context(|| {
             format!(
                 "--fleet-node {}: the fleet's sweep options are not this coretune's",
