@@ -4,8 +4,12 @@
 use crate::choices::one_of;
 use clap::Args;
 use coretune_core::workload::{Size, WorkloadSpec};
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Args)]
+/// Serialized (kebab-case, as the options are spelt) in a fleet's sweep options; a field
+/// missing there is an option not given.
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
 pub(crate) struct WorkloadArgs {
     /// Size preset: small (well under a second on one thread), default, large.
     #[arg(long, value_parser = one_of(Size::ALL))]

@@ -203,7 +203,7 @@ fn fleets_on_a_real_slurm_cluster() {
     };
     let started = Instant::now();
     type Part = (&'static str, fn(&Cluster));
-    let parts: [Part; 6] = [
+    let parts: [Part; 7] = [
         (
             "dry run",
             dry_run_submits_nothing_and_sbatch_accepts_its_scripts,
@@ -221,6 +221,10 @@ fn fleets_on_a_real_slurm_cluster() {
         (
             "cancel and resume",
             a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing,
+        ),
+        (
+            "fleet folder of version 1",
+            a_fleet_folder_of_version_1_runs_its_sweep_arguments_when_resumed,
         ),
     ];
     for (name, part) in parts {
@@ -322,6 +326,18 @@ fn two_partitions_make_one_report_with_a_fleet_wide_setting(c: &Cluster) {
         assert_eq!(job["node"], "localhost");
         assert!(Path::new(job["log"].as_str().unwrap()).is_file(), "{job}");
     }
+    // The nodes read the sweep's options, as given, from fleet.json; the scripts name none.
+    assert_eq!(fleet["schema"], "coretune-slurm-fleet/2");
+    let options = &fleet["spec"]["sweep"];
+    assert_eq!(options["threads"], "1,2", "{options}");
+    assert_eq!(options["place"], serde_json::json!(["os", "compact"]));
+    assert_eq!(options["exhaustive"], true);
+    let script = std::fs::read_to_string(jobs[0]["script"].as_str().unwrap()).unwrap();
+    assert!(
+        script.contains(" tune --quiet --fleet-node \"$dir\"\n"),
+        "{script}"
+    );
+    assert!(!script.contains("--threads"), "{script}");
     let report = util::read_json(&dir.join("fleet-summary.json"));
     util::assert_valid(
         &util::schema("fleet.schema.json"),
@@ -771,4 +787,43 @@ fn a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(c: &Clus
             .iter()
             .all(|(_, _, runs, failed)| (*runs, *failed) == (4, 0))
     );
+}
+
+/// A fleet folder made before the sweep's options were kept (`tests/data/fleet-1`): its
+/// `fleet.json` (version 1) holds the arguments its nodes repeat. Resumed, its new jobs run
+/// those arguments, as its first jobs did, and the file stays version 1.
+fn a_fleet_folder_of_version_1_runs_its_sweep_arguments_when_resumed(c: &Cluster) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    let mut old = util::read_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fleet-1/fleet.json"),
+    );
+    old["spec"]["coretune"] = serde_json::json!(assert_cmd::cargo::cargo_bin("coretune"));
+    let sweep_args: Vec<String> = old["spec"]["sweep_args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    std::fs::write(dir.join("fleet.json"), old.to_string()).unwrap();
+    let dir_s = dir.to_str().unwrap();
+    c.coretune(&["tune", "--resume", dir_s, "--poll", "1", "--quiet"], 0);
+    let fleet = util::read_json(&dir.join("fleet.json"));
+    assert_eq!(fleet["schema"], "coretune-slurm-fleet/1");
+    assert_eq!(fleet["spec"], old["spec"]);
+    let jobs = fleet["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["state"], "COMPLETED", "{}", jobs[0]);
+    let script = std::fs::read_to_string(jobs[0]["script"].as_str().unwrap()).unwrap();
+    assert!(
+        script.contains(&format!(
+            " tune --quiet --out \"$dir\" {}\n",
+            sweep_args.join(" ")
+        )),
+        "{script}"
+    );
+    // Its sum sweep: 2 configurations × 2 runs.
+    let runs = util::read_jsonl(&dir.join("alpha/localhost/runs.jsonl"));
+    assert_eq!(runs.len(), 4);
 }

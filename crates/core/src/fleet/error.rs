@@ -56,6 +56,14 @@ pub enum FleetError {
     /// The fleet folder is not new and holds other files (the sweep's error says which).
     #[error(transparent)]
     Folder(#[from] crate::sweep::SweepError),
+    /// A folder given as a fleet's node folder (`tune --fleet-node`) is not one.
+    #[error("{}: not a node folder of a fleet: {why}", dir.display())]
+    NotANode {
+        /// The folder.
+        dir: PathBuf,
+        /// Why not.
+        why: String,
+    },
     /// A new fleet was pointed at a folder that already holds one.
     #[error(
         "{} already holds a fleet; continue it with --resume {}, or choose another --out",

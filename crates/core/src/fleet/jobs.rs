@@ -10,11 +10,16 @@ use super::error::FleetError;
 use super::folder::FleetReport;
 use super::script::JobNodes;
 use super::slurm::Slurm;
-use super::spec::{FleetSpec, TargetKind};
+use super::spec::{FleetSpec, NodeSweep, TargetKind};
 use crate::sweep::SweepFolder;
 
-/// Version of `fleet.json`.
-pub const SLURM_FLEET_SCHEMA: &str = "coretune-slurm-fleet/1";
+/// Version of `fleet.json`. Version 2 keeps the sweep's options ([`NodeSweep::Options`]);
+/// version 1, still read (and written back as version 1, so the coretune that made it can
+/// open it still), kept the argv its nodes repeated ([`NodeSweep::Args`]).
+pub const SLURM_FLEET_SCHEMA: &str = "coretune-slurm-fleet/2";
+
+/// `fleet.json` of fleets that keep their nodes' argv.
+const SLURM_FLEET_SCHEMA_1: &str = "coretune-slurm-fleet/1";
 
 const FLEET_FILE: &str = "fleet.json";
 
@@ -209,7 +214,7 @@ impl SlurmFleet {
         };
         let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
         let file: FleetFile = serde_json::from_str(&text).map_err(|e| file_error(e.to_string()))?;
-        if file.schema != SLURM_FLEET_SCHEMA {
+        if file.schema != SLURM_FLEET_SCHEMA && file.schema != SLURM_FLEET_SCHEMA_1 {
             return Err(file_error(format!(
                 "a '{}' file, not {SLURM_FLEET_SCHEMA}",
                 file.schema
@@ -221,6 +226,44 @@ impl SlurmFleet {
             spec: file.spec,
             jobs: file.jobs,
         })
+    }
+
+    /// The sweep options a node runs (`coretune tune --fleet-node NODE_DIR`, from its batch
+    /// script): those of the fleet `node_dir` is a node folder of. `node_dir` is
+    /// `DIR/TARGET/NODE`, as the batch scripts name it, and the options are `DIR/fleet.json`'s,
+    /// as the cli wrote them ([`NodeSweep::Options`]).
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::NotANode`] when `node_dir` is not in a target's folder of a fleet that
+    /// keeps its options; reading `fleet.json` as [`SlurmFleet::open`].
+    pub fn node_options(node_dir: &Path) -> Result<serde_json::Value, FleetError> {
+        let not_a_node = |why: &str| FleetError::NotANode {
+            dir: node_dir.to_path_buf(),
+            why: why.to_owned(),
+        };
+        let target_dir = node_dir
+            .parent()
+            .filter(|_| node_dir.file_name().is_some())
+            .ok_or_else(|| not_a_node("it is not DIR/TARGET/NODE"))?;
+        let (Some(target), Some(fleet_dir)) = (target_dir.file_name(), target_dir.parent()) else {
+            return Err(not_a_node("it is not DIR/TARGET/NODE"));
+        };
+        let fleet = Self::open(fleet_dir)?;
+        if !fleet
+            .spec
+            .targets
+            .iter()
+            .any(|t| std::ffi::OsStr::new(&t.name()) == target)
+        {
+            return Err(not_a_node("its folder is not one of the fleet's targets"));
+        }
+        match &fleet.spec.sweep {
+            NodeSweep::Options(options) => Ok(options.clone()),
+            NodeSweep::Args(_) => Err(not_a_node(
+                "the fleet's nodes repeat the arguments in their batch scripts",
+            )),
+        }
     }
 
     /// The fleet folder (absolute).
@@ -240,8 +283,12 @@ impl SlurmFleet {
 
     fn save(&self) -> Result<(), FleetError> {
         let path = self.dir.join(FLEET_FILE);
+        let schema = match self.spec.sweep {
+            NodeSweep::Options(_) => SLURM_FLEET_SCHEMA,
+            NodeSweep::Args(_) => SLURM_FLEET_SCHEMA_1,
+        };
         let file = FleetFile {
-            schema: SLURM_FLEET_SCHEMA.into(),
+            schema: schema.into(),
             spec: self.spec.clone(),
             jobs: self.jobs.clone(),
         };
@@ -501,7 +548,7 @@ mod test {
             account: None,
             time: None,
             coretune: PathBuf::from("/bin/coretune"),
-            sweep_args: Vec::new(),
+            sweep: NodeSweep::Options(serde_json::json!({"threads": "pus"})),
         }
     }
 
@@ -562,6 +609,55 @@ mod test {
             job("CANCELLED").describe(),
             "job 12_1 on n1: CANCELLED (log: /o/a/slurm-12_1.log)"
         );
+    }
+
+    #[test]
+    fn a_node_folder_reads_its_fleets_sweep_options() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fleet");
+        let s = spec(vec![target(TargetKind::Constraint, "skylake")]);
+        SlurmFleet::create(&dir, s).unwrap();
+        let text = std::fs::read_to_string(dir.join(FLEET_FILE)).unwrap();
+        assert!(text.contains(SLURM_FLEET_SCHEMA), "{text}");
+        let node = dir.join("constraint-skylake").join("n07");
+        assert_eq!(
+            SlurmFleet::node_options(&node).unwrap(),
+            serde_json::json!({"threads": "pus"})
+        );
+        for not_a_node in [dir.join("other/n07"), dir.join("constraint-skylake")] {
+            let e = SlurmFleet::node_options(&not_a_node).unwrap_err();
+            assert!(
+                matches!(e, FleetError::NotANode { .. } | FleetError::File { .. }),
+                "{e}"
+            );
+        }
+    }
+
+    /// A fleet written before the options were kept (`tests/data/fleet-1`): its `fleet.json`
+    /// (version 1) holds the argv its nodes repeat, which it keeps, and stays version 1 when
+    /// saved again.
+    #[test]
+    fn a_fleet_of_version_1_keeps_its_sweep_arguments() {
+        let old = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fleet-1/fleet.json"),
+        )
+        .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fleet");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(FLEET_FILE), &old).unwrap();
+        let fleet = SlurmFleet::open(&dir).unwrap();
+        let NodeSweep::Args(args) = &fleet.spec().sweep else {
+            panic!("{:?}", fleet.spec().sweep);
+        };
+        assert_eq!(args[..2], ["sum", "--threads=1,2"]);
+        let e = SlurmFleet::node_options(&dir.join("alpha/n1")).unwrap_err();
+        assert!(matches!(e, FleetError::NotANode { .. }), "{e}");
+        fleet.save().unwrap();
+        let again: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(FLEET_FILE)).unwrap()).unwrap();
+        let was: serde_json::Value = serde_json::from_str(&old).unwrap();
+        assert_eq!(again, was);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! # The fleet folder
 //!
 //! ```text
-//! DIR/fleet.json              what was asked (targets, sweep arguments, site options) and every
-//!                             job submitted, with its last known Slurm state, node and log
+//! DIR/fleet.json              what was asked (targets, the sweep's options, site options) and
+//!                             every job submitted, with its last known Slurm state, node and log
 //! DIR/TARGET/                 one folder per target (a partition, a constraint, a node list):
 //!        submit-N.sh          the batch scripts submitted
 //!        slurm-ID.log         the jobs' output
@@ -22,7 +22,10 @@
 //! 1. [`SlurmFleet::create`] writes `fleet.json`; [`SlurmFleet::submissions`] says what to
 //!    submit: per partition or constraint target, an array of `nodes` exclusive one-node jobs
 //!    (one job for one node); per node-list target, one job per node (`--nodelist`).
-//! 2. [`SlurmFleet::submit`] writes each batch script and hands it to `sbatch`.
+//! 2. [`SlurmFleet::submit`] writes each batch script and hands it to `sbatch`. On its node,
+//!    a job runs `coretune tune --fleet-node DIR/TARGET/NODE`, which reads the sweep's options
+//!    back from `fleet.json` ([`SlurmFleet::node_options`]: kept as given, so that each node
+//!    resolves them on its own topology) and sweeps into that folder.
 //! 3. [`SlurmFleet::refresh`] asks `squeue` (then `sacct`, where accounting is on) what became
 //!    of the jobs and records it; a job that fails, is cancelled or times out keeps its state
 //!    and log.
@@ -51,4 +54,4 @@ pub use folder::{
 pub use jobs::{JobCounts, JobRecord, NodeProgress, SLURM_FLEET_SCHEMA, SlurmFleet, Submission};
 pub use script::JobNodes;
 pub use slurm::{QueueEntry, Slurm};
-pub use spec::{FleetSpec, SlurmTarget, TargetKind};
+pub use spec::{FleetSpec, NodeSweep, SlurmTarget, TargetKind};

@@ -1,13 +1,20 @@
 //! The batch script of one submission: `#SBATCH` lines for the target, the node choice and the
-//! site's options, then the sweep — the same coretune binary with the same sweep arguments,
-//! writing its own results folder under the fleet folder, named after the node it runs on. A
-//! folder that already holds a sweep (a job resubmitted, or a second array task on the same
-//! node) is continued with `--resume` instead, so nothing measured is repeated.
+//! site's options, then the sweep — the same coretune binary, writing its own results folder
+//! under the fleet folder, named after the node it runs on (`DIR/TARGET/NODE`):
+//! `coretune tune --fleet-node DIR/TARGET/NODE`, which reads the sweep's options from the
+//! fleet's `fleet.json` ([`NodeSweep::Options`]). A folder that already holds a sweep (a job
+//! resubmitted, or a second array task on the same node) is continued with `--resume` instead,
+//! so nothing measured is repeated.
+//!
+//! The options are not written into the script: a script holds nothing that `fleet.json` does
+//! not say, and no option has to be spelt back into a command line by hand. A fleet of
+//! `fleet.json` version 1 ([`NodeSweep::Args`]) gets the script it always had, its sweep's
+//! arguments after `--out`.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::spec::{FleetSpec, SlurmTarget, TargetKind};
+use super::spec::{FleetSpec, NodeSweep, SlurmTarget, TargetKind};
 use crate::program::shell_quote;
 
 /// Which nodes the jobs of a submission may run on.
@@ -81,7 +88,6 @@ pub(super) fn batch_script(
         sbatch(arg.clone());
     }
     let coretune = shell_quote(&spec.coretune.display().to_string());
-    let args: Vec<String> = spec.sweep_args.iter().map(|a| shell_quote(a)).collect();
     let _ = writeln!(s, "set -eu");
     let _ = writeln!(
         s,
@@ -91,13 +97,21 @@ pub(super) fn batch_script(
     let _ = writeln!(s, "if [ -e \"$dir/sweep.json\" ]; then");
     let _ = writeln!(s, "  exec {coretune} tune --quiet --resume \"$dir\"");
     let _ = writeln!(s, "fi");
-    // `--out` before the arguments: after a `--` everything is the program's.
-    let _ = writeln!(
-        s,
-        "exec {coretune} tune --quiet --out \"$dir\"{}{}",
-        if args.is_empty() { "" } else { " " },
-        args.join(" ")
-    );
+    match &spec.sweep {
+        NodeSweep::Options(_) => {
+            let _ = writeln!(s, "exec {coretune} tune --quiet --fleet-node \"$dir\"");
+        }
+        NodeSweep::Args(args) => {
+            let args: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+            // `--out` before the arguments: after a `--` everything is the program's.
+            let _ = writeln!(
+                s,
+                "exec {coretune} tune --quiet --out \"$dir\"{}{}",
+                if args.is_empty() { "" } else { " " },
+                args.join(" ")
+            );
+        }
+    }
     s
 }
 
@@ -117,15 +131,7 @@ mod test {
             account: Some("proj".into()),
             time: Some("00:30:00".into()),
             coretune: PathBuf::from("/shared/bin/coretune"),
-            sweep_args: vec![
-                "sum".into(),
-                "--threads".into(),
-                "1,2".into(),
-                "--cpus".into(),
-                "all ~pu:0".into(),
-                "--".into(),
-                "it's".into(),
-            ],
+            sweep: NodeSweep::Options(serde_json::json!({"workload": "sum", "threads": "1,2"})),
         }
     }
 
@@ -173,6 +179,36 @@ mod test {
         );
         assert!(s.starts_with("#!/bin/bash\n"));
         assert!(s.contains("dir=/shared/out/gpu/\"${SLURMD_NODENAME:?not running under Slurm}\""));
+        assert!(s.contains("exec /shared/bin/coretune tune --quiet --resume \"$dir\""));
+        assert!(s.ends_with("exec /shared/bin/coretune tune --quiet --fleet-node \"$dir\"\n"));
+        // The options stay in fleet.json: the script holds none of them.
+        assert!(!s.contains("threads") && !s.contains("1,2"), "{s}");
+    }
+
+    // Batch scripts for Linux nodes, with their paths.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_fleet_of_version_1_repeats_its_sweep_arguments_after_out() {
+        let mut spec = spec();
+        spec.sweep = NodeSweep::Args(vec![
+            "sum".into(),
+            "--threads".into(),
+            "1,2".into(),
+            "--cpus".into(),
+            "all ~pu:0".into(),
+            "--".into(),
+            "it's".into(),
+        ]);
+        let target = SlurmTarget {
+            kind: TargetKind::Partition,
+            value: "gpu".into(),
+        };
+        let s = batch_script(
+            &spec,
+            Path::new("/shared/out"),
+            &target,
+            &JobNodes::Node("n07".into()),
+        );
         assert!(s.contains("exec /shared/bin/coretune tune --quiet --resume \"$dir\""));
         assert!(s.ends_with(
             "exec /shared/bin/coretune tune --quiet --out \"$dir\" sum --threads 1,2 --cpus \

@@ -1,5 +1,6 @@
 //! What a fleet measures: its targets ([`SlurmTarget`], each a partition, a constraint or a
-//! node list) and how its jobs are submitted ([`FleetSpec`], `fleet.json`'s `spec`).
+//! node list), the sweep each node runs ([`NodeSweep`]) and how its jobs are submitted
+//! ([`FleetSpec`], `fleet.json`'s `spec`).
 
 use std::path::PathBuf;
 
@@ -76,8 +77,29 @@ pub struct FleetSpec {
     pub time: Option<String>,
     /// The coretune binary the jobs run (on the shared file system).
     pub coretune: PathBuf,
-    /// The `coretune tune` arguments of every node's sweep (without `--out`).
-    pub sweep_args: Vec<String>,
+    /// The sweep every node runs.
+    #[serde(flatten)]
+    pub sweep: NodeSweep,
+}
+
+/// The sweep every node of a fleet runs, as `fleet.json`'s `spec` keeps it.
+///
+/// A fleet keeps the sweep's options as they were given, not resolved: `--threads pus` or
+/// `--cpus 'all ~pu:0'` mean each node's own topology, so each node resolves them itself
+/// (`coretune tune --fleet-node`, which reads them back from here). What the options are is the
+/// cli's: core keeps them as the JSON object the cli wrote (its serde derive of the options,
+/// so an option added to the cli is carried to the nodes without a line here).
+// Fleets written before the options were kept (`fleet.json` version 1) hold the argv each
+// node's batch script repeated instead; they are read, resumed and resubmitted as they were.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeSweep {
+    /// The sweep's options, as the cli serialized them (`spec.sweep`).
+    #[serde(rename = "sweep")]
+    Options(serde_json::Value),
+    /// The `coretune tune` arguments of every node's sweep, without `--out` (`spec.sweep_args`,
+    /// in fleets of `fleet.json` version 1).
+    #[serde(rename = "sweep_args")]
+    Args(Vec<String>),
 }
 
 impl FleetSpec {

@@ -1,8 +1,8 @@
 //! `coretune tune`'s command line: the clap arguments ([`TuneArgs`]) and what they are checked
 //! and turned into before anything runs ([`TuneOptions`]), as hyperfine's `options.rs` does:
 //! which of tune's jobs this is, the machine it plans or measures, the target, the run settings,
-//! the design, and for `--slurm` the sweep arguments a node repeats. `mod.rs` only runs and
-//! prints.
+//! the design, and for `--slurm` the sweep's options as every node reads them back
+//! ([`SweepArgs`], kept in the fleet's `fleet.json`). `mod.rs` only runs and prints.
 //!
 //! Each job checks in its own fixed order, and a command line with several mistakes is told the
 //! first: for a new sweep the settings, the target, the target on this machine (the program is
@@ -11,13 +11,13 @@
 
 use crate::choices::one_of;
 use crate::numbers;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, FromArgMatches as _};
 use coretune_core::Topology;
-use coretune_core::fleet::SlurmFleet;
+use coretune_core::fleet::{NodeSweep, SlurmFleet};
 use coretune_core::grid::{
     Cpus, Grid, MachineCounts, ThrottleSpec, parse_instances, parse_mems, parse_threads,
 };
@@ -28,13 +28,146 @@ use coretune_core::sweep::{
     ServerSettings, Strategy, Target,
 };
 use coretune_core::{Binding, Policy};
+use serde::{Deserialize, Serialize};
 
 use super::slurm::SlurmArgs;
 use crate::input::TopologyArgs;
 use crate::workload_args::WorkloadArgs;
 
+/// `coretune tune`'s arguments: the sweep ([`SweepArgs`]), where its results go, how it shows,
+/// and the Slurm options.
 #[derive(Debug, Args)]
 pub(crate) struct TuneArgs {
+    #[command(flatten)]
+    sweep: SweepArgs,
+    /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR, so
+    /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
+    /// sweeps are incomplete.
+    #[arg(long, value_name = "DIR", conflicts_with_all = SWEEP_OPTIONS, conflicts_with_all = [
+        "out", "partition", "nodelist", "constraint", "dry_run",
+    ])]
+    resume: Option<PathBuf>,
+    /// Run the search on recorded runs instead of a program: a results folder (an exhaustive
+    /// sweep's) or a JSON-lines file, one run a line ({"threads": 8, "place": "compact",
+    /// "cpus": "all", "time_s": 1.234}, or coretune's runs.jsonl lines). Each configuration the
+    /// search asks for gets its next recorded run; prints the pick against the exhaustive
+    /// answer and both costs. Nothing is run and no folder is written.
+    #[arg(long, value_name = "SOURCE", conflicts_with_all = [
+        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out",
+        "command", "resume", "dry_run", "slurm", "server", "metric", "objective", "prepare",
+        "monitor", "timeout", "shell", "show_output",
+    ])]
+    replay: Option<PathBuf>,
+    /// With --replay: the seed that chooses which recorded run each configuration hands out
+    /// first (the same seed, the same answer).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "replay")]
+    seed: u64,
+    /// With --resume: continue although the program is not the file the sweep measured (its
+    /// size or content changed), or from here when the sweep's working directory is gone.
+    #[arg(long, requires = "resume")]
+    force: bool,
+    /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
+    /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
+    /// scripts and submit nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
+    #[arg(
+        long,
+        value_name = "SECS",
+        requires = "dry_run",
+        allow_negative_numbers = true
+    )]
+    estimate_one: Option<f64>,
+    #[command(flatten)]
+    input: TopologyArgs,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Print summary.json instead of the table (for --slurm fleet-summary.json; for --dry-run
+    /// the plan).
+    #[arg(long)]
+    json: bool,
+    /// Let the program write to the terminal instead of dropping its output (as hyperfine's
+    /// --show-output), to see why runs fail. Without it a failed run keeps the last 4 KiB of
+    /// its stderr in runs.jsonl.
+    #[arg(long)]
+    show_output: bool,
+    #[command(flatten)]
+    slurm: SlurmArgs,
+    /// Run on a node of a fleet (`--slurm`), from its batch script: the sweep of the fleet whose
+    /// node folder DIR is (DIR/TARGET/NODE), its options read from the fleet's fleet.json, into
+    /// DIR.
+    #[arg(long, value_name = "DIR", hide = true, conflicts_with_all = SWEEP_OPTIONS,
+          conflicts_with_all = ["out", "resume", "replay", "dry_run", "slurm", "input"])]
+    fleet_node: Option<PathBuf>,
+}
+
+/// Every sweep option ([`SweepArgs`]'s and the workload's), by clap's id: what `--resume` and
+/// `--fleet-node` refuse beside them, since their sweep is read from a folder. (clap's derive
+/// makes no group of a struct that flattens another;
+/// `resume_and_fleet_node_refuse_every_sweep_option` checks that this list is whole.)
+const SWEEP_OPTIONS: [&str; 43] = [
+    "workload",
+    "threads",
+    "place",
+    "cpus",
+    "throttle",
+    "mem",
+    "instances",
+    "launcher",
+    "bind",
+    "skip",
+    "runs",
+    "warmup",
+    "min_time",
+    "timeout",
+    "ignore_failure",
+    "exhaustive",
+    "tolerance",
+    "max_runs",
+    "shell",
+    "prepare",
+    "size",
+    "rays",
+    "mib",
+    "tasks",
+    "compute_us",
+    "block_us",
+    "count",
+    "repeat",
+    "items",
+    "pool",
+    "batch",
+    "monitor",
+    "metric",
+    "metric_from",
+    "higher_is_better",
+    "unit",
+    "objective",
+    "server",
+    "ready",
+    "client",
+    "client_cpus",
+    "ready_timeout",
+    "command",
+];
+
+/// The sweep as the command line gives it: every option of `coretune tune` but where the
+/// results go, how progress and the report show, and the Slurm options.
+///
+/// A fleet (`--slurm`) keeps these in its `fleet.json` as they were given, by this serde derive
+/// (unresolved: `--threads pus` is each node's PUs), and each node's `--fleet-node` reads them
+/// back: an option added here reaches the nodes without another line
+/// (`every_sweep_option_reaches_the_nodes` checks that each one does). A field missing from a
+/// fleet's options — one written before the option existed — is what an empty command line
+/// gives ([`SweepArgs::default`]).
+#[derive(Debug, Args, Serialize, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+struct SweepArgs {
     /// Built-in workload: raymesh (default), membw, mixed, sum, spawn. Not used with `-- CMD`.
     #[arg(value_parser = crate::choices::workloads(), hide_possible_values = true)]
     workload: Option<String>,
@@ -115,62 +248,6 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = numbers::whole(1, usize::MAX))]
     max_runs: Option<usize>,
-    /// Results folder (default: coretune-results/YYYY-MM-DDTHH-MM-SS, in UTC).
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-    /// Continue the sweep in DIR where it stopped (its grid and settings are read from DIR, so
-    /// none can be given again); for a fleet folder (--slurm), resubmit only the nodes whose
-    /// sweeps are incomplete.
-    #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out", "exhaustive", "command",
-        "partition", "nodelist", "constraint", "dry_run", "bind", "skip", "runs", "warmup",
-        "min_time", "timeout", "ignore_failure", "tolerance", "max_runs", "shell", "prepare", "monitor", "size", "rays", "mib",
-        "tasks", "compute_us", "block_us", "count", "repeat", "items", "pool", "batch",
-        "metric", "metric_from", "higher_is_better", "unit", "objective", "server", "ready",
-        "client", "client_cpus", "ready_timeout",
-    ])]
-    resume: Option<PathBuf>,
-    /// Run the search on recorded runs instead of a program: a results folder (an exhaustive
-    /// sweep's) or a JSON-lines file, one run a line ({"threads": 8, "place": "compact",
-    /// "cpus": "all", "time_s": 1.234}, or coretune's runs.jsonl lines). Each configuration the
-    /// search asks for gets its next recorded run; prints the pick against the exhaustive
-    /// answer and both costs. Nothing is run and no folder is written.
-    #[arg(long, value_name = "SOURCE", conflicts_with_all = [
-        "workload", "threads", "place", "cpus", "throttle", "mem", "instances", "launcher", "out",
-        "command", "resume", "dry_run", "slurm", "server", "metric", "objective", "prepare",
-        "monitor", "timeout", "shell", "show_output",
-    ])]
-    replay: Option<PathBuf>,
-    /// With --replay: the seed that chooses which recorded run each configuration hands out
-    /// first (the same seed, the same answer).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "replay")]
-    seed: u64,
-    /// With --resume: continue although the program is not the file the sweep measured (its
-    /// size or content changed), or from here when the sweep's working directory is gone.
-    #[arg(long, requires = "resume")]
-    force: bool,
-    /// Measure nothing: print the grid, the number of runs and (with --estimate-one) the time
-    /// it would take, for this machine or --input TOPOLOGY; with --slurm, print the batch
-    /// scripts and submit nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// With --dry-run: seconds one single-threaded run takes, for a time estimate.
-    #[arg(
-        long,
-        value_name = "SECS",
-        requires = "dry_run",
-        allow_negative_numbers = true
-    )]
-    estimate_one: Option<f64>,
-    #[command(flatten)]
-    input: TopologyArgs,
-    /// No progress bar.
-    #[arg(long, short = 'q')]
-    quiet: bool,
-    /// Print summary.json instead of the table (for --slurm fleet-summary.json; for --dry-run
-    /// the plan).
-    #[arg(long)]
-    json: bool,
     /// Run the command through `sh -c` (its words joined with spaces).
     #[arg(long)]
     shell: bool,
@@ -178,16 +255,12 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "CMD")]
     prepare: Option<String>,
     #[command(flatten)]
+    #[serde(flatten)]
     workload_args: WorkloadArgs,
     /// Sample per-CPU utilisation and each thread's CPU during every run (every MS
     /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     monitor: Option<u64>,
-    /// Let the program write to the terminal instead of dropping its output (as hyperfine's
-    /// --show-output), to see why runs fail. Without it a failed run keeps the last 4 KiB of
-    /// its stderr in runs.jsonl.
-    #[arg(long)]
-    show_output: bool,
     /// A figure the program prints, read after each run: NAME=REGEX (its first group, or the
     /// whole match, at its last match: a figure printed several times counts as printed last;
     /// the regex matches within one line) or NAME=json:.path (jq's path syntax, in the whole
@@ -234,12 +307,21 @@ pub(crate) struct TuneArgs {
     /// The longest a server may take to be ready, in seconds.
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     ready_timeout: Option<f64>,
-    #[command(flatten)]
-    slurm: SlurmArgs,
     /// The program to measure, with {threads}, {cpus}, {place}, {mem}, {instance} and
     /// {instances} placeholders.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+impl Default for SweepArgs {
+    /// The options of `coretune tune` with none given: clap's defaults.
+    fn default() -> Self {
+        let command = Self::augment_args(clap::Command::new("tune").no_binary_name(true));
+        command
+            .try_get_matches_from(std::iter::empty::<String>())
+            .and_then(|m| Self::from_arg_matches(&m))
+            .expect("an empty command line is a sweep of the defaults")
+    }
 }
 
 /// `coretune tune`, checked: the job the arguments ask for, and how it shows.
@@ -263,8 +345,8 @@ pub(super) enum Job {
     /// batch scripts.
     Fleet {
         cluster: SlurmArgs,
-        /// The sweep's arguments, repeated by every node.
-        sweep_args: Vec<String>,
+        /// The sweep's options, which every node reads back (`--fleet-node`).
+        sweep: NodeSweep,
         out: Option<PathBuf>,
         dry_run: bool,
     },
@@ -362,7 +444,7 @@ impl TryFrom<&TuneArgs> for TuneOptions {
                 .transpose()?;
             Job::Replay {
                 source: source.clone(),
-                sweep: Box::new(SweepOptions::from_args(args)?),
+                sweep: Box::new(SweepOptions::from_args(&args.sweep, args.show_output)?),
                 seed: args.seed,
                 topo,
             }
@@ -374,17 +456,20 @@ impl TryFrom<&TuneArgs> for TuneOptions {
                 );
             }
             // Checked here, before any job is submitted: a typo is one line, not a failed fleet.
-            check_settings(args)?;
+            check_settings(&args.sweep)?;
             let machine = MachineCounts { cores: 1, pus: 1 };
-            SweepOptions::from_args(args)?.grid(Grid::default_for(machine), machine)?;
+            SweepOptions::from_args(&args.sweep, args.show_output)?
+                .grid(Grid::default_for(machine), machine)?;
             Job::Fleet {
                 cluster: args.slurm.clone(),
-                sweep_args: sweep_args(args),
+                sweep: NodeSweep::Options(
+                    serde_json::to_value(&args.sweep).context("the sweep's options")?,
+                ),
                 out: args.out.clone(),
                 dry_run: args.dry_run,
             }
         } else if args.dry_run {
-            check_settings(args)?;
+            check_settings(&args.sweep)?;
             let one = args
                 .estimate_one
                 .map(|s| {
@@ -402,8 +487,8 @@ impl TryFrom<&TuneArgs> for TuneOptions {
             };
             Job::Plan {
                 on: Machine { topo, counts },
-                sweep: Box::new(SweepOptions::from_args(args)?),
-                binding: args.bind,
+                sweep: Box::new(SweepOptions::from_args(&args.sweep, args.show_output)?),
+                binding: args.sweep.bind,
                 one,
             }
         } else {
@@ -415,20 +500,19 @@ impl TryFrom<&TuneArgs> for TuneOptions {
             }
             let topo = TopologyArgs::default().load()?;
             let counts = MachineCounts::live(&topo);
-            let folder = match &args.resume {
-                Some(dir) => Folder::Resume {
+            let folder = match (&args.resume, &args.fleet_node) {
+                (Some(dir), _) => Folder::Resume {
                     dir: dir.clone(),
                     force: args.force,
                 },
-                None => {
-                    check_settings(args)?;
-                    let settings = settings(args)?;
-                    Folder::New {
-                        sweep: Box::new(SweepOptions::from_args(args)?),
-                        settings,
-                        out: args.out.clone(),
-                    }
-                }
+                // A fleet's node: the fleet's sweep, as the command line that made the fleet
+                // gave it, into the node's folder.
+                (None, Some(node)) => Folder::new(
+                    &SweepArgs::of_fleet_node(node)?,
+                    args.show_output,
+                    Some(node.clone()),
+                )?,
+                (None, None) => Folder::new(&args.sweep, args.show_output, args.out.clone())?,
             };
             Job::Measure {
                 on: Machine { topo, counts },
@@ -444,11 +528,39 @@ impl TryFrom<&TuneArgs> for TuneOptions {
     }
 }
 
+impl Folder {
+    /// A new sweep of `sweep`'s options into `out`.
+    fn new(sweep: &SweepArgs, show_output: bool, out: Option<PathBuf>) -> anyhow::Result<Self> {
+        check_settings(sweep)?;
+        let settings = settings(sweep, show_output)?;
+        Ok(Self::New {
+            sweep: Box::new(SweepOptions::from_args(sweep, show_output)?),
+            settings,
+            out,
+        })
+    }
+}
+
+impl SweepArgs {
+    /// The options of the fleet whose node folder `node` is, as the fleet's command line gave
+    /// them ([`SlurmFleet::node_options`]).
+    fn of_fleet_node(node: &Path) -> anyhow::Result<Self> {
+        let options = SlurmFleet::node_options(node)
+            .with_context(|| format!("--fleet-node {}", node.display()))?;
+        serde_json::from_value(options).with_context(|| {
+            format!(
+                "--fleet-node {}: the fleet's sweep options are not this coretune's",
+                node.display()
+            )
+        })
+    }
+}
+
 impl SweepOptions {
     /// The target checked, the rest as given; `check_settings` has passed.
-    fn from_args(args: &TuneArgs) -> anyhow::Result<Self> {
+    fn from_args(args: &SweepArgs, show_output: bool) -> anyhow::Result<Self> {
         Ok(Self {
-            target: target(args)?,
+            target: target(args, show_output)?,
             axes: Axes {
                 threads: args.threads.clone(),
                 place: args.place.clone(),
@@ -468,7 +580,7 @@ impl SweepOptions {
             tolerance: args.tolerance / 100.0,
             // Off unless given: 0 is what folders from before the option say.
             max_runs: args.max_runs.unwrap_or(0),
-            objectives: objectives(args)?,
+            objectives: objectives(args, show_output)?,
             launcher: launcher(args)?,
             ignore_failure: args.ignore_failure,
         })
@@ -499,7 +611,7 @@ impl SweepOptions {
 
 /// The settings that are not grid values. (The plain numbers, `--runs`, `--tolerance`,
 /// `--timeout`, are checked as clap parses them: `crate::numbers`.)
-fn check_settings(args: &TuneArgs) -> anyhow::Result<()> {
+fn check_settings(args: &SweepArgs) -> anyhow::Result<()> {
     launcher(args)?;
     if let Some(list) = &args.instances {
         let counts = parse_instances(list).map_err(|e| anyhow::anyhow!("--instances: {e}"))?;
@@ -525,7 +637,7 @@ pub(super) fn check_escape(
     args: &TuneArgs,
     raw: impl IntoIterator<Item = std::ffi::OsString>,
 ) -> anyhow::Result<()> {
-    if args.command.is_empty() && raw.into_iter().skip(1).any(|word| word == "--") {
+    if args.sweep.command.is_empty() && raw.into_iter().skip(1).any(|word| word == "--") {
         bail!(
             "nothing after --: give the command to measure (coretune tune [OPTIONS] -- CMD ARGS...)"
         );
@@ -534,7 +646,7 @@ pub(super) fn check_escape(
 }
 
 /// How each run of a new sweep is made (after `check_settings`).
-fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
+fn settings(args: &SweepArgs, show_output: bool) -> anyhow::Result<RunSettings> {
     Ok(RunSettings {
         binding: args.bind,
         timeout: args
@@ -543,7 +655,7 @@ fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
         prepare: args.prepare.clone(),
         monitor: args.monitor.map(Duration::from_millis),
         skip: args.skip,
-        metrics: metrics(args)?,
+        metrics: metrics(args, show_output)?,
         server: server(args)?,
         launcher: launcher(args)?,
     })
@@ -551,7 +663,7 @@ fn settings(args: &TuneArgs) -> anyhow::Result<RunSettings> {
 
 /// `--launcher`, checked against the target: a program's copies are what a launcher starts,
 /// and each rank learns its rank from the launcher, not from `{instance}`.
-fn launcher(args: &TuneArgs) -> anyhow::Result<Option<Launcher>> {
+fn launcher(args: &SweepArgs) -> anyhow::Result<Option<Launcher>> {
     let Some(name) = &args.launcher else {
         return Ok(None);
     };
@@ -574,7 +686,7 @@ fn launcher(args: &TuneArgs) -> anyhow::Result<Option<Launcher>> {
 const READY_TIMEOUT_S: f64 = 10.0;
 
 /// `--server`'s settings, checked: `--ready` and `--client` with it, none of them without it.
-fn server(args: &TuneArgs) -> anyhow::Result<Option<ServerSettings>> {
+fn server(args: &SweepArgs) -> anyhow::Result<Option<ServerSettings>> {
     let Some(command) = &args.server else {
         for (set, name) in [
             (args.ready.is_some(), "--ready"),
@@ -619,8 +731,8 @@ fn server(args: &TuneArgs) -> anyhow::Result<Option<ServerSettings>> {
 /// `--objective` resolved against `--metric`. Without `--objective` the first metric is the
 /// objective (it was given to be optimised: `tune --metric eps=… -- sysbench …` recommends on
 /// events per second), and wall time without metrics (an empty list: old folders say the same).
-fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
-    let metrics = metrics(args)?;
+fn objectives(args: &SweepArgs, show_output: bool) -> anyhow::Result<Vec<Objective>> {
+    let metrics = metrics(args, show_output)?;
     if let (Some(_), true, true) = (&args.server, metrics.is_empty(), args.objective.is_empty()) {
         // The run's time is the client's, which the client fixes itself (`wrk -d1s` takes a
         // second whatever the server does): a sweep on it would rank noise.
@@ -642,7 +754,7 @@ fn objectives(args: &TuneArgs) -> anyhow::Result<Vec<Objective>> {
 
 /// `--metric`, with `--metric-from`, `--higher-is-better` and `--unit` applied, and the
 /// options that cannot go with a metric refused.
-fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
+fn metrics(args: &SweepArgs, show_output: bool) -> anyhow::Result<Vec<MetricSpec>> {
     let specs = MetricSpec::from_options(
         &args.metric,
         &args.metric_from,
@@ -655,7 +767,7 @@ fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
              cpu or rss (--objective)"
         );
     }
-    if !specs.is_empty() && args.show_output {
+    if !specs.is_empty() && show_output {
         bail!(
             "--show-output passes the program's output through, so no --metric can be read from \
              it: give one or the other"
@@ -666,7 +778,7 @@ fn metrics(args: &TuneArgs) -> anyhow::Result<Vec<MetricSpec>> {
 
 /// What the sweep measures: the built-in workload named (raymesh by default), the program, or
 /// the server (`--server`, run through `sh -c`).
-fn target(args: &TuneArgs) -> anyhow::Result<Target> {
+fn target(args: &SweepArgs, show_output: bool) -> anyhow::Result<Target> {
     if let Some(server) = &args.server {
         if !args.command.is_empty() || args.workload.is_some() {
             bail!("--server CMD is what is measured: give no workload and no -- CMD with it");
@@ -683,7 +795,7 @@ fn target(args: &TuneArgs) -> anyhow::Result<Target> {
     if args.command.is_empty() {
         let name = args.workload.clone().unwrap_or_else(|| "raymesh".into());
         let spec = args.workload_args.spec(&name)?;
-        if args.show_output {
+        if show_output {
             bail!(
                 "--show-output shows a program's output (-- CMD); the built-in workloads print \
                  nothing while they run"
@@ -743,95 +855,11 @@ impl Axes {
     }
 }
 
-/// The arguments that repeat this sweep on another machine (a Slurm node): every sweep option
-/// as given, without where the results go or how progress is shown. Written `--name=value`, so
-/// that a value starting with `-` stays a value.
-fn sweep_args(args: &TuneArgs) -> Vec<String> {
-    let mut v: Vec<String> = args.workload.iter().cloned().collect();
-    let mut opt = |name: &str, value: Option<String>| {
-        if let Some(value) = value {
-            v.push(format!("--{name}={value}"));
-        }
-    };
-    let w = &args.workload_args;
-    opt("threads", args.threads.clone());
-    opt(
-        "place",
-        args.place.as_ref().map(|p| {
-            p.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        }),
-    );
-    for cpus in &args.cpus {
-        opt("cpus", Some(cpus.clone()));
-    }
-    opt("throttle", args.throttle.clone());
-    opt("mem", args.mem.clone());
-    opt("instances", args.instances.clone());
-    opt("launcher", args.launcher.clone());
-    opt("bind", Some(args.bind.to_string()));
-    opt("runs", Some(args.runs.to_string()));
-    opt("warmup", Some(args.warmup.to_string()));
-    opt("min-time", Some(args.min_time.to_string()));
-    opt("timeout", args.timeout.map(|t| t.to_string()));
-    opt("tolerance", Some(args.tolerance.to_string()));
-    opt("max-runs", args.max_runs.map(|n| n.to_string()));
-    opt("prepare", args.prepare.clone());
-    opt("monitor", args.monitor.map(|m| m.to_string()));
-    for metric in &args.metric {
-        opt("metric", Some(metric.clone()));
-    }
-    opt(
-        "metric-from",
-        Some(args.metric_from.clone()).filter(|f| f != "stdout"),
-    );
-    for name in &args.higher_is_better {
-        opt("higher-is-better", Some(name.clone()));
-    }
-    for unit in &args.unit {
-        opt("unit", Some(unit.clone()));
-    }
-    opt(
-        "objective",
-        Some(args.objective.join(",")).filter(|o| !o.is_empty()),
-    );
-    opt("server", args.server.clone());
-    opt("ready", args.ready.clone());
-    opt("client", args.client.clone());
-    opt("client-cpus", args.client_cpus.clone());
-    opt("ready-timeout", args.ready_timeout.map(|t| t.to_string()));
-    opt("size", w.size.map(|s| s.to_string()));
-    opt("rays", w.rays.map(|x| x.to_string()));
-    opt("mib", w.mib.map(|x| x.to_string()));
-    opt("tasks", w.tasks.map(|x| x.to_string()));
-    opt("compute-us", w.compute_us.map(|x| x.to_string()));
-    opt("block-us", w.block_us.map(|x| x.to_string()));
-    opt("count", w.count.map(|x| x.to_string()));
-    opt("repeat", w.repeat.map(|x| x.to_string()));
-    opt("items", w.items.map(|x| x.to_string()));
-    opt("pool", w.pool.clone());
-    for (flag, on) in [
-        ("--exhaustive", args.exhaustive),
-        ("--ignore-failure", args.ignore_failure),
-        ("--shell", args.shell),
-        ("--batch", w.batch),
-    ] {
-        if on {
-            v.push(flag.into());
-        }
-    }
-    if !args.command.is_empty() {
-        v.push("--".into());
-        v.extend(args.command.iter().cloned());
-    }
-    v
-}
-
 #[cfg(test)]
 mod test {
-    use clap::Parser;
+    use clap::parser::ValueSource;
+    use clap::{CommandFactory, Parser};
+    use coretune_core::fleet::{FleetSpec, SlurmTarget, TargetKind};
 
     use super::*;
 
@@ -847,131 +875,202 @@ mod test {
             .tune
     }
 
-    /// The arguments without where results go, how progress shows, and the Slurm options.
-    fn sweep_only(mut a: TuneArgs) -> String {
-        a.out = None;
-        a.quiet = false;
-        a.json = false;
-        a.dry_run = false;
-        a.slurm = SlurmArgs::default();
-        format!("{a:?}")
+    /// Every sweep option, each with a value other than its default, among options that are
+    /// not the sweep's.
+    const EVERY_SWEEP_OPTION: &[&str] = &[
+        "sum",
+        "--threads",
+        "1,2",
+        "--place",
+        "os,compact",
+        "--cpus",
+        "all ~pu:0",
+        "--cpus",
+        "-1",
+        "--throttle",
+        "none,2",
+        "--mem",
+        "none,interleave:numa:0,1,bind",
+        "--instances",
+        "1,2",
+        "--launcher",
+        "mpirun",
+        "--bind",
+        "core",
+        "--skip",
+        "0x3",
+        "--runs",
+        "5",
+        "--warmup",
+        "0",
+        "--min-time",
+        "0.5",
+        "--timeout",
+        "9.5",
+        "-i",
+        "--exhaustive",
+        "--tolerance",
+        "2.5",
+        "--max-runs",
+        "7",
+        "--shell",
+        "--prepare",
+        "echo hi",
+        "--size",
+        "small",
+        "--rays",
+        "5",
+        "--mib",
+        "2",
+        "--tasks",
+        "3",
+        "--compute-us",
+        "4",
+        "--block-us",
+        "5",
+        "--count",
+        "99",
+        "--repeat",
+        "3",
+        "--items",
+        "1000",
+        "--pool",
+        "rayon",
+        "--batch",
+        "--monitor",
+        "10",
+        "--metric",
+        "eps=events per second: ([0-9.]+)",
+        "--metric",
+        "p99=json:.lat.p99",
+        "--metric-from",
+        "out-{threads}.json",
+        "--higher-is-better",
+        "eps",
+        "--unit",
+        "eps=events/s",
+        "--objective",
+        "eps,p99,cpu",
+        "--server",
+        "nginx -g 'worker_processes {threads};'",
+        "--ready",
+        "tcp:127.0.0.1:8080",
+        "--client",
+        "wrk -d1s http://127.0.0.1:8080/",
+        "--client-cpus",
+        "pu:1",
+        "--ready-timeout",
+        "3.5",
+        "--slurm",
+        "--partition",
+        "alpha",
+        "--out",
+        "/x",
+        "-q",
+        "--json",
+        "--",
+        "./app",
+        "-t",
+        "{threads}",
+        "--out",
+        "x",
+    ];
+
+    /// A node runs the sweep its fleet's command line gave: the options, kept in `fleet.json`
+    /// by the fleet and read back by the node, are the options given. The command line sets
+    /// every sweep option, and the test says which one it misses when an option is added.
+    #[test]
+    fn every_sweep_option_reaches_the_nodes() {
+        let matches = Cli::command()
+            .try_get_matches_from(std::iter::once("tune").chain(EVERY_SWEEP_OPTION.iter().copied()))
+            .unwrap();
+        let options = SweepArgs::augment_args(clap::Command::new("tune"));
+        for arg in options.get_arguments() {
+            let id = arg.get_id().as_str();
+            assert_eq!(
+                matches.value_source(id),
+                Some(ValueSource::CommandLine),
+                "give {id} in EVERY_SWEEP_OPTION, with a value other than its default"
+            );
+        }
+        let given = Cli::from_arg_matches(&matches).unwrap().tune;
+
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("fleet");
+        let spec = FleetSpec {
+            targets: vec![SlurmTarget {
+                kind: TargetKind::Partition,
+                value: "alpha".into(),
+            }],
+            nodes: 1,
+            sbatch_args: Vec::new(),
+            account: None,
+            time: None,
+            coretune: PathBuf::from("/bin/coretune"),
+            sweep: NodeSweep::Options(serde_json::to_value(&given.sweep).unwrap()),
+        };
+        SlurmFleet::create(&dir, spec).unwrap();
+        let on_node = SweepArgs::of_fleet_node(&dir.join("alpha").join("n07")).unwrap();
+        assert_eq!(format!("{on_node:?}"), format!("{:?}", given.sweep));
+        // What is not the sweep's stays behind: where the results go, how they show, Slurm's.
+        let kept = std::fs::read_to_string(dir.join("fleet.json")).unwrap();
+        assert!(!kept.contains("/x") && !kept.contains("quiet"), "{kept}");
     }
 
+    /// An option a fleet's `fleet.json` does not name — one added to coretune after the fleet
+    /// was made — is read as not given.
     #[test]
-    fn sweep_args_repeat_the_sweep_on_a_node() {
-        let cases: [&[&str]; 4] = [
-            &[
-                "sum",
-                "--size",
-                "small",
-                "--threads",
-                "1,2",
-                "--place",
-                "os,compact",
-                "--cpus",
-                "all ~pu:0",
-                "--cpus",
-                "all",
-                "--throttle",
-                "none,2",
-                "--mem",
-                "none,interleave:numa:0,1,bind",
-                "--bind",
-                "core",
-                "--runs",
-                "5",
-                "--warmup",
-                "0",
-                "--min-time",
-                "0.5",
-                "--timeout",
-                "9.5",
-                "--tolerance",
-                "2.5",
-                "--exhaustive",
-                "-i",
-                "--count",
-                "99",
-                "--repeat",
-                "3",
-                "--slurm",
-                "--partition",
-                "a",
-                "--out",
-                "/x",
-                "-q",
-                "--monitor",
-            ],
-            &[
-                "spawn",
-                "--items",
-                "1000",
-                "--pool",
-                "rayon",
-                "--batch",
-                "--monitor",
-                "10",
-                "--rays",
-                "5",
-                "--mib",
-                "2",
-                "--tasks",
-                "3",
-                "--compute-us",
-                "4",
-                "--block-us",
-                "5",
-            ],
-            &[
-                "--server",
-                "nginx -g 'worker_processes {threads};'",
-                "--ready",
-                "tcp:127.0.0.1:8080",
-                "--client",
-                "wrk -d1s http://127.0.0.1:8080/",
-                "--client-cpus",
-                "pu:1",
-                "--ready-timeout",
-                "3.5",
-                "--metric",
-                "rps=Requests/sec: ([0-9.]+)",
-            ],
-            &[
-                "--shell",
-                "--metric",
-                "eps=events per second: ([0-9.]+)",
-                "--metric",
-                "p99=json:.lat.p99",
-                "--metric-from",
-                "out-{threads}.json",
-                "--higher-is-better",
-                "eps",
-                "--unit",
-                "eps=events/s",
-                "--objective",
-                "eps,p99,cpu",
-                "--prepare",
-                "echo hi",
-                "--threads",
-                "2*pus",
-                "--",
-                "./app",
-                "-t",
-                "{threads}",
-                "--out",
-                "x",
-            ],
-        ];
-        for args in cases {
-            let a = parse(args);
-            let node = sweep_args(&a);
-            assert!(
-                !node.iter().any(|w| w == "--slurm" || w == "-q"),
-                "{node:?}"
-            );
-            let words: Vec<&str> = node.iter().map(String::as_str).collect();
-            let again = parse(&words);
-            assert_eq!(sweep_only(a), sweep_only(again), "{node:?}");
+    fn a_sweep_option_a_fleet_does_not_name_reads_as_not_given() {
+        let none: SweepArgs = serde_json::from_str("{}").unwrap();
+        assert_eq!(format!("{none:?}"), format!("{:?}", parse(&[]).sweep));
+        assert_eq!(format!("{none:?}"), format!("{:?}", SweepArgs::default()));
+        let some: SweepArgs = serde_json::from_str(r#"{"threads": "pus", "count": 9}"#).unwrap();
+        assert_eq!(
+            format!("{some:?}"),
+            format!("{:?}", parse(&["--threads", "pus", "--count", "9"]).sweep)
+        );
+    }
+
+    /// `--resume` and `--fleet-node` read their sweep from a folder: no sweep option goes with
+    /// them, a new one included.
+    #[test]
+    fn resume_and_fleet_node_refuse_every_sweep_option() {
+        let mut command = Cli::command();
+        command.build();
+        let sweep = SweepArgs::augment_args(clap::Command::new("tune"));
+        for from_a_folder in ["resume", "fleet_node"] {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id() == from_a_folder)
+                .unwrap();
+            let refused = command.get_arg_conflicts_with(arg);
+            for option in sweep.get_arguments() {
+                assert!(
+                    refused.iter().any(|r| r.get_id() == option.get_id()),
+                    "{from_a_folder} takes {}: add it to SWEEP_OPTIONS",
+                    option.get_id()
+                );
+            }
         }
+    }
+
+    /// `--fleet-node` is the batch script's: the sweep comes from the fleet, so no sweep option
+    /// goes with it.
+    #[test]
+    fn a_fleet_node_takes_no_sweep_option() {
+        for extra in [
+            &["--threads", "2"][..],
+            &["--count", "9"],
+            &["--out", "y"],
+            &["sum"],
+        ] {
+            let line = [&["tune", "--fleet-node", "/f/a/n1"][..], extra].concat();
+            assert!(Cli::try_parse_from(&line).is_err(), "{line:?}");
+        }
+        assert!(
+            parse(&["--fleet-node", "/f/a/n1", "-q"])
+                .fleet_node
+                .is_some()
+        );
     }
 }

@@ -14,8 +14,10 @@
 //!
 //! `--dry-run` plans instead of measuring: the grid this machine (or `--input TOPOLOGY`, a
 //! machine this is not) would sweep, how many runs, and with `--estimate-one SECS` how long.
-//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`);
-//! `--resume` of a fleet folder continues the fleet. `--replay SOURCE` runs the search on
+//! `--slurm` hands the same sweep to a Slurm cluster, one exclusive job per node (`slurm.rs`),
+//! whose batch script runs `tune --fleet-node DIR/TARGET/NODE`: the fleet's sweep, its options
+//! read from the fleet folder, measured here as any new sweep into that folder. `--resume` of a
+//! fleet folder continues the fleet. `--replay SOURCE` runs the search on
 //! recorded runs instead of a program and prints how its pick and cost compare with the
 //! exhaustive answer (`replay.rs`).
 
@@ -61,10 +63,10 @@ pub(crate) fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         Job::ResumeFleet { dir, cluster } => slurm::resume(&dir, &cluster, shown),
         Job::Fleet {
             cluster,
-            sweep_args,
+            sweep,
             out,
             dry_run,
-        } => slurm::start(&cluster, sweep_args, out.as_deref(), dry_run, shown),
+        } => slurm::start(&cluster, sweep, out.as_deref(), dry_run, shown),
         Job::Plan {
             on,
             sweep,

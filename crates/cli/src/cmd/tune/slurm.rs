@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use coretune_core::fleet::{
-    FleetSpec, JobNodes, JobRecord, Slurm, SlurmFleet, SlurmTarget, Submission, TargetKind,
+    FleetSpec, JobNodes, JobRecord, NodeSweep, Slurm, SlurmFleet, SlurmTarget, Submission,
+    TargetKind,
 };
 use coretune_core::sweep::timestamped_dir;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -96,11 +97,11 @@ pub(crate) struct Shown {
     pub(crate) json: bool,
 }
 
-/// A new fleet: the sweep `sweep_args` (as `coretune tune` takes them, without `--out`) on
-/// every target; with `dry_run` the batch scripts are printed and nothing is submitted.
+/// A new fleet: the sweep `sweep` on every target; with `dry_run` the batch scripts are printed
+/// and nothing is submitted.
 pub(crate) fn start(
     args: &SlurmArgs,
-    sweep_args: Vec<String>,
+    sweep: NodeSweep,
     out: Option<&Path>,
     dry_run: bool,
     shown: Shown,
@@ -117,7 +118,7 @@ pub(crate) fn start(
         account: args.account.clone(),
         time: args.time.clone(),
         coretune,
-        sweep_args,
+        sweep,
     };
     let dir = out.map_or_else(
         || timestamped_dir(Path::new("coretune-results"), "fleet-"),
