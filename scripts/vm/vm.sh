@@ -226,7 +226,10 @@ boot() {
   ) </dev/null >/dev/null 2>&1 &
   local watchdog=$!
   set +e
-  timeout --kill-after=10 "$limit" qemu-system-x86_64 -accel "$accel" -machine q35 \
+  # --foreground: QEMU stays in the caller's process group, so that whoever ends the caller's
+  # group (make test ends the VM tests so, Ctrl-C included) ends the guest too; by default
+  # timeout makes a group of its own, and a guest outlived an interrupted run until its limit.
+  timeout --foreground --kill-after=10 "$limit" qemu-system-x86_64 -accel "$accel" -machine q35 \
     -cpu "${CPU:-max,vendor=GenuineIntel}" -m "$((memper * nodes))" \
     -smp "$ncpu,sockets=$sockets,cores=$cores,threads=$threads" "${numa[@]}" \
     -kernel "$kernel" -initrd "$WORK/initrd.cpio.gz" -append "$cmdline" \
