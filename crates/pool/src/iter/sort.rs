@@ -73,7 +73,7 @@ pub trait ParallelSliceMut<T: Send> {
     ///
     /// ```
     /// use coretune_pool::prelude::*;
-    /// let mut v = [3.5, -1.0, 2.25];
+    /// let mut v = [3.5f64, -1.0, 2.25];
     /// v.par_sort_by(|a, b| a.total_cmp(b));
     /// assert_eq!(v, [-1.0, 2.25, 3.5]);
     /// ```

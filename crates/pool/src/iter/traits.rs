@@ -317,7 +317,7 @@ pub trait ParallelIterator: Sized + Send {
     ///
     /// ```
     /// use coretune_pool::prelude::*;
-    /// assert_eq!([1.5, -2.0, 3.0].par_iter().min_by(|a, b| a.total_cmp(b)), Some(&-2.0));
+    /// assert_eq!([1.5f64, -2.0, 3.0].par_iter().min_by(|a, b| a.total_cmp(b)), Some(&-2.0));
     /// ```
     fn min_by<F>(self, compare: F) -> Option<Self::Item>
     where
@@ -366,7 +366,7 @@ pub trait ParallelIterator: Sized + Send {
     ///
     /// ```
     /// use coretune_pool::prelude::*;
-    /// assert_eq!([1.5, -2.0, 3.0].par_iter().max_by(|a, b| a.total_cmp(b)), Some(&3.0));
+    /// assert_eq!([1.5f64, -2.0, 3.0].par_iter().max_by(|a, b| a.total_cmp(b)), Some(&3.0));
     /// ```
     fn max_by<F>(self, compare: F) -> Option<Self::Item>
     where
