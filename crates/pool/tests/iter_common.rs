@@ -245,13 +245,10 @@ pub(crate) fn program(len: usize) -> Vec<String> {
     );
     say(
         "reduce order",
-        format!(
-            "{}",
-            words
-                .par_iter()
-                .map(|w| w.clone())
-                .reduce(String::new, |a, b| a + &b)
-        ),
+        words
+            .par_iter()
+            .map(|w| w.clone())
+            .reduce(String::new, |a, b| a + &b),
     );
     say(
         "reduce_with",
