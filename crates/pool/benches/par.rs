@@ -329,7 +329,7 @@ fn workloads() -> Vec<Workload> {
             },
         },
         Workload {
-            name: "iter par_sort_unstable",
+            name: "iter sort unstable",
             coretune: |pool, data| iter_ops::sort(pool, data, false),
             rayon: |pool, data| {
                 let mut v = data.values[..data.sizes.map].to_vec();
@@ -339,7 +339,7 @@ fn workloads() -> Vec<Workload> {
             },
         },
         Workload {
-            name: "iter par_sort",
+            name: "iter sort stable",
             coretune: |pool, data| iter_ops::sort(pool, data, true),
             rayon: |pool, data| {
                 let mut v = data.values[..data.sizes.map].to_vec();
