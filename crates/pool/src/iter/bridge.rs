@@ -43,6 +43,14 @@ struct Splitter {
 }
 
 impl Splitter {
+    /// The budget of a call on a pool of `threads` workers.
+    fn new(threads: usize) -> Self {
+        Splitter {
+            splits: threads,
+            threads,
+        }
+    }
+
     fn try_split(&mut self, len: usize, stolen: bool) -> bool {
         if len < 2 {
             return false;
@@ -86,7 +94,10 @@ where
             WorkerThread::with_current(|worker| !worker.is_some_and(|w| w.is_in(registry)));
         let share = producer.len() / (registry.num_threads() + 1);
         if !(outside && registry.caller_shares && share > 0) {
-            return in_worker(registry, |worker| start(worker, producer, 0, &ops));
+            let splitter = Splitter::new(registry.num_threads());
+            return in_worker(registry, |worker| {
+                helper(worker, producer, 0, splitter, false, &ops)
+            });
         }
         // The caller works off the first share itself, as the pool's `sum` does.
         let (mine, theirs) = producer.split_at(share);
@@ -95,8 +106,9 @@ where
         let ops = &ops;
         let mine_result = crate::scope::run_scope(registry, |s| {
             s.spawn(move |_| {
+                let splitter = Splitter::new(registry.num_threads());
                 *slot = Some(in_worker(registry, |worker| {
-                    start(worker, theirs, share, ops)
+                    helper(worker, theirs, share, splitter, false, ops)
                 }));
             });
             fold_piece(registry, mine, 0, ops)
@@ -104,27 +116,6 @@ where
         let theirs_result = theirs_result.expect("the scope waited for the workers' share");
         reduce(mine_result, theirs_result)
     })
-}
-
-/// The top of a call on `worker`: a fresh budget.
-fn start<P, FD, MF, RF>(
-    worker: &WorkerThread,
-    producer: P,
-    offset: usize,
-    ops: &Ops<MF, RF>,
-) -> FD::Result
-where
-    P: Producer,
-    FD: Folder<P::Item>,
-    FD::Result: Send,
-    MF: Fn(Range<usize>) -> FD + Sync,
-    RF: Fn(FD::Result, FD::Result) -> FD::Result + Sync,
-{
-    let splitter = Splitter {
-        splits: worker.registry().num_threads(),
-        threads: worker.registry().num_threads(),
-    };
-    helper(worker, producer, offset, splitter, false, ops)
 }
 
 /// Splits `producer` (whose first item is `offset` in the whole) while the budget allows,

@@ -323,10 +323,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         F: Fn(&Self::Item, &Self::Item) -> Ordering + Sync + Send,
     {
-        self.reduce_with(move |a, b| match compare(&a, &b) {
-            Ordering::Greater => b,
-            _ => a,
-        })
+        extreme_by(self, compare, Ordering::is_gt)
     }
 
     /// The item with the smallest key (the first of equal ones).
@@ -340,13 +337,7 @@ pub trait ParallelIterator: Sized + Send {
         K: Ord + Send,
         F: Fn(&Self::Item) -> K + Sync + Send,
     {
-        let (_, item) =
-            self.map(move |item| (f(&item), item))
-                .reduce_with(|a, b| match a.0.cmp(&b.0) {
-                    Ordering::Greater => b,
-                    _ => a,
-                })?;
-        Some(item)
+        extreme_by_key(self, f, Ordering::is_gt)
     }
 
     /// The largest item (the last of equal ones); `None` for no items.
@@ -372,10 +363,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         F: Fn(&Self::Item, &Self::Item) -> Ordering + Sync + Send,
     {
-        self.reduce_with(move |a, b| match compare(&a, &b) {
-            Ordering::Greater => a,
-            _ => b,
-        })
+        extreme_by(self, compare, Ordering::is_le)
     }
 
     /// The item with the largest key (the last of equal ones).
@@ -389,13 +377,7 @@ pub trait ParallelIterator: Sized + Send {
         K: Ord + Send,
         F: Fn(&Self::Item) -> K + Sync + Send,
     {
-        let (_, item) =
-            self.map(move |item| (f(&item), item))
-                .reduce_with(|a, b| match a.0.cmp(&b.0) {
-                    Ordering::Greater => a,
-                    _ => b,
-                })?;
-        Some(item)
+        extreme_by_key(self, f, Ordering::is_le)
     }
 
     /// Some item for which `predicate` is true, not necessarily the first; once one is
@@ -462,6 +444,30 @@ pub trait ParallelIterator: Sized + Send {
     {
         C::from_par_iter(self)
     }
+}
+
+/// The smallest or largest item of `iter` by `compare`: of two neighbours, the right one is
+/// kept when `right_wins(compare(left, right))` (`is_gt` keeps the first of equal smallest,
+/// `is_le` the last of equal largest, as rayon's and the standard library's `min_by` and
+/// `max_by` do).
+fn extreme_by<I, F>(iter: I, compare: F, right_wins: fn(Ordering) -> bool) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    F: Fn(&I::Item, &I::Item) -> Ordering + Sync + Send,
+{
+    iter.reduce_with(move |a, b| if right_wins(compare(&a, &b)) { b } else { a })
+}
+
+/// [`extreme_by`] of the keys `f` gives, each computed once.
+fn extreme_by_key<I, K, F>(iter: I, f: F, right_wins: fn(Ordering) -> bool) -> Option<I::Item>
+where
+    I: ParallelIterator,
+    K: Ord + Send,
+    F: Fn(&I::Item) -> K + Sync + Send,
+{
+    let keyed = iter.map(move |item| (f(&item), item));
+    let (_, item) = extreme_by(keyed, |a, b| a.0.cmp(&b.0), right_wins)?;
+    Some(item)
 }
 
 /// A parallel iterator that knows its exact length and where each item is, as rayon's
