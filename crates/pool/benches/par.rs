@@ -1,7 +1,9 @@
-//! Data parallelism: coretune-pool's `sum`, `map_collect`, `reduce`, `for_each` and
-//! recursive `join` against rayon's `par_iter` and `rayon::join` on the same data, in the
-//! same process and the same rounds (interleaved; which of the two goes first alternates
-//! by round). Every run checks its result against a serial computation.
+//! Data parallelism: coretune-pool's `sum`, `map_collect`, `reduce`, `for_each`, recursive
+//! `join` and its parallel iterators (`iter …` workloads: map/filter/sum, collect,
+//! fold + reduce, chunks + zip + enumerate, the sorts) against rayon's `par_iter` and
+//! `rayon::join` on the same data, in the same process and the same rounds (interleaved;
+//! which of the two goes first alternates by round). Every run checks its result against a
+//! serial computation.
 //!
 //! `cargo bench -p coretune-pool --bench par` runs the full sizes (10M-item sum, 5M-item
 //! map-collect and for-each, a skewed reduce, 1M-leaf joins), 11 rounds; `-- --quick`
@@ -105,6 +107,14 @@ struct Data {
     map_expected: Vec<u64>,
     skew_expected: u64,
     join_expected: u64,
+    /// `iter map-filter-sum`: the sum of the even squares.
+    even_squares: u64,
+    /// `iter fold-reduce`: how many values fall in each of 16 buckets.
+    histogram: [u64; 16],
+    /// The values of the map workload, sorted.
+    sorted: Vec<u64>,
+    /// `iter chunks-zip-enum`: [`block_op`] of each block of the map workload's values.
+    blocks: Vec<u64>,
 }
 
 impl Data {
@@ -118,7 +128,27 @@ impl Data {
             .map(|i| skewed(i, sizes.skew))
             .fold(0, u64::wrapping_add);
         let join_expected = (0..sizes.join as u64).sum();
+        let even_squares = values[..sizes.sum]
+            .iter()
+            .map(|x| x * x)
+            .filter(|x| x % 2 == 0)
+            .sum();
+        let mut histogram = [0; 16];
+        for x in &values[..sizes.sum] {
+            histogram[(x % 16) as usize] += 1;
+        }
+        let mut sorted = values[..sizes.map].to_vec();
+        sorted.sort_unstable();
+        let blocks = values[..sizes.map]
+            .iter()
+            .enumerate()
+            .map(|(j, x)| x * 3 + 1 + (j / 1000) as u64)
+            .collect();
         Data {
+            blocks,
+            even_squares,
+            histogram,
+            sorted,
             sizes,
             values,
             sum_expected,
@@ -229,7 +259,187 @@ fn workloads() -> Vec<Workload> {
                 t
             },
         },
+        Workload {
+            name: "iter map-filter-sum",
+            coretune: |pool, data| iter_ops::map_filter_sum(pool, data),
+            rayon: |pool, data| {
+                let v = &data.values[..data.sizes.sum];
+                let (r, t) = timed(|| {
+                    pool.install(|| {
+                        v.par_iter()
+                            .map(|x| x * x)
+                            .filter(|x| x % 2 == 0)
+                            .sum::<u64>()
+                    })
+                });
+                assert_eq!(r, data.even_squares, "rayon map-filter-sum");
+                t
+            },
+        },
+        Workload {
+            name: "iter collect",
+            coretune: |pool, data| iter_ops::collect(pool, data),
+            rayon: |pool, data| {
+                let v = &data.values[..data.sizes.map];
+                let (out, t) = timed(|| {
+                    pool.install(|| v.par_iter().map(|x| x * 3 + 1).collect::<Vec<u64>>())
+                });
+                assert!(out == data.map_expected, "rayon collect");
+                t
+            },
+        },
+        Workload {
+            name: "iter fold-reduce",
+            coretune: |pool, data| iter_ops::fold_reduce(pool, data),
+            rayon: |pool, data| {
+                let v = &data.values[..data.sizes.sum];
+                let (r, t) = timed(|| {
+                    pool.install(|| {
+                        v.par_iter()
+                            .fold(
+                                || [0u64; 16],
+                                |mut h, x| {
+                                    h[(x % 16) as usize] += 1;
+                                    h
+                                },
+                            )
+                            .reduce(|| [0u64; 16], add_histograms)
+                    })
+                });
+                assert_eq!(r, data.histogram, "rayon fold-reduce");
+                t
+            },
+        },
+        Workload {
+            name: "iter chunks-zip-enum",
+            coretune: |pool, data| iter_ops::chunks_zip_enumerate(pool, data),
+            rayon: |pool, data| {
+                let v = &data.values[..data.sizes.map];
+                let mut out = vec![0u64; v.len()];
+                let ((), t) = timed(|| {
+                    pool.install(|| {
+                        out.par_chunks_mut(1000)
+                            .zip(v.par_chunks(1000))
+                            .enumerate()
+                            .for_each(|(block, (o, i))| block_op(block, o, i));
+                    })
+                });
+                assert!(out == data.blocks, "rayon chunks-zip-enumerate");
+                t
+            },
+        },
+        Workload {
+            name: "iter sort unstable",
+            coretune: |pool, data| iter_ops::sort(pool, data, false),
+            rayon: |pool, data| {
+                let mut v = data.values[..data.sizes.map].to_vec();
+                let ((), t) = timed(|| pool.install(|| v.par_sort_unstable()));
+                assert!(v == data.sorted, "rayon par_sort_unstable");
+                t
+            },
+        },
+        Workload {
+            name: "iter sort stable",
+            coretune: |pool, data| iter_ops::sort(pool, data, true),
+            rayon: |pool, data| {
+                let mut v = data.values[..data.sizes.map].to_vec();
+                let ((), t) = timed(|| pool.install(|| v.par_sort()));
+                assert!(v == data.sorted, "rayon par_sort");
+                t
+            },
+        },
     ]
+}
+
+/// Adds histogram `b` into `a`.
+fn add_histograms(mut a: [u64; 16], b: [u64; 16]) -> [u64; 16] {
+    for (a, b) in a.iter_mut().zip(b) {
+        *a += b;
+    }
+    a
+}
+
+/// The body of the chunks + zip + enumerate workload: block `block` (of 1,000 items) of
+/// the output is `3x + 1 + block` of the input's.
+fn block_op(block: usize, out: &mut [u64], input: &[u64]) {
+    for (o, i) in out.iter_mut().zip(input) {
+        *o = i * 3 + 1 + block as u64;
+    }
+}
+
+/// coretune-pool's parallel iterators: the same chains as the rayon side, with
+/// coretune-pool's prelude (in a module of their own: both preludes name the same methods).
+mod iter_ops {
+    use super::{Data, add_histograms, block_op, timed};
+    use coretune_pool::prelude::*;
+    use std::time::Duration;
+
+    pub(super) fn map_filter_sum(pool: &coretune_pool::ThreadPool, data: &Data) -> Duration {
+        let v = &data.values[..data.sizes.sum];
+        let (r, t) = timed(|| {
+            pool.install(|| {
+                v.par_iter()
+                    .map(|x| x * x)
+                    .filter(|x| x % 2 == 0)
+                    .sum::<u64>()
+            })
+        });
+        assert_eq!(r, data.even_squares, "coretune map-filter-sum");
+        t
+    }
+
+    pub(super) fn collect(pool: &coretune_pool::ThreadPool, data: &Data) -> Duration {
+        let v = &data.values[..data.sizes.map];
+        let (out, t) =
+            timed(|| pool.install(|| v.par_iter().map(|x| x * 3 + 1).collect::<Vec<u64>>()));
+        assert!(out == data.map_expected, "coretune collect");
+        t
+    }
+
+    pub(super) fn fold_reduce(pool: &coretune_pool::ThreadPool, data: &Data) -> Duration {
+        let v = &data.values[..data.sizes.sum];
+        let (r, t) = timed(|| {
+            pool.install(|| {
+                v.par_iter()
+                    .fold(
+                        || [0u64; 16],
+                        |mut h, x| {
+                            h[(x % 16) as usize] += 1;
+                            h
+                        },
+                    )
+                    .reduce(|| [0u64; 16], add_histograms)
+            })
+        });
+        assert_eq!(r, data.histogram, "coretune fold-reduce");
+        t
+    }
+
+    pub(super) fn chunks_zip_enumerate(pool: &coretune_pool::ThreadPool, data: &Data) -> Duration {
+        let v = &data.values[..data.sizes.map];
+        let mut out = vec![0u64; v.len()];
+        let ((), t) = timed(|| {
+            pool.install(|| {
+                out.par_chunks_mut(1000)
+                    .zip(v.par_chunks(1000))
+                    .enumerate()
+                    .for_each(|(block, (o, i))| block_op(block, o, i));
+            })
+        });
+        assert!(out == data.blocks, "coretune chunks-zip-enumerate");
+        t
+    }
+
+    pub(super) fn sort(pool: &coretune_pool::ThreadPool, data: &Data, stable: bool) -> Duration {
+        let mut v = data.values[..data.sizes.map].to_vec();
+        let ((), t) = if stable {
+            timed(|| pool.install(|| v.par_sort()))
+        } else {
+            timed(|| pool.install(|| v.par_sort_unstable()))
+        };
+        assert!(v == data.sorted, "coretune sort");
+        t
+    }
 }
 
 /// The 5M trivial items by hand: serial, `par_for` with chunk 64 (and chunk 1 in

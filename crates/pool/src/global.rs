@@ -75,7 +75,7 @@ fn global() -> &'static ThreadPool {
 }
 
 /// Calls `f` with the current pool: the pool of the calling worker, else the global pool.
-fn with_current_registry<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
+pub(crate) fn with_current_registry<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
     let mut f = Some(f);
     let result = WorkerThread::with_current(|worker| {
         let worker = worker?;

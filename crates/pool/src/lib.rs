@@ -16,10 +16,14 @@
 //!   [`par_for`](ThreadPool::par_for)) and one task per worker
 //!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
 //!   waiter; idle workers sleep (the protocol and why: [`sleep_protocol`]).
-//! - Data parallelism without a chunk size: [`for_each`](ThreadPool::for_each),
-//!   [`map_collect`](ThreadPool::map_collect), [`reduce`](ThreadPool::reduce) and
-//!   [`sum`](ThreadPool::sum) over slices, vectors and index ranges ([`ParSource`]), split
-//!   automatically (lazy binary splitting: `src/par.rs`).
+//! - Data parallelism without a chunk size: parallel iterators in rayon's shape
+//!   ([`iter`]: `par_iter`, `par_iter_mut`, `into_par_iter`, `par_chunks`, `map`,
+//!   `filter`, `fold`, `collect`, `par_sort`, ...; `use coretune_pool::prelude::*` as
+//!   `use rayon::prelude::*`), running on the current pool; and on a pool you own,
+//!   [`for_each`](ThreadPool::for_each), [`map_collect`](ThreadPool::map_collect),
+//!   [`reduce`](ThreadPool::reduce) and [`sum`](ThreadPool::sum) over slices, vectors and
+//!   index ranges ([`ParSource`]), split automatically (lazy binary splitting:
+//!   `src/par.rs`).
 //! - [`install`](ThreadPool::install) runs a closure on a worker, where the free functions
 //!   [`join`], [`scope`], [`spawn`], [`spawn_fifo`] and [`current_num_threads`] use that
 //!   worker's pool; elsewhere they use the global pool, built on first use (sized by
@@ -63,6 +67,7 @@ mod builder;
 mod caller;
 mod global;
 mod group;
+pub mod iter;
 mod job;
 mod join;
 mod latch;
@@ -70,6 +75,7 @@ mod par;
 #[cfg(all(feature = "peers", not(loom)))]
 pub mod peers;
 mod places;
+pub mod prelude;
 mod registry;
 mod ring;
 mod scope;
