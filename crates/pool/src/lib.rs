@@ -61,6 +61,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+// docs.rs builds with every feature and `--cfg docsrs` (Cargo.toml): the items of the `async` and
+// `peers` features carry a badge naming their feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod batch;
 mod builder;
@@ -73,6 +76,7 @@ mod join;
 mod latch;
 mod par;
 #[cfg(all(feature = "peers", not(loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "peers")))]
 pub mod peers;
 mod places;
 pub mod prelude;

@@ -73,6 +73,7 @@ impl Drop for Acquire<'_> {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 impl Throttle {
     /// Waits for a permit without blocking the thread (cargo feature `async`; any
     /// executor), in turn with the blocking acquisitions (see
