@@ -442,7 +442,7 @@ mod iter_ops {
     }
 }
 
-/// The 5M trivial items by hand: serial, `par_for` with chunk 64 (and chunk 1 in
+/// 5M trivial items by hand: serial, `par_for` with chunk 64 (and chunk 1 in
 /// full runs), against `for_each` (median of the rounds).
 fn manual_chunks(pool: &coretune_pool::ThreadPool, n: usize, rounds: usize, full: bool) {
     use std::sync::atomic::AtomicU64;

@@ -388,7 +388,7 @@ impl ThreadPoolBuilder {
     /// also `a` of [`ThreadPool::join`], and the spawning part of `par_for` and
     /// `broadcast`): `true`, the default, makes it hold a permit for the body, like a worker
     /// running a task, and give it back while it waits for the scope's jobs; `false` lets
-    /// it run beside the workers' permits, as before this option existed.
+    /// it run beside the workers' permits.
     ///
     /// Why `true` is the default: a throttle of limit `n` reads "at most `n` threads do
     /// this pool's work at once", and the body of a scope or `join` is that work as much as

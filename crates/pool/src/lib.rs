@@ -1,65 +1,9 @@
-//! coretune-pool: a work-stealing thread pool whose workers are created with a
-//! placement, and a throttle (counting semaphore) that limits how many threads run at
-//! once.
-//!
-//! - [`ThreadPoolBuilder`] takes plain data from the caller: the number of workers, for
-//!   each worker the CPUs to pin it to ([`cpus`](ThreadPoolBuilder::cpus), which the pool
-//!   applies itself) and the workers it steals from, nearest first
-//!   ([`steal_order`](ThreadPoolBuilder::steal_order)), thread names and stack size, a
-//!   start handler and a panic handler, and a [`Throttle`] — or reads the workers and the
-//!   places coretune hands a program from its environment
-//!   ([`from_env`](ThreadPoolBuilder::from_env): `CORETUNE_NUM_THREADS`, `CORETUNE_PIN`'s
-//!   places or `OMP_PLACES`).
-//! - [`ThreadPool`] runs `'static` tasks ([`spawn`](ThreadPool::spawn),
-//!   [`spawn_batch`](ThreadPool::spawn_batch)), borrowing tasks
-//!   ([`scope`](ThreadPool::scope), [`join`](ThreadPool::join),
-//!   [`par_for`](ThreadPool::par_for)) and one task per worker
-//!   ([`broadcast`](ThreadPool::broadcast)). Panics in waited-for tasks propagate to the
-//!   waiter; idle workers sleep (the protocol and why: [`sleep_protocol`]).
-//! - Data parallelism without a chunk size: parallel iterators in rayon's shape
-//!   ([`iter`]: `par_iter`, `par_iter_mut`, `into_par_iter`, `par_chunks`, `map`,
-//!   `filter`, `fold`, `collect`, `par_sort`, ...; `use coretune_pool::prelude::*` as
-//!   `use rayon::prelude::*`), running on the current pool; and on a pool you own,
-//!   [`for_each`](ThreadPool::for_each), [`map_collect`](ThreadPool::map_collect),
-//!   [`reduce`](ThreadPool::reduce) and [`sum`](ThreadPool::sum) over slices, vectors and
-//!   index ranges ([`ParSource`]), split automatically (lazy binary splitting:
-//!   `src/par.rs`).
-//! - [`install`](ThreadPool::install) runs a closure on a worker, where the free functions
-//!   [`join`], [`scope`], [`spawn`], [`spawn_fifo`] and [`current_num_threads`] use that
-//!   worker's pool; elsewhere they use the global pool, built on first use (sized by
-//!   `CORETUNE_NUM_THREADS`, else the CPU budget) or by
-//!   [`ThreadPoolBuilder::build_global`]. [`ThreadPool::spawn_fifo`] starts tasks in spawn
-//!   order; [`ThreadPoolBuilder::exit_handler`] runs on each worker as it exits.
-//! - [`Throttle`] is a counting semaphore with a fixed or hill-climbing limit
-//!   ([`AdaptiveConfig`]), usable from any thread, pool or not; a pool built with one
-//!   counts its workers and, by default, the thread that runs a scope's body
-//!   ([`ThreadPoolBuilder::throttle_caller`]); with the cargo feature `async`, futures
-//!   wait for its permits too. How it works and why: [`throttle`].
-//! - [`thread_group`] is the rule by which a thread pinned to a CPU set on Windows gets
-//!   its processor group (the pool's workers and coretune-core's pinning both use it).
-//! - With the cargo feature `peers` (off by default), the module `peers` holds minimal
-//!   peer pools that benchmarks measure this pool against; not for use.
-//!
-//! ```
-//! use coretune_pool::{ThreadPoolBuilder, Throttle};
-//! use std::sync::Arc;
-//! use std::sync::atomic::{AtomicU64, Ordering};
-//!
-//! let throttle = Arc::new(Throttle::new(1));
-//! let pool = ThreadPoolBuilder::new()
-//!     .num_threads(2)
-//!     .throttle(Arc::clone(&throttle))
-//!     .build()?;
-//! let sum = AtomicU64::new(0);
-//! pool.par_for(0..1000, 100, |i| {
-//!     sum.fetch_add(i as u64, Ordering::Relaxed);
-//! });
-//! assert_eq!(sum.into_inner(), 999 * 1000 / 2);
-//! let (a, b) = pool.join(|| 6 * 7, || "answer");
-//! assert_eq!((a, b), (42, "answer"));
-//! assert!(throttle.in_use() <= 1); // at most one worker ran tasks at a time
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+// The crate's front page is its README, so that docs.rs and crates.io (and the repository)
+// show one text that cannot drift apart, and its examples run as this crate's doc tests. The
+// README has to read well on crates.io too, so it names items in code spans rather than with
+// intra-doc links, and each example is a whole program (`scripts/check-pool-package.sh` builds
+// them as an outside crate would).
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 // docs.rs builds with every feature and `--cfg docsrs` (Cargo.toml): the items of the `async` and
 // `peers` features carry a badge naming their feature.
@@ -94,11 +38,6 @@ pub mod throttle;
 pub mod sleep_protocol {
     #![doc = include_str!("sleep/README.md")]
 }
-
-// The README's examples run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
 
 pub use builder::{NUM_THREADS_VAR, ThreadPoolBuildError, ThreadPoolBuilder};
 pub use global::{current_num_threads, join, scope, spawn, spawn_fifo};

@@ -1,5 +1,7 @@
-//! Parallel iterators (`coretune_pool::iter`) against rayon's on the same inputs, and what
-//! rayon's tests cannot say for this pool: where the work runs, panics, drops, the throttle.
+//! Parallel iterators (`coretune_pool::iter`) against rayon's on the same inputs, every row
+//! of the crate front page's "Coming from rayon" table (`iter_common.rs` and the module
+//! `coming_from_rayon`), and what rayon's tests cannot say for this pool: where the work runs,
+//! panics, drops, the throttle.
 
 mod util;
 
@@ -15,7 +17,10 @@ use util::{DropCounter, quiet_expected_panics};
 /// The program of `iter_common.rs` built against rayon.
 mod with_rayon {
     use rayon::prelude::*;
-    use rayon::{ThreadPoolBuilder, current_num_threads, join, scope};
+    use rayon::{
+        ThreadPoolBuildError, ThreadPoolBuilder, current_num_threads, join, scope, spawn,
+        spawn_fifo,
+    };
     include!("iter_common.rs");
 }
 
@@ -23,7 +28,10 @@ mod with_rayon {
 #[allow(dead_code)] // `LENGTHS` is read from the rayon copy
 mod with_coretune {
     use coretune_pool::prelude::*;
-    use coretune_pool::{ThreadPoolBuilder, current_num_threads, join, scope};
+    use coretune_pool::{
+        ThreadPoolBuildError, ThreadPoolBuilder, current_num_threads, join, scope, spawn,
+        spawn_fifo,
+    };
     include!("iter_common.rs");
 }
 
@@ -56,7 +64,8 @@ fn a_program_written_for_rayon_gives_the_same_results_on_every_length() {
 }
 
 #[test]
-fn join_scope_and_the_builder_are_used_the_same_way_as_rayons() {
+fn join_scope_spawn_and_the_builder_are_used_the_same_way_as_rayons() {
+    quiet_expected_panics();
     for threads in [1, 2, 3] {
         assert_eq!(
             with_coretune::pool_program(threads),
@@ -369,23 +378,170 @@ fn child_counts_the_threads_of_a_parallel_sum() {
     );
 }
 
-#[test]
-fn under_coretune_num_threads_a_parallel_iterator_from_main_uses_n_threads() {
-    // `coretune run --threads 2` hands the program CORETUNE_NUM_THREADS=2: the global pool
-    // is built as `from_env` builds it, and the calling thread works off a share.
-    let name = "child_counts_the_threads_of_a_parallel_sum";
+/// Runs the test `path` (ending in `name`) of this binary in a child process with `vars`
+/// set, and returns what it printed; fails if the child failed.
+fn run_child(path: &str, name: &str, vars: &[(&str, &str)]) -> String {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let output = std::process::Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([path, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, name)
-        .env("CORETUNE_NUM_THREADS", "1")
+        .envs(vars.iter().copied())
         .output()
         .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+#[test]
+fn under_coretune_num_threads_a_parallel_iterator_from_main_uses_n_threads() {
+    // `coretune run --threads 2` hands the program CORETUNE_NUM_THREADS=2: the global pool
+    // is built as `from_env` builds it, and the calling thread works off a share.
+    let name = "child_counts_the_threads_of_a_parallel_sum";
+    let stdout = run_child(name, name, &[("CORETUNE_NUM_THREADS", "1")]);
     assert!(stdout.contains("threads: 2\n"), "{stdout}");
+}
+
+/// The rows of the crate front page's "Coming from rayon" table where the two crates differ,
+/// one test each, rayon's form beside this crate's. The rows marked "the same" are the
+/// program of `iter_common.rs` (the tests above); `build_global` is tested in a child process
+/// in `tests/par.rs` (`build_global_sets_the_global_pool_once`).
+mod coming_from_rayon {
+    use super::{CHILD, on_pool, run_child};
+    use coretune_pool::ThreadPoolBuilder;
+    use coretune_pool::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    fn rayon_pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("rayon's pool starts")
+    }
+
+    fn pool(threads: usize) -> coretune_pool::ThreadPool {
+        ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("the pool starts")
+    }
+
+    #[test]
+    fn enumerate_and_zip_also_take_u64_and_i64_ranges() {
+        let pairs: Vec<(usize, u64)> =
+            on_pool(2, || (10..14u64).into_par_iter().enumerate().collect());
+        assert_eq!(pairs, [(0, 10), (1, 11), (2, 12), (3, 13)]);
+        let zipped: Vec<(i64, u64)> =
+            on_pool(2, || (-2..2i64).into_par_iter().zip(5..9u64).collect());
+        assert_eq!(zipped, [(-2, 5), (-1, 6), (0, 7), (1, 8)]);
+    }
+
+    #[test]
+    fn current_thread_index_is_asked_of_the_pool_in_hand() {
+        let rayon_index = rayon_pool(3).install(rayon::current_thread_index);
+        let pool = pool(3);
+        let index = pool.install(|| pool.current_thread_index());
+        assert!(rayon_index.is_some_and(|i| i < 3));
+        assert!(index.is_some_and(|i| i < 3));
+        assert_eq!(
+            (rayon::current_thread_index(), pool.current_thread_index()),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn a_pools_current_num_threads_is_num_threads() {
+        assert_eq!(rayon_pool(3).current_num_threads(), pool(3).num_threads());
+    }
+
+    #[test]
+    fn broadcast_gives_the_worker_index_where_rayon_gives_a_context() {
+        let rayon_indices = rayon_pool(3).broadcast(|context| context.index());
+        let indices = pool(3).broadcast(|index| index);
+        assert_eq!(rayon_indices, [0, 1, 2]);
+        assert_eq!(indices, rayon_indices);
+    }
+
+    /// Queues `tasks` tasks of 1 ms with `spawn`; returns how many have run so far, and the
+    /// receiver that hears of each.
+    fn queue(
+        tasks: usize,
+        spawn: impl Fn(Box<dyn FnOnce() + Send>),
+    ) -> (Arc<AtomicUsize>, mpsc::Receiver<()>) {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..tasks {
+            let (ran, tx) = (Arc::clone(&ran), tx.clone());
+            spawn(Box::new(move || {
+                std::thread::sleep(Duration::from_millis(1));
+                ran.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(());
+            }));
+        }
+        (ran, rx)
+    }
+
+    #[test]
+    fn dropping_a_pool_runs_its_queued_tasks_before_it_returns() {
+        let pool = pool(2);
+        let (ran, _) = queue(50, |task| pool.spawn(task));
+        drop(pool);
+        assert_eq!(ran.load(Ordering::SeqCst), 50); // all of them, when `drop` returned
+
+        // rayon's drop returns at once; the tasks still run, in the background.
+        let rayon = rayon_pool(2);
+        let (_, done) = queue(50, |task| rayon.spawn(task));
+        drop(rayon);
+        for _ in 0..50 {
+            done.recv_timeout(Duration::from_secs(30))
+                .expect("rayon runs the queued tasks after the drop");
+        }
+    }
+
+    /// In a child with both variables set to 3: the thread counts each crate's builders and
+    /// global pool take from them.
+    #[test]
+    fn child_reads_the_thread_count_variables() {
+        if std::env::var(CHILD).as_deref() != Ok("child_reads_the_thread_count_variables") {
+            return;
+        }
+        let from_env = ThreadPoolBuilder::from_env()
+            .and_then(ThreadPoolBuilder::build)
+            .expect("the pool starts");
+        let new = ThreadPoolBuilder::new().build().expect("the pool starts");
+        let rayon_new = rayon::ThreadPoolBuilder::new()
+            .build()
+            .expect("rayon's pool starts");
+        println!("coretune from_env: {}", from_env.num_threads());
+        println!("coretune new: {}", new.num_threads());
+        println!("coretune global: {}", coretune_pool::current_num_threads());
+        println!("rayon new: {}", rayon_new.current_num_threads());
+        println!("rayon global: {}", rayon::current_num_threads());
+    }
+
+    #[test]
+    fn coretune_num_threads_is_read_by_from_env_and_the_global_pool_not_by_new() {
+        let name = "child_reads_the_thread_count_variables";
+        let stdout = run_child(
+            &format!("coming_from_rayon::{name}"),
+            name,
+            &[("CORETUNE_NUM_THREADS", "3"), ("RAYON_NUM_THREADS", "3")],
+        );
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for line in [
+            "rayon new: 3".to_owned(),
+            "rayon global: 3".to_owned(),
+            "coretune from_env: 3".to_owned(),
+            "coretune global: 3".to_owned(),
+            format!("coretune new: {cpus}"),
+        ] {
+            assert!(stdout.contains(&format!("{line}\n")), "{line}: {stdout}");
+        }
+    }
 }

@@ -18,6 +18,14 @@ pub(crate) fn program(len: usize) -> Vec<String> {
     let words: Vec<String> = (0..len).map(|i| format!("w{}", i % 13)).collect();
 
     // Sources.
+    let array = [3u64, 1, 4, 1, 5, 9, 2, 6];
+    say(
+        "array par_iter",
+        format!(
+            "{}",
+            array.par_iter().map(|x| x * len as u64).sum::<u64>()
+        ),
+    );
     say(
         "par_iter sum",
         format!("{}", values.par_iter().sum::<u64>()),
@@ -420,20 +428,46 @@ pub(crate) fn program(len: usize) -> Vec<String> {
     out
 }
 
-/// `join`, `scope`, `ThreadPoolBuilder`, `install` and `current_num_threads`, used the same
-/// way from both crates.
+/// The pool's side, used the same way from both crates: `join`, `scope`, `spawn`,
+/// `spawn_fifo` and `current_num_threads`; `ThreadPoolBuilder` with its hooks and
+/// `ThreadPoolBuildError`; a pool's `install`, `join`, `scope`, `spawn`, `spawn_fifo` and
+/// `current_thread_index`.
 pub(crate) fn pool_program(threads: usize) -> Vec<String> {
-    let pool = ThreadPoolBuilder::new()
+    use std::sync::mpsc::channel;
+    let (started, starts) = channel();
+    let (exited, exits) = channel();
+    let (panicked, panics) = channel();
+    let built: Result<_, ThreadPoolBuildError> = ThreadPoolBuilder::new()
         .num_threads(threads)
-        .build()
-        .expect("the pool starts");
-    let (threads_inside, sum) = pool.install(|| {
+        .thread_name(|i| format!("program-worker-{i}"))
+        .stack_size(1 << 20)
+        .start_handler(move |i| started.send(i).expect("the program counts every start"))
+        .exit_handler(move |i| exited.send(i).expect("the program counts every exit"))
+        .panic_handler(move |payload| {
+            let message = payload.downcast_ref::<&str>().map(|s| s.to_string());
+            panicked.send(message).expect("the program waits for the panic");
+        })
+        .build();
+    let pool = built.expect("the pool starts");
+    let mut started: Vec<usize> = (0..threads)
+        .map(|_| starts.recv().expect("every worker starts"))
+        .collect();
+    started.sort_unstable();
+
+    let (threads_inside, sum, named, index_inside) = pool.install(|| {
         let (a, b) = join(
             || (0..1000u64).into_par_iter().sum::<u64>(),
             || (1000..2000u64).into_par_iter().sum::<u64>(),
         );
-        (current_num_threads(), a + b)
+        let name = std::thread::current().name().map(str::to_owned);
+        (
+            current_num_threads(),
+            a + b,
+            name.is_some_and(|n| n.starts_with("program-worker-")),
+            pool.current_thread_index().is_some_and(|i| i < threads),
+        )
     });
+    let index_outside = pool.current_thread_index();
     let mut parts = [0u64; 4];
     scope(|s| {
         for (i, part) in parts.iter_mut().enumerate() {
@@ -446,10 +480,46 @@ pub(crate) fn pool_program(threads: usize) -> Vec<String> {
             .map(|i| (0..i).into_par_iter().map(|j| j * i).sum::<u64>())
             .collect()
     });
+    let halves = pool.join(|| (0..500u64).sum::<u64>(), || (500..1000u64).sum::<u64>());
+    let mut tens = [0u64; 3];
+    pool.scope(|s| {
+        for (i, ten) in tens.iter_mut().enumerate() {
+            s.spawn(move |_| *ten = (i as u64 * 10..(i as u64 + 1) * 10).sum());
+        }
+    });
+
+    // Detached tasks: the pool's, and the free functions' on the global pool.
+    let (tx, rx) = channel();
+    for i in 0..4u64 {
+        let (a, b) = (tx.clone(), tx.clone());
+        pool.spawn(move || a.send(i).expect("the program receives every task's value"));
+        pool.spawn_fifo(move || b.send(10 + i).expect("the program receives every value"));
+    }
+    let (a, b) = (tx.clone(), tx);
+    spawn(move || a.send(100).expect("the program receives every task's value"));
+    spawn_fifo(move || b.send(101).expect("the program receives every task's value"));
+    let mut spawned: Vec<u64> = rx.iter().collect();
+    spawned.sort_unstable();
+    pool.spawn(|| panic!("expected panic in a detached task"));
+    let panic = panics.recv().expect("the panic handler is called");
+
+    drop(pool);
+    let mut exited: Vec<usize> = (0..threads)
+        .map(|_| exits.recv().expect("every worker exits"))
+        .collect();
+    exited.sort_unstable();
     vec![
+        format!("started {started:?}"),
         format!("threads {threads_inside}"),
         format!("join sum {sum}"),
+        format!("named {named}"),
+        format!("index inside {index_inside}, outside {index_outside:?}"),
         format!("scope parts {parts:?}"),
         format!("nested {nested:?}"),
+        format!("pool join {halves:?}"),
+        format!("pool scope {tens:?}"),
+        format!("spawned {spawned:?}"),
+        format!("panic {panic:?}"),
+        format!("exited {exited:?}"),
     ]
 }

@@ -43,10 +43,10 @@
 //! grouping into maps), `min`/`max(_by_key)`, `any`/`all`/`find_any` and `count`; sorting
 //! is `par_sort_unstable(_by(_key))` and `par_sort(_by(_key))`. `flat_map`,
 //! `flat_map_iter`, `copied`, `cloned`, `product`, `reduce_with` and `collect_into_vec`
-//! came cheap on the same machinery. Not offered: `par_bridge` (a sequential iterator made
-//! parallel), `par_extend`, `chain`, `take`/`skip`, `rev`, `step_by`, `find_first`,
-//! `position_*`, `try_*`, `map_init`/`map_with`, `with_min_len`, parallel iterators over
-//! `HashMap` and the other collections, and the plumbing's consumers.
+//! came cheap on the same machinery. The crate's front page,
+//! ["Coming from rayon"](crate#coming-from-rayon), lists
+//! each operation against rayon's, what is not offered (`par_bridge`, `chain`, `take`, the
+//! `try_` forms, parallel iterators over `HashMap`, ...) and where each row is tested.
 //!
 //! Differences from rayon that a program can see: none in results. `flat_map` splits the
 //! outer items among threads and works off each inner iterator on one thread (rayon may

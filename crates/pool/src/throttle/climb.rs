@@ -45,15 +45,18 @@ use std::time::Duration;
 ///    one side.
 ///
 /// A settled throttle so stays within one step of the best limit, unless a probe wins.
-/// Why this controller (a throughput objective, not a latency target; the start at `max`;
-/// the noise tests) is explained in the [`throttle`](crate::throttle) module's docs; how it compares
-/// with every fixed limit on real workloads is measured in BENCHMARKS.md, "Adaptive
-/// throttle against every fixed limit".
+/// It aims at throughput, not at a latency target. How it compares with every fixed limit
+/// on real workloads is measured in BENCHMARKS.md, "Adaptive throttle against every fixed
+/// limit"; how to choose [`max`](Self::max) for work that waits on I/O: the
+/// [`throttle`](crate::throttle#an-adaptive-limit) module's docs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptiveConfig {
     /// Smallest limit the climber may choose (at least 1); 1 by default.
     pub min: usize,
-    /// Largest limit the climber may choose; by default the available parallelism.
+    /// Largest limit the climber may choose; by default the available parallelism, which
+    /// suits work that computes. For threads that mostly wait (I/O, a remote backend) set
+    /// it to the most that may be in flight, e.g. the pool's thread count: the limit never
+    /// goes above it.
     pub max: usize,
     /// Limit to start from (clamped to `min..=max`); `None`, the default, starts at `max`:
     /// no limit in force, the best fixed limit on every workload measured in BENCHMARKS.md,
@@ -359,7 +362,7 @@ impl HillClimb {
             .clamp(config.min, config.max);
         let warm_up = config.samples_per_step + 1;
         HillClimb {
-            // Downwards first from the top (step 2), else upwards as before.
+            // Downwards first from the top (step 2), else upwards.
             direction: if limit == config.max && limit > config.min {
                 -1
             } else {

@@ -1,8 +1,149 @@
-// The module's docs are the README beside this file: the protocol, the algorithm in
-// prose, why it is this controller and what was measured on the way. The code is this
-// file (the semaphore) and `climb.rs` (the settings, the samples and the hill climber);
-// unit tests are in `test.rs`, loom models in `loom.rs`.
-#![doc = include_str!("README.md")]
+//! A counting semaphore, [`Throttle`]: at most [`limit`](Throttle::limit) holders of a
+//! permit at once. It bounds how many threads compute at once (fewer than the CPUs when they
+//! fight over memory bandwidth, a cache or a lock), how many requests a backend sees, or how
+//! many tasks are in flight; one throttle can be shared by a pool's workers, plain threads
+//! and async tasks.
+//!
+//! # A fixed limit
+//!
+//! [`Throttle::new`]`(k)` admits `k` holders. [`acquire`](Throttle::acquire) waits for a
+//! permit and returns a guard that gives it back when dropped;
+//! [`try_acquire`](Throttle::try_acquire), [`acquire_timeout`](Throttle::acquire_timeout),
+//! [`acquire_many`](Throttle::acquire_many) (several or none) and
+//! [`acquire_owned`](Throttle::acquire_owned) (a permit that can move to another thread)
+//! are the other forms. Waiters are served in order of arrival.
+//! [`set_limit`](Throttle::set_limit) changes the limit at any time; lowering it takes no
+//! permit back, new acquisitions wait until fewer are held.
+//!
+//! ```
+//! use coretune_pool::Throttle;
+//!
+//! let backend = Throttle::new(4); // at most 4 requests in flight
+//! std::thread::scope(|s| {
+//!     for _ in 0..16 {
+//!         s.spawn(|| {
+//!             let _permit = backend.acquire();
+//!             assert!(backend.in_use() <= 4); // ... send the request ...
+//!         });
+//!     }
+//! });
+//! backend.set_limit(2);
+//! assert_eq!(backend.available_permits(), 2);
+//! ```
+//!
+//! # A pool's limit
+//!
+//! Given to [`ThreadPoolBuilder::throttle`](crate::ThreadPoolBuilder::throttle), it limits
+//! how many of the pool's workers run tasks at once. A worker keeps its permit from one task
+//! to the next (a [seat](ThrottleSeat): no hand-off per task) and gives it back when it runs
+//! out of work, or at its next task once the limit fell below the permits held or another
+//! thread or task waits for a permit, so a busy pool starves nobody. The pool reports its
+//! finished work to the throttle, one completion per task and per item of a parallel
+//! iterator or data-parallel call: what an adaptive limit measures.
+//!
+//! ## The calling thread
+//!
+//! A thread outside the pool that calls [`scope`](crate::ThreadPool::scope) or
+//! [`join`](crate::ThreadPool::join) runs part of the work itself: the scope's body,
+//! `join`'s first closure. By default it counts: it holds a permit while it runs that part
+//! and gives it back while it waits for the pool, so a limit of 1 means one thread at a
+//! time, the caller included, and a nested call never waits for its caller's permit. With
+//! [`throttle_caller(false)`](crate::ThreadPoolBuilder::throttle_caller) the caller runs
+//! beside the workers' permits: for a body that waits for its own jobs by other means than
+//! the pool's (a channel, which would wait forever under a limit of 1), or that only spawns.
+//! A thread holding a guard of the throttle must not call into its pool, which cannot see
+//! that permit and would wait for it.
+//!
+//! ```
+//! use coretune_pool::{ThreadPoolBuilder, Throttle};
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//!
+//! let throttle = Arc::new(Throttle::new(1));
+//! let pool = ThreadPoolBuilder::new()
+//!     .num_threads(4)
+//!     .throttle(Arc::clone(&throttle))
+//!     .build()?;
+//! let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+//! let unit = || {
+//!     most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+//!     std::thread::sleep(std::time::Duration::from_micros(50));
+//!     running.fetch_sub(1, Ordering::SeqCst);
+//! };
+//! pool.join(|| unit(), || unit()); // `a` on this thread, `b` on a worker: in turn
+//! assert_eq!(most.into_inner(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # One limit for a pool, threads and tasks
+//!
+//! Give the same `Arc<Throttle>` to a pool and to whatever else should count against its
+//! limit. Threads acquire it as above; async code, with the cargo feature `async`, awaits
+//! `acquire_async` or its `_many` and `_owned` forms on any executor, in the same queue (a
+//! future dropped while it waits gives its place to the next waiter).
+//!
+//! ```
+//! use coretune_pool::{ThreadPoolBuilder, Throttle};
+//! use std::sync::Arc;
+//!
+//! let cpus = Arc::new(Throttle::new(2));
+//! let pool = ThreadPoolBuilder::new()
+//!     .num_threads(4)
+//!     .throttle(Arc::clone(&cpus))
+//!     .build()?;
+//! let other = std::thread::spawn({
+//!     let cpus = Arc::clone(&cpus);
+//!     move || {
+//!         let _permit = cpus.acquire(); // one of the 2, shared with the pool
+//!         (0..1_000u64).sum::<u64>()
+//!     }
+//! });
+//! let total = pool.sum(0..1_000, |i| i as u64); // 2 threads at most, in all
+//! assert_eq!(total, other.join().unwrap());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # An adaptive limit
+//!
+//! [`Throttle::adaptive`] moves the limit by itself, between [`AdaptiveConfig::min`] and
+//! [`AdaptiveConfig::max`], on the throughput of the completions reported to it: a pool
+//! reports its own; elsewhere call [`record_completions`](Throttle::record_completions)
+//! once per finished unit of work. It starts at [`initial`](AdaptiveConfig::initial) (by
+//! default `max`: no limit in force), probes lower limits, keeps one only where throughput
+//! rises beyond the noise, and goes on probing one step either side to follow changes in
+//! the work. [`Throttle::trace`] returns each sample's time, limit and throughput;
+//! [`AdaptiveConfig`] describes every setting.
+//!
+//! **Set `max` for work that waits.** The limit never goes above `max`. Its default, the
+//! CPUs this process may use, suits work that computes; threads that mostly wait (on I/O, a
+//! remote backend, a lock that sleeps) it would cap at the number of CPUs. Set it to the
+//! most that may be in flight: the pool's thread count, or the backend's connections.
+//!
+//! ```
+//! use coretune_pool::{AdaptiveConfig, ThreadPoolBuilder, Throttle};
+//! use std::sync::Arc;
+//!
+//! // 32 workers that mostly wait on a backend: let the limit range over all of them.
+//! let throttle = Arc::new(Throttle::adaptive(AdaptiveConfig {
+//!     max: 32,
+//!     ..AdaptiveConfig::default()
+//! }));
+//! let pool = ThreadPoolBuilder::new()
+//!     .num_threads(32)
+//!     .throttle(Arc::clone(&throttle))
+//!     .build()?;
+//! assert_eq!(throttle.limit(), 32); // the climb starts at `max`
+//! pool.for_each(0..64, |_| std::thread::sleep(std::time::Duration::from_micros(200)));
+//! assert!(throttle.completions() >= 64); // what the limit is judged on
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+// Maintainers' notes, not part of the API docs: README.md in this folder (the protocol and
+// its memory ordering, seats, the calling thread's rules, the async waiters, the adaptive
+// limit's algorithm and statistics, why this controller, the measurements behind the
+// defaults, and what the tests check). The code is this file (the semaphore) and `climb.rs`
+// (the settings, the samples and the hill climber); unit tests are in `test.rs`, loom
+// models in `loom.rs`.
 
 #[cfg(feature = "async")]
 mod asynchronous;

@@ -885,7 +885,7 @@ fn the_calling_thread_waits_for_a_permit_before_the_body() {
     caller.join().unwrap();
     assert!(entered.load(Ordering::SeqCst));
     assert_eq!(throttle.in_use(), 0);
-    // Opted out, the body runs beside the held permit, as before the option.
+    // Opted out, the body runs beside the held permit.
     let free = crate::ThreadPoolBuilder::new()
         .num_threads(2)
         .throttle(Arc::clone(&throttle))
@@ -1292,7 +1292,8 @@ mod asynchronous {
     }
 }
 
-/// One test per row of the README's "Coming from tokio" table.
+/// Tests of every row of the crate front page's "Coming from tokio" table (the crate's
+/// README), one or more a row.
 mod coming_from_tokio {
     use super::{AcquireError, Arc, Duration, Throttle, TryAcquireError};
     use crate::sync::lock;
@@ -1332,6 +1333,30 @@ mod coming_from_tokio {
     }
 
     #[test]
+    fn blocking_forms_return_closed_as_tokios_blocking_acquire() {
+        // tokio: `blocking_acquire()?`, `blocking_acquire_many_owned(2)?`.
+        let throttle = Arc::new(Throttle::new(3));
+        let one = throttle.acquire_many(1).unwrap();
+        let two = throttle.acquire_many_owned(2).unwrap();
+        assert_eq!((one.num_permits(), two.num_permits()), (1, 2));
+        drop((one, two));
+        throttle.close();
+        assert_eq!(throttle.acquire_many(1).unwrap_err(), AcquireError::Closed);
+        assert_eq!(
+            throttle.acquire_many_owned(1).unwrap_err(),
+            AcquireError::Closed
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the throttle is closed")]
+    fn acquire_panics_on_a_closed_throttle() {
+        let throttle = Throttle::new(1);
+        throttle.close();
+        let _ = throttle.acquire();
+    }
+
+    #[test]
     fn try_forms_say_why_they_failed() {
         let throttle = Arc::new(Throttle::new(2));
         let two = throttle.try_acquire_many(2).unwrap();
@@ -1357,6 +1382,42 @@ mod coming_from_tokio {
             throttle.try_acquire_many(1).unwrap_err(),
             TryAcquireError::Closed
         );
+    }
+
+    #[test]
+    fn timeouts_give_up_and_leave_the_queue_to_the_next() {
+        // tokio: `tokio::time::timeout(d, sem.acquire()).await`.
+        let throttle = Throttle::new(2);
+        let held = throttle.acquire_many(2).unwrap();
+        let short = Duration::from_millis(5);
+        assert!(throttle.acquire_timeout(short).is_none());
+        assert!(throttle.acquire_many_timeout(2, short).unwrap().is_none());
+        assert!(lock(&throttle.permits).queue.is_empty());
+        drop(held);
+        assert_eq!(throttle.try_acquire_many(2).map(|g| g.num_permits()), Ok(2));
+    }
+
+    /// An executor's timeout drops the future it gave up on: the future leaves the queue,
+    /// and a permit it had been handed goes on to the next waiter.
+    #[cfg(feature = "async")]
+    #[test]
+    fn an_async_acquisition_given_up_on_passes_its_place_on() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let throttle = Throttle::new(1);
+        let cx = &mut Context::from_waker(Waker::noop());
+        let held = throttle.acquire();
+        let mut timed_out = Box::pin(throttle.acquire_async());
+        assert!(timed_out.as_mut().poll(cx).is_pending());
+        drop(timed_out); // the timeout expired
+        assert!(lock(&throttle.permits).queue.is_empty());
+        let mut handed = Box::pin(throttle.acquire_async());
+        let mut next = Box::pin(throttle.acquire_async());
+        assert!(handed.as_mut().poll(cx).is_pending());
+        assert!(next.as_mut().poll(cx).is_pending());
+        drop(held); // the permit is handed to `handed`...
+        drop(handed); // ...which times out before it is polled again
+        assert!(next.as_mut().poll(cx).is_ready());
     }
 
     #[test]
@@ -1461,6 +1522,49 @@ mod coming_from_tokio {
             thread.join().unwrap();
         }
         assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+    }
+
+    /// One wake-up per permit released, the oldest waiter first (the polls of 1,000 tasks:
+    /// `asynchronous::a_release_wakes_one_waiter_so_1000_tasks_poll_about_twice_each`).
+    #[cfg(feature = "async")]
+    #[test]
+    fn a_release_wakes_the_oldest_waiter_only() {
+        use std::future::Future;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::{Context, Wake, Waker};
+        #[derive(Default)]
+        struct Wakes(AtomicUsize);
+        impl Wake for Wakes {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let throttle = Throttle::new(1);
+        let held = throttle.acquire();
+        let wakes: Vec<Arc<Wakes>> = (0..3).map(|_| Arc::new(Wakes::default())).collect();
+        let mut waiters: Vec<_> = (0..3).map(|_| Box::pin(throttle.acquire_async())).collect();
+        for (waiter, wake) in waiters.iter_mut().zip(&wakes) {
+            let waker = Waker::from(Arc::clone(wake));
+            assert!(
+                waiter
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
+        }
+        drop(held);
+        let woken: Vec<usize> = wakes.iter().map(|w| w.0.load(Ordering::SeqCst)).collect();
+        assert_eq!(woken, [1, 0, 0]);
+    }
+
+    #[test]
+    fn spawn_blocking_becomes_spawn_with_a_channel_or_install() {
+        // tokio: `let sum = tokio::task::spawn_blocking(move || work()).await?;`
+        let pool = crate::ThreadPool::new(2).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.spawn(move || tx.send((1..=100u64).sum::<u64>()).unwrap());
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(5050));
+        assert_eq!(pool.install(|| (1..=100u64).sum::<u64>()), 5050);
     }
 
     /// The async rows (cargo feature `async`).
