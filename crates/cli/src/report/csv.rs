@@ -1,7 +1,10 @@
 //! `summary.csv`: one row per configuration, the same fields as `summary.json`'s `configs`
 //! (the interval as two columns, per-run times left out), then three columns per metric of the
 //! program's output (`NAME_median`, `NAME_ci_low`, `NAME_ci_high`). `instances` is the last
-//! fixed column (it came after the others), `threads` being per instance.
+//! fixed column (it came after the others), `threads` being per instance. An axis that no
+//! report names (`super::other_axes`: one added to `Family` after this file) gets a column of
+//! its own after `instances`, empty where it is at its default, so that older columns keep
+//! their places.
 
 use std::collections::BTreeSet;
 
@@ -100,6 +103,13 @@ impl Reporter for Csv {
             .iter()
             .flat_map(|c| c.metrics.keys().map(String::as_str))
             .collect();
+        // Axes this file does not name, by name, each a column after the fixed ones.
+        let axes: BTreeSet<String> = report
+            .configs
+            .iter()
+            .flat_map(|c| super::other_axes(&c.config.family))
+            .map(|(name, _)| name)
+            .collect();
         let Some(first) = report.configs.first() else {
             return Ok(Vec::new());
         };
@@ -114,6 +124,7 @@ impl Reporter for Csv {
             .split(',')
             .map(str::to_owned)
             .collect();
+        header.extend(axes.iter().cloned());
         for name in &names {
             header.extend([
                 format!("{name}_median"),
@@ -137,7 +148,17 @@ impl Reporter for Csv {
                     ]
                 })
                 .collect();
-            w.serialize((Row::of(c, Some(&c.config) == chosen), metrics))?;
+            let values = super::other_axes(&c.config.family);
+            let values: Vec<String> = axes
+                .iter()
+                .map(|a| {
+                    values
+                        .iter()
+                        .find(|(name, _)| name == a)
+                        .map_or_else(String::new, |(_, v)| v.clone())
+                })
+                .collect();
+            w.serialize((Row::of(c, Some(&c.config) == chosen), values, metrics))?;
         }
         Ok(w.into_inner()?)
     }

@@ -97,6 +97,9 @@ fn grid(report: &SweepReport) -> String {
     if g.has_instances() {
         row("Instances", &join(&g.instances, ", "));
     }
+    for (k, v) in super::other_grid_lists(g) {
+        row(&k, &v);
+    }
     if let Some(launch) = report.configs.iter().find_map(|c| c.launch.as_deref()) {
         let launcher = launch.split_whitespace().next().unwrap_or(launch);
         row(

@@ -49,6 +49,7 @@ impl Reporter for Hyperfine {
                 parameters.insert("place".into(), c.config.family.place.to_string());
                 parameters.insert("cpus".into(), c.config.family.cpus.to_string());
                 parameters.insert("throttle".into(), c.config.family.throttle.to_string());
+                parameters.extend(super::other_axes(&c.config.family));
                 Some(Result {
                     command: format!("{label} ({})", c.config),
                     mean: c.mean_s?,

@@ -19,7 +19,9 @@ use std::path::Path;
 
 use anyhow::Context;
 use coretune_core::SweepReport;
+use coretune_core::grid::{Family, Grid};
 use coretune_core::sweep::{ConfigRow, Objective, Quantity, RunView};
+use serde::Serialize;
 
 /// One output file.
 pub(crate) trait Reporter {
@@ -333,13 +335,73 @@ pub(crate) fn threads_cell(c: &ConfigRow) -> String {
     }
 }
 
-/// A row's placement with its memory policy when it sets one (`compact, mem interleave`): the
-/// place column of `summary.md` and the HTML table.
+/// A row's placement with its memory policy when it sets one (`compact, mem interleave`), and
+/// any [`other_axes`]: the place column of `summary.md` and the HTML table.
 pub(crate) fn place_cell(c: &ConfigRow) -> String {
-    if c.config.family.mem.is_default() {
+    let place = if c.config.family.mem.is_default() {
         c.config.family.place.to_string()
     } else {
         format!("{}, mem {}", c.config.family.place, c.config.family.mem)
+    };
+    with_other_axes(place, &c.config.family)
+}
+
+/// The fields of [`Family`] that the reports show one by one, each in its own way (a column, a
+/// word, `P×T` for instances). An axis added to `Family` later needs no edit here: it is one of
+/// the [`other_axes`], shown wherever a family is (the place cells, the curves' labels, a CSV
+/// column, hyperfine's parameters) when it is not at its default.
+const AXES_BY_NAME: [&str; 5] = ["place", "cpus", "throttle", "mem", "instances"];
+
+/// The lists of [`Grid`] that the plan and the HTML report show one by one; a list added later
+/// is one of the [`other_grid_lists`].
+const GRID_LISTS_BY_NAME: [&str; 6] = [
+    "threads",
+    "places",
+    "cpus",
+    "throttles",
+    "mems",
+    "instances",
+];
+
+/// A family's axes that no report names ([`AXES_BY_NAME`]), as `(name, value)` in name order,
+/// taken from the family's JSON: an axis at its default is absent there (`skip_serializing_if`,
+/// which every axis has so that results written before it read back), so only set ones show.
+pub(crate) fn other_axes(f: &Family) -> Vec<(String, String)> {
+    json_fields(f, &AXES_BY_NAME)
+}
+
+/// A grid's lists that no report names ([`GRID_LISTS_BY_NAME`]), as `(name, values)`.
+pub(crate) fn other_grid_lists(g: &Grid) -> Vec<(String, String)> {
+    json_fields(g, &GRID_LISTS_BY_NAME)
+}
+
+/// `text` followed by `, NAME VALUE` for each of `f`'s [`other_axes`].
+pub(crate) fn with_other_axes(mut text: String, f: &Family) -> String {
+    for (name, value) in other_axes(f) {
+        text.push_str(&format!(", {name} {value}"));
+    }
+    text
+}
+
+/// The fields of `value`'s JSON object not in `named`, each as text (a string as it is, a list
+/// joined with ", ", anything else as JSON).
+fn json_fields(value: &impl Serialize, named: &[&str]) -> Vec<(String, String)> {
+    fn text(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(items) => {
+                items.iter().map(text).collect::<Vec<_>>().join(", ")
+            }
+            other => other.to_string(),
+        }
+    }
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(fields)) => fields
+            .iter()
+            .filter(|(name, _)| !named.contains(&name.as_str()))
+            .map(|(name, v)| (name.clone(), text(v)))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

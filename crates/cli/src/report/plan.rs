@@ -88,6 +88,9 @@ pub(crate) fn text(
     for (k, v) in rows.into_iter().chain(mems).chain(instances) {
         let _ = writeln!(s, "  {k:<11}{v}");
     }
+    for (k, v) in super::other_grid_lists(g) {
+        let _ = writeln!(s, "  {k:<11}{v}");
+    }
     match &estimate.first_stage {
         None => {
             let _ = writeln!(s, "  {:<11}{}", "exhaustive", cost(&estimate.grid));

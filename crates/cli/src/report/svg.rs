@@ -32,7 +32,8 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 /// A family's label: its placement, then every other axis where it is not the default — CPU
-/// set, throttle, copies (ranks under a launcher), memory policy — so that no two families of
+/// set, throttle, copies (ranks under a launcher), memory policy, then any axis the reports do
+/// not name (`super::other_axes`) — so that no two families of
 /// a sweep share one (`os`, `os, 2 copies, mem local`, `compact, cpus 'all ~pu:0'`).
 fn family_label(c: &ConfigRow) -> String {
     let f = &c.config;
@@ -54,7 +55,7 @@ fn family_label(c: &ConfigRow) -> String {
     if !f.family.mem.is_default() {
         parts.push(format!("mem {}", f.family.mem));
     }
-    parts.join(", ")
+    super::with_other_axes(parts.join(", "), &f.family)
 }
 
 /// The report's rows grouped by family (every axis but the thread count; in first-seen order),

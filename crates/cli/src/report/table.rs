@@ -48,6 +48,16 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
     let fastest = report.recommendation.as_ref().map(|r| &r.fastest);
     let first = report.design.objectives().swap_remove(0);
     let (by_time, objective) = (first.is_time(), first.name().to_owned());
+    // The placement, with any axis the table has no column for (`super::other_axes`).
+    let place_text =
+        |c: &ConfigRow| super::with_other_axes(c.config.family.place.to_string(), &c.config.family);
+    let place_width = report
+        .configs
+        .iter()
+        .map(|c| place_text(c).chars().count())
+        .max()
+        .unwrap_or(11)
+        .max(11);
     let cpus_width = report
         .configs
         .iter()
@@ -107,7 +117,7 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         ("threads", 7)
     };
     let header = format!(
-        "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
+        "{:>tw$}  {:<place_width$} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
         threads_heading,
         "place",
         "cpus",
@@ -152,9 +162,9 @@ pub(crate) fn render(report: &SweepReport, color: bool) -> String {
         );
         let [throttle, median, ci, speedup, efficiency] = super::cells(c);
         let row = format!(
-            "{:>tw$}  {:<11} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
+            "{:>tw$}  {:<place_width$} {:<cpus_width$} {:>8}{}  {:>10} {:>21}{}  {:>7} {:>6}  {:>9}  {:>5}{}",
             super::threads_cell(c),
-            c.config.family.place,
+            place_text(c),
             c.config.family.cpus,
             throttle,
             mem_cell(&c.config.family.mem.to_string()),

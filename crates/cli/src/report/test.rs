@@ -633,3 +633,67 @@ fn incomplete_sweeps_say_so_in_every_format() {
     assert!(!table.contains("No configuration"), "{table}");
     assert!(html::render(&report, &[]).contains("stopped before any configuration"));
 }
+
+#[test]
+fn every_axis_and_grid_list_the_reports_name_exists_and_the_rest_are_other_axes() {
+    use coretune_core::grid::{Family, Mem};
+    // A family's fields are the named axes: nothing else is "other" today.
+    let names: std::collections::BTreeSet<&str> = Family::field_names().iter().copied().collect();
+    let named: std::collections::BTreeSet<&str> = AXES_BY_NAME.into_iter().collect();
+    assert_eq!(
+        names, named,
+        "a field of Family was renamed or the list here is stale"
+    );
+    let set = Family::new(Policy::Compact)
+        .with_mem("interleave".parse::<Mem>().unwrap())
+        .with_instances(2);
+    assert!(other_axes(&set).is_empty());
+    // Every list of a grid with every axis set is named.
+    let grid = Grid::new(vec![1, 2], vec![Policy::Compact])
+        .with_mems(vec![Mem::Default, "interleave".parse().unwrap()])
+        .with_instances(vec![1, 2]);
+    let json = serde_json::to_value(&grid).unwrap();
+    let lists: std::collections::BTreeSet<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(lists, GRID_LISTS_BY_NAME.into_iter().collect());
+    assert!(other_grid_lists(&grid).is_empty());
+}
+
+#[test]
+fn an_axis_added_to_family_shows_by_its_name_and_value_when_set() {
+    use coretune_core::grid::Family;
+    // What a family with one more axis would serialize as: its JSON, one field longer.
+    #[derive(serde::Serialize)]
+    struct FamilyWithTurbo {
+        #[serde(flatten)]
+        family: Family,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turbo: Option<&'static str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        governors: Vec<&'static str>,
+    }
+    let family = Family::new(Policy::Spread);
+    let set = FamilyWithTurbo {
+        family: family.clone(),
+        turbo: Some("off"),
+        governors: vec!["performance", "powersave"],
+    };
+    assert_eq!(
+        json_fields(&set, &AXES_BY_NAME),
+        [
+            ("governors".to_owned(), "performance, powersave".to_owned()),
+            ("turbo".to_owned(), "off".to_owned())
+        ]
+    );
+    // At its default it is absent from the JSON, so from every report.
+    let default = FamilyWithTurbo {
+        family,
+        turbo: None,
+        governors: Vec::new(),
+    };
+    assert!(json_fields(&default, &AXES_BY_NAME).is_empty());
+}
