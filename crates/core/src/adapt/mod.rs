@@ -1,8 +1,12 @@
 //! `coretune adapt`: keeping a running program at its best as load and neighbours change,
 //! judged by its own figure, online.
 //!
-//! The [`Controller`] is fed one figure per interval and answers which [`Setting`] to apply
-//! next (its CPU set and placement, its thread count), moving within a [`Space`].
+//! A [`Session`] attaches to a program (`--pid`) or starts one, contained; reads its figure once
+//! per interval ([`ProbeSpec`]: a probe command's output, or by default the CPU progress of
+//! its process tree); hands it to the [`Controller`]; turns the knobs the controller answers
+//! with (its CPU set and placement, every thread re-pinned; its thread count through a user's
+//! hook; [`Setting`]); logs every interval ([`LogLine`]); and at the end puts back what it
+//! found, or ends what it started.
 //!
 //! # The controller, and why it is built so
 //!
@@ -57,10 +61,19 @@
 //! live.
 
 mod controller;
+mod error;
+mod knobs;
+mod log;
+mod session;
 mod setting;
+mod signal;
 
 #[cfg(test)]
 mod test;
 
 pub use controller::{Controller, Decision, Direction, Observation, Step, Tuning};
+pub use error::AdaptError;
+pub use log::{AdaptLog, LogLine};
+pub use session::{AdaptSpec, Ending, Outcome, PROBE_FAILURES, Session, Target};
 pub use setting::{Setting, Space};
+pub use signal::ProbeSpec;
