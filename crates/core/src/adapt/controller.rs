@@ -327,6 +327,16 @@ impl Controller {
             self.history.push(figure);
         }
         let (probe, incumbent) = (trial.probe_figures.clone(), trial.incumbent_figures.clone());
+        // A step of the incumbent's own figure during the trial (a neighbour started, the load
+        // changed): the trial compares two different machines, so it is dropped and
+        // everything probed again.
+        if !on_probe && let Some(reason) = self.step_change() {
+            self.trial = None;
+            return self.re_explore(format!("{reason}; the trial under way is dropped"));
+        }
+        let Some(trial) = self.trial.as_mut() else {
+            return Step::new(Decision::Hold, "no trial");
+        };
         let tolerance = self.tuning.tolerance;
         let direction = self.tuning.direction;
         if on_probe
@@ -467,9 +477,10 @@ impl Controller {
         Step::new(Decision::ReExplore, reason)
     }
 
-    /// A step change of the incumbent's figure: its last `step_window` figures all beyond the
-    /// range of those before them (at most `2 × baseline` of them), on the same side, and
-    /// their median more than `step` away from theirs.
+    /// A step change of the incumbent's figure: its last `step_window` figures all more than
+    /// `step` away from the median of those before them (at most `2 × baseline` of them), on
+    /// the same side. The median, not the range, of the ones before: a step seen in the middle
+    /// of a trial has some of its figures among them already.
     fn step_change(&self) -> Option<String> {
         let k = self.tuning.step_window;
         let n = self.history.len();
@@ -478,18 +489,21 @@ impl Controller {
         }
         let reference = &self.history[n - k - (n - k).min(2 * self.tuning.baseline)..n - k];
         let recent = &self.history[n - k..];
-        let (lo, hi) = range(reference);
+        let m_ref = median(reference)?;
+        let (hi, lo) = (
+            m_ref + m_ref.abs() * self.tuning.step,
+            m_ref - m_ref.abs() * self.tuning.step,
+        );
         let above = recent.iter().all(|&x| x > hi);
         let below = recent.iter().all(|&x| x < lo);
-        let (m_ref, m_new) = (median(reference)?, median(recent)?);
-        let shift = (m_new / m_ref - 1.0).abs();
-        ((above || below) && shift > self.tuning.step).then(|| {
+        let m_new = median(recent)?;
+        (above || below).then(|| {
             format!(
                 "step change: the incumbent's figure went from {} to {} ({}{:.0}%)",
                 show(m_ref),
                 show(m_new),
                 if above { "+" } else { "-" },
-                shift * 100.0
+                (m_new / m_ref - 1.0).abs() * 100.0
             )
         })
     }

@@ -44,8 +44,9 @@
 //!   (one per core first), another placement, a quarter more or fewer threads — and each is
 //!   judged by the service's own figure.
 //! - **Step changes** (the load doubles, a neighbour starts on the same CPUs): the incumbent's
-//!   last 3 figures all beyond the range of the ones before them, on the same side, and their
-//!   median more than 15% away, is a step: the controller says `re-explore` and probes every
+//!   last 3 figures all more than 15% away from the median of the ones before them, on the
+//!   same side, is a step (also when it shows in the incumbent's blocks of a trial, which is
+//!   then dropped): the controller says `re-explore` and probes every
 //!   neighbour again from the incumbent measured afresh. An incumbent over the latency bound for
 //!   3 intervals in a row is re-explored from too. The reference window rolls, so a slow drift
 //!   follows along instead of triggering.
