@@ -79,6 +79,9 @@ enum Command {
     /// Watch a program (started here, or --pid): per-CPU utilisation, each thread's CPU and
     /// migrations, interrupts per CPU; JSON-lines samples, plots and a summary.
     Watch(cmd::watch::WatchArgs),
+    /// Keep a running program at its best online: probe neighbouring CPU sets, placements and
+    /// thread counts, judged by its own figure; roll back what is worse, re-explore on change.
+    Adapt(Box<cmd::adapt::AdaptArgs>),
     /// Keep a placement in force as programs start: check a rules file against the running
     /// processes, apply it once, or run the daemon that applies it to every new process.
     Rules(cmd::rules::RulesArgs),
@@ -117,9 +120,12 @@ fn main() -> ExitCode {
             None => err.exit(),
         },
     };
-    // `run` and `watch` start a program: like env, taskset and timeout they end with 127 when
+    // `run`, `watch` and `adapt` start a program: like env, taskset and timeout they end with 127 when
     // it is not found and 126 when it cannot be executed.
-    let starts_program = matches!(cli.command, Command::Run(_) | Command::Watch(_));
+    let starts_program = matches!(
+        cli.command,
+        Command::Run(_) | Command::Watch(_) | Command::Adapt(_)
+    );
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
@@ -132,6 +138,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Report(args) => cmd::report::run(&args),
         Command::Watch(args) => cmd::watch::run(&args),
+        Command::Adapt(args) => cmd::adapt::run(&args),
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Reserve(args) => cmd::reserve::run(&args),
         Command::Doctor(args) => cmd::doctor::run(&args),

@@ -7,6 +7,7 @@
 
 mod util;
 
+mod adapt;
 mod bench;
 mod calc_distrib;
 mod cpus_place_run;

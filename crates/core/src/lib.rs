@@ -19,6 +19,7 @@
 //! - [`sweep`]: the engine (runs, search, log, results folder, recommendation, report model);
 //! - [`fleet`]: sweeps on every node type of a Slurm cluster, merged into one report;
 //! - [`enforce`]: keeping a placement in force (rules, CPUs reserved);
+//! - [`adapt`]: keeping a running program at its best online, judged by its own figure;
 //! - [`doctor`]: what this machine lets each of the above do, and what they do instead.
 //!
 //! The root re-exports the few types nearly every user needs.
@@ -64,6 +65,8 @@ pub mod sweep;
 pub mod fleet;
 
 pub mod enforce;
+
+pub mod adapt;
 
 pub mod doctor;
 

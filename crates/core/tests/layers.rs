@@ -29,6 +29,7 @@ const LAYERS: &[&str] = &[
     "sweep",
     "fleet",
     "enforce",
+    "adapt",
     "doctor",
 ];
 

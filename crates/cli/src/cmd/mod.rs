@@ -2,6 +2,7 @@
 //! its arguments, running and printing, Slurm; `hwloc/`: the hwloc drop-ins `calc` and
 //! `distrib` and what they share).
 
+pub(crate) mod adapt;
 pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod completions;
