@@ -15,7 +15,7 @@ CARGO ?= cargo
 export RUSTDOCFLAGS ?= -D warnings
 
 .PHONY: tune test setup setup-test build fmt-check clippy tests bench-smoke docs pool-package \
-	loom fuzz-smoke \
+	loom fuzz-smoke windows-tests-build \
 	install install-files uninstall vm-tests vm-run vm-shell windows test-windows
 
 tune: setup build
@@ -30,7 +30,16 @@ setup-test:
 build:
 	$(CARGO) build --release --locked -p coretune -p coretune-pin
 
-test: setup-test fmt-check clippy tests bench-smoke docs pool-package loom fuzz-smoke test-windows
+# What times nothing (the Windows tests' build, the loom models, the fuzz smoke run) runs in an
+# idle lane beside the Linux test pass (scripts/idle-lane.sh): on CPU time the tests leave idle,
+# at the lowest CPU and I/O priority, so that it neither slows nor disturbs them. After the Linux
+# pass the Windows tests run under Wine, once the lane's Windows build is done (windows.sh waits
+# for it), while the lane goes on with loom and the fuzz run.
+test: setup-test fmt-check clippy
+	scripts/idle-lane.sh target/idle-lane.log \
+		'$(MAKE) --no-print-directory windows-tests-build loom fuzz-smoke' \
+		sh -c '$(MAKE) --no-print-directory tests bench-smoke docs pool-package && \
+			scripts/windows.sh run-tests'
 # No incremental caches in a one-off full run: they were 2 GB of disk that nothing reads again.
 test: export CARGO_INCREMENTAL = 0
 # One test pass, not a debug and a release one (which took 6 of make test's 41 minutes for no
@@ -80,13 +89,16 @@ pool-package:
 # Windows (x86_64-pc-windows-gnu), built here and run under Wine (scripts/windows.sh: it installs
 # Debian's Rust 1.96 with its std source, mingw and Wine, and cross-builds hwloc once).
 #   make windows        target/x86_64-pc-windows-gnu/release/coretune.exe
-#   make test-windows   the workspace's tests for Windows under Wine, then the release .exe
-#                       checked from Linux (tests/windows_wine.rs)
+#   make test-windows   the workspace's tests for Windows under Wine (built in target/windows),
+#                       then that coretune.exe checked from Linux (tests/windows_wine.rs)
 windows:
 	scripts/windows.sh build
 
 test-windows:
 	scripts/windows.sh test
+
+windows-tests-build:
+	scripts/windows.sh build-tests
 
 # Live tests on simulated multi-socket machines (QEMU guests, scripts/vm/): part of `make tests`;
 # these run them alone. `make vm-run PAYLOAD=smt` boots one payload (a name in

@@ -3,7 +3,10 @@
 # Wine: the project's copy of the recipe in the shared notes (windows-wine.md).
 #
 #   scripts/windows.sh build     target/x86_64-pc-windows-gnu/release/coretune.exe (make windows)
-#   scripts/windows.sh test      the workspace's tests for Windows, run under Wine (make test-windows)
+#   scripts/windows.sh test      the workspace's tests for Windows, run under Wine (make test-windows):
+#                                build-tests, then run-tests
+#   scripts/windows.sh build-tests   set-up and the tests' build only (target/windows/)
+#   scripts/windows.sh run-tests     the tests under Wine, and coretune.exe checked from Linux
 #   scripts/windows.sh env       prints the environment the other two use, for `eval`
 #   scripts/windows.sh cargo ARGS...   any cargo command with that environment
 #
@@ -153,10 +156,11 @@ wine_prefix() {
   /usr/lib/wine/wineserver -w 2>/dev/null || true
 }
 
-# Puts the stand-in DLL beside every .exe of the target folder (the runner below does it per run).
+# Puts the stand-in DLL beside every .exe of a target folder (default target/; the runner below
+# does it per run).
 place_dll() {
   local dir
-  for dir in "$ROOT/target/$TARGET"/{debug,release}{,/deps,/examples}; do
+  for dir in "${1:-$ROOT/target}/$TARGET"/{debug,release}{,/deps,/examples}; do
     [[ -d $dir ]] && cp -u "$DEPS/bcryptprimitives.dll" "$dir/"
   done
   return 0
@@ -183,6 +187,71 @@ setup() {
   wine_prefix
 }
 
+# The workspace's tests built for Windows, in a target folder of their own (target/windows):
+# one debug build, which the checks from Linux in run_tests also run (coretune.exe and the probe
+# program). The optimised pass and the benches (not built here) run on Linux; a second, release
+# build for Windows took 7 of make test's minutes and checked nothing the debug one does not.
+# What is left out on Windows, and why: the README. A folder of its own because make test builds
+# this beside the Linux test pass (scripts/idle-lane.sh), whose cargo holds target/'s locks.
+TESTS_TARGET_DIR=$ROOT/target/windows
+
+# build_tests and run_tests each hold this lock while they run, so that in make test, where
+# the build runs in the idle lane, run_tests waits for it (its set-up steps would otherwise race
+# with the build's: two hwloc builds into one folder, two wineboots in one prefix).
+lock_tests() {
+  mkdir -p "$DEPS"
+  exec {lock}>"$DEPS/tests.lock"
+  flock "$lock"
+}
+
+build_tests() {
+  lock_tests
+  install_packages
+  # The Wine prefix (45 s of wineboot, one CPU) is made while hwloc and the tests build.
+  wine_prefix &
+  local prefix=$!
+  build_hwloc
+  build_bcryptprimitives
+  (
+    eval "$(environment)"
+    CARGO_TARGET_DIR=$TESTS_TARGET_DIR cargo build --locked -Zbuild-std=std,panic_abort \
+      --target $TARGET --workspace --lib --bins --tests --examples
+  )
+  wait "$prefix" || { echo "windows: creating the Wine prefix failed" >&2; exit 1; }
+  [[ -f $WINEPREFIX/system.reg ]] || { echo "windows: no Wine prefix in $WINEPREFIX" >&2; exit 1; }
+  place_dll "$TESTS_TARGET_DIR"
+  echo "windows: built the tests in $TESTS_TARGET_DIR/$TARGET/debug" >&2
+}
+
+# Runs what build_tests built (building what is missing), under Wine; waits for a build_tests
+# that is running.
+run_tests() {
+  lock_tests
+  install_packages
+  wine_prefix
+  build_hwloc
+  build_bcryptprimitives
+  place_dll "$TESTS_TARGET_DIR"
+  # One wineserver for every test process, kept up between them: by default it exits 3 s
+  # after its last client, and a test started just then failed with "wine client error:0:
+  # recvmsg: Connection reset by peer" (seen once in 119 doc tests). Ended on the way out.
+  trap '/usr/lib/wine/wineserver -k 2>/dev/null || true' EXIT
+  /usr/lib/wine/wineserver -p
+  (
+    eval "$(environment)"
+    # Unit and integration tests; not the doc tests: their examples use no platform code
+    # (the Linux pass runs them), and one Wine process each took 90 s.
+    CARGO_TARGET_DIR=$TESTS_TARGET_DIR cargo test --locked -Zbuild-std=std,panic_abort \
+      --target $TARGET --workspace --tests "$@"
+  )
+  # The coretune.exe just built, run under Wine by a Linux test (this machine's own
+  # toolchain, not the cross one): topo against the Linux build's, run, bench, tune, watch.
+  # Optimised, as make test's Linux pass builds it (so in make test it is built already).
+  WINEPREFIX=$WINEPREFIX WINEDEBUG=-all \
+    cargo test --locked --release -p coretune --test cli windows_wine:: -- --ignored
+  /usr/lib/wine/wineserver -k 2>/dev/null || true
+}
+
 cmd=${1:-build}
 shift || true
 case $cmd in
@@ -198,42 +267,15 @@ case $cmd in
     place_dll
     echo "windows: built target/$TARGET/release/coretune.exe" >&2
     ;;
+  build-tests)
+    build_tests
+    ;;
+  run-tests)
+    run_tests "$@"
+    ;;
   test)
-    install_packages
-    # The Wine prefix (45 s of wineboot, one CPU) is made while hwloc and the tests build.
-    wine_prefix &
-    prefix=$!
-    build_hwloc
-    build_bcryptprimitives
-    (
-      eval "$(environment)"
-      # The workspace's tests built for Windows and run under Wine: one debug build, which the
-      # checks from Linux below also run (coretune.exe and the probe program). The optimised
-      # pass and the benches (not built here) run on Linux; a second, release build for Windows
-      # took 7 of make test's minutes and checked nothing the debug one does not. What is left
-      # out on Windows, and why: the README.
-      cargo build --locked -Zbuild-std=std,panic_abort --target $TARGET --workspace \
-        --lib --bins --tests --examples
-    )
-    wait "$prefix" || { echo "windows: creating the Wine prefix failed" >&2; exit 1; }
-    place_dll
-    # One wineserver for every test process, kept up between them: by default it exits 3 s
-    # after its last client, and a test started just then failed with "wine client error:0:
-    # recvmsg: Connection reset by peer" (seen once in 119 doc tests). Ended on the way out.
-    trap '/usr/lib/wine/wineserver -k 2>/dev/null || true' EXIT
-    /usr/lib/wine/wineserver -p
-    (
-      eval "$(environment)"
-      # Unit and integration tests; not the doc tests: their examples use no platform code
-      # (the Linux pass runs them), and one Wine process each took 90 s.
-      cargo test --locked -Zbuild-std=std,panic_abort --target $TARGET --workspace --tests "$@"
-    )
-    # The coretune.exe just built, run under Wine by a Linux test (this machine's own
-    # toolchain, not the cross one): topo against the Linux build's, run, bench, tune, watch.
-    # Optimised, as make test's Linux pass builds it (so in make test it is built already).
-    WINEPREFIX=$WINEPREFIX WINEDEBUG=-all \
-      cargo test --locked --release -p coretune --test cli windows_wine:: -- --ignored
-    /usr/lib/wine/wineserver -k 2>/dev/null || true
+    build_tests
+    run_tests "$@"
     ;;
   cargo)
     setup
@@ -242,7 +284,7 @@ case $cmd in
     place_dll
     ;;
   *)
-    echo "usage: scripts/windows.sh build|test|env|cargo ARGS..." >&2
+    echo "usage: scripts/windows.sh build|test|build-tests|run-tests|env|cargo ARGS..." >&2
     exit 2
     ;;
 esac

@@ -625,7 +625,9 @@ fn tune_records_the_mechanism_and_flags_nothing_when_threads_stay() {
 /// library beside it, none named by `CORETUNE_PIN_LIB`, a new user's empty home) places each
 /// thread: it writes the library it carries to `~/.cache/coretune/` and preloads that.
 /// The install reuses this build's target folder and profile (`--debug` when this build is not
-/// optimised), so it builds little.
+/// optimised), and builds nothing: the features the test build's dev-dependencies turn on are
+/// named in the cli's Cargo.toml, so that the install's units are the test build's (checked
+/// here: when they drift apart, the install compiled core and the cli again, 3 CPU-minutes).
 #[test]
 fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
     let exe = assert_cmd::cargo::cargo_bin("coretune");
@@ -635,16 +637,29 @@ fn cargo_install_gives_per_thread_placement_with_no_extra_step() {
     let home = tempfile::tempdir().unwrap();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    build(
-        StdCommand::new(cargo)
-            .args(["install", "--quiet", "--locked", "--offline"])
-            .args(cfg!(not(optimized)).then_some("--debug"))
-            .arg("--path")
-            .arg(manifest)
-            .arg("--root")
-            .arg(root.path())
-            .env("CARGO_TARGET_DIR", target)
-            .env_remove("CORETUNE_EMBED_PIN"),
+    let mut install = StdCommand::new(cargo);
+    install
+        .args(["install", "--verbose", "--locked", "--offline"])
+        .args(cfg!(not(optimized)).then_some("--debug"))
+        .arg("--path")
+        .arg(manifest)
+        .arg("--root")
+        .arg(root.path())
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("CORETUNE_EMBED_PIN");
+    let out = install
+        .output()
+        .unwrap_or_else(|e| panic!("{install:?}: {e}"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{install:?}: {log}");
+    let compiled: Vec<&str> = log
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Compiling "))
+        .collect();
+    assert!(
+        compiled.is_empty(),
+        "cargo install built units the test build has not (a feature the dev-dependencies turn \
+         on is missing from crates/cli/Cargo.toml; `cargo tree -e features -i NAME`): {compiled:?}"
     );
     let installed = root.path().join("bin/coretune");
     let files: Vec<_> = std::fs::read_dir(root.path().join("bin"))
@@ -722,15 +737,11 @@ fn pool_program() -> PathBuf {
     let dir = exe.parent().unwrap();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = StdCommand::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "coretune-pool",
-        "--example",
-        "placed",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    // `--workspace`, not `-p coretune-pool`: the pool with the features the whole workspace's
+    // test build gives it, so that under `cargo test --workspace` (make test) the example built
+    // with the tests is found built, instead of the pool and the example built again.
+    cmd.args(["build", "--quiet", "--workspace", "--example", "placed"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
     if dir.ends_with("release") {
         cmd.arg("--release");
     }

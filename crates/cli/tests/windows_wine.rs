@@ -1,6 +1,6 @@
 //! The Windows build, run under Wine from Linux: what the issue that brought Windows asks to be
 //! seen working, with `coretune.exe` as `make test-windows` builds it (debug), from its target
-//! folder (`target/x86_64-pc-windows-gnu/debug/`, where the Wine stand-in DLL sits beside it).
+//! folder (`target/windows/x86_64-pc-windows-gnu/debug/`, where the Wine stand-in DLL sits beside it).
 //!
 //! `make test-windows` builds it and runs these (`cargo test -p coretune --test cli windows_wine:: --
 //! --ignored`, with `scripts/windows.sh`'s environment); a plain `cargo test` leaves them out, as
@@ -16,9 +16,10 @@ use std::process::{Command, Output};
 
 const WHY: &str = "needs the Windows build and Wine: make test-windows runs it";
 
-/// The workspace's `target/x86_64-pc-windows-gnu/debug/`.
+/// The Windows tests' build, `target/windows/x86_64-pc-windows-gnu/debug/` (scripts/windows.sh).
 fn build_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/x86_64-pc-windows-gnu/debug")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/windows/x86_64-pc-windows-gnu/debug")
 }
 
 /// A program of the Windows build, checked to be there.

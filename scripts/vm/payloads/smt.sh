@@ -60,7 +60,7 @@ check "place compact 16" coretune place --json --policy compact --threads 16
 # Built-in workloads place their own workers: each worker's CPUs match the plan.
 for p in compact spread cores; do
   check "place $p 4" coretune place --json --policy $p --threads 4
-  check "bench $p" coretune bench raymesh --threads 4 --place $p --runs 1 --warmup 0 --rays 20000 --json
+  check "bench $p" coretune bench raymesh --threads 4 --place $p --runs 1 --warmup 0 --rays 4000 --json
 done
 
 # watch on a program pinned to two CPUs.

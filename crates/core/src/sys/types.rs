@@ -44,6 +44,8 @@ pub(crate) enum Tree {
 /// to [`ChildTree::adopt`](super::ChildTree::adopt) once it has: the cgroup leaf it joins
 /// (Linux, where one can be made).
 #[derive(Debug, Default)]
+// Read by the Linux code only; elsewhere both stay `None`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct Prepared {
     /// The cgroup v2 leaf the program joins before `exec`.
     pub(crate) cgroup: Option<std::path::PathBuf>,
