@@ -49,6 +49,9 @@ test: export CARGO_INCREMENTAL = 0
 # `cargo test --release` alone builds without them (the release profile users get).
 test: export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS = true
 test: export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS = true
+# No thin LTO across a crate's codegen units in this build: less to compile, and the tests do not
+# need the last percent of speed it gives (the release profile users get keeps it).
+test: export CARGO_PROFILE_RELEASE_LTO = off
 
 fmt-check:
 	$(CARGO) fmt --all --check

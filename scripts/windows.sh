@@ -189,8 +189,9 @@ setup() {
 
 # The workspace's tests built for Windows, in a target folder of their own (target/windows):
 # one debug build, which the checks from Linux in run_tests also run (coretune.exe and the probe
-# program). The optimised pass and the benches (not built here) run on Linux; a second, release
-# build for Windows took 7 of make test's minutes and checked nothing the debug one does not.
+# program, the one example the tests start; the pool's examples are built on Linux). The
+# optimised pass and the benches (not built here) run on Linux; a second, release build for
+# Windows took 7 of make test's minutes and checked nothing the debug one does not.
 # What is left out on Windows, and why: the README. A folder of its own because make test builds
 # this beside the Linux test pass (scripts/idle-lane.sh), whose cargo holds target/'s locks.
 TESTS_TARGET_DIR=$ROOT/target/windows
@@ -215,7 +216,7 @@ build_tests() {
   (
     eval "$(environment)"
     CARGO_TARGET_DIR=$TESTS_TARGET_DIR cargo build --locked -Zbuild-std=std,panic_abort \
-      --target $TARGET --workspace --lib --bins --tests --examples
+      --target $TARGET --workspace --lib --bins --tests --example probe
   )
   wait "$prefix" || { echo "windows: creating the Wine prefix failed" >&2; exit 1; }
   [[ -f $WINEPREFIX/system.reg ]] || { echo "windows: no Wine prefix in $WINEPREFIX" >&2; exit 1; }
