@@ -52,7 +52,10 @@ fn old_folders_report_the_same_table_and_recommendation() {
             assert_eq!(new_rec["fastest"], old_rec["fastest"], "{name}");
             assert_eq!(new_rec["threads"], 2, "{name}");
             let reason = new["recommendation"]["reason"].as_str().unwrap();
-            assert!(reason.starts_with("2 threads, place os is fastest"), "{reason}");
+            assert!(
+                reason.starts_with("2 threads, place os is fastest"),
+                "{reason}"
+            );
         } else {
             assert_eq!(new_rec, old_rec, "{name}");
         }
