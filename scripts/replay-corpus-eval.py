@@ -2,12 +2,12 @@
 """Measure the search on the replay corpus (BENCHMARKS.md, "The search on replayed sweeps").
 
     cargo build --release -p coretune
-    python3 scripts/replay-corpus-eval.py [--coretune target/release/coretune] [--seeds 3]
+    python3 scripts/replay-corpus-eval.py [--coretune target/release/coretune] [--seeds 3] [--jobs 2]
 
 Replays every sweep of tests/data/replay/ (generated/*.jsonl and the real results folders under
 real/) through `coretune tune --replay SWEEP --json --seed S`, once with the default search and
-once with --exhaustive (3 runs per configuration, the 3% tolerance: tune's defaults, which
-make no deciding runs; `--max-runs 10` adds them, as BENCHMARKS.md measures), for seeds
+once with --exhaustive (tune's defaults: 3 runs per configuration, the 3% tolerance, up to 10
+deciding runs per comparison; `--max-runs 3` replays without deciding runs), for seeds
 0..N-1, and prints a Markdown table per strategy and machine size: in how many replays the pick's
 true objective is within 3% of the best configuration's, the median and worst gap, and the cost
 as a share of the exhaustive sweep's summed run time (median and worst) and of its runs.
@@ -19,6 +19,7 @@ only.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -106,32 +107,42 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--json", help="also write every replay's result to this file")
     ap.add_argument("--max-runs", type=int,
-                    help="tune --max-runs (default: none, no deciding runs; 10 is what "
-                    "BENCHMARKS.md measures)")
+                    help="tune --max-runs (default: tune's, 10; N <= 3 makes no deciding "
+                    "runs)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="replays run at once (default 1; the answers do not depend on it)")
     args = ap.parse_args()
     max_runs = [] if args.max_runs is None else ["--max-runs", str(args.max_runs)]
-    results = []
-    for name, source, pus in sweeps(args.coretune):
-        for seed in range(args.seeds):
-            for strategy in ("search", "exhaustive"):
-                extra = ["--exhaustive"] if strategy == "exhaustive" else []
-                r = run(args.coretune, ["tune", "--replay", source, "--json", "--seed",
-                                        str(seed)] + extra + max_runs)
-                results.append({
-                    "sweep": name, "pus": pus, "seed": seed, "strategy": strategy,
-                    "real": name.startswith("real/"),
-                    "gap_to_best_pct": r["recommendation"]["gap_to_best_pct"],
-                    "gap_pct": r["gap_pct"],
-                    "cost_share": r["cost"]["search"]["summed_time_s"]
-                    / r["cost"]["exhaustive"]["summed_time_s"],
-                    "run_share": r["cost"]["search"]["runs"] / r["cost"]["exhaustive"]["runs"],
-                })
+    cases = [(name, source, pus, seed, strategy)
+             for name, source, pus in sweeps(args.coretune)
+             for seed in range(args.seeds)
+             for strategy in ("search", "exhaustive")]
+
+    def replay(case):
+        name, source, pus, seed, strategy = case
+        extra = ["--exhaustive"] if strategy == "exhaustive" else []
+        r = run(args.coretune, ["tune", "--replay", source, "--json", "--seed",
+                                str(seed)] + extra + max_runs)
+        return {
+            "sweep": name, "pus": pus, "seed": seed, "strategy": strategy,
+            "real": name.startswith("real/"),
+            "config": r["recommendation"]["config"],
+            "reason": r["recommendation"].get("reason"),
+            "gap_to_best_pct": r["recommendation"]["gap_to_best_pct"],
+            "gap_pct": r["gap_pct"],
+            "cost_share": r["cost"]["search"]["summed_time_s"]
+            / r["cost"]["exhaustive"]["summed_time_s"],
+            "run_share": r["cost"]["search"]["runs"] / r["cost"]["exhaustive"]["runs"],
+        }
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(replay, cases))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     sweeps_n = len({r["sweep"] for r in results})
     print(f"{sweeps_n} sweeps × {args.seeds} seeds, tolerance {TOLERANCE_PCT:g}%, "
-          f"3 runs per configuration, --max-runs {args.max_runs or 'none'}\n")
+          f"3 runs per configuration, --max-runs {args.max_runs or 'default (10)'}\n")
     print("| strategy | machines | replays | pick within 3% of the best | median gap | worst gap "
           "| share of exhaustive run time: median | worst | share of exhaustive runs: median |")
     print("|---|---|---|---|---|---|---|---|---|")

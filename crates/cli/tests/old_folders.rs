@@ -36,7 +36,29 @@ fn old_folders_report_the_same_table_and_recommendation() {
         if let Some(reason) = old_rec["reason"].as_str() {
             old_rec["reason"] = reason.replace("At 1 threads ", "At 1 thread ").into();
         }
-        assert_eq!(new["recommendation"], old_rec, "{name}");
+        // Changed on purpose since (issue 37): a tie must be shown by the runs' 95% bound, and
+        // "beyond noise" is claimed only when that bound supports it, which two runs a
+        // configuration (these sweeps) never do. The builtin sweep's choice, fastest, apply
+        // lines and warnings are as they were; the external one's 0.1.0 choice, 1 thread, was
+        // a tie "within noise" 4.4% slower than the fastest by median, which is no tie now: the
+        // fastest is recommended.
+        let mut new_rec = new["recommendation"].clone();
+        for rec in [&mut old_rec, &mut new_rec] {
+            for field in ["beyond_noise", "reason"] {
+                rec.as_object_mut().unwrap().remove(field);
+            }
+        }
+        if name == "external" {
+            assert_eq!(new_rec["fastest"], old_rec["fastest"], "{name}");
+            assert_eq!(new_rec["threads"], 2, "{name}");
+            let reason = new["recommendation"]["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("2 threads, place os is fastest"),
+                "{reason}"
+            );
+        } else {
+            assert_eq!(new_rec, old_rec, "{name}");
+        }
         // Added since: whether the sweep is complete, and its planned runs (all made).
         assert_eq!(new["complete"], true, "{name}");
         let planned = new["runs"].as_object_mut().unwrap().remove("planned");

@@ -158,6 +158,9 @@ fn sum_sweep<'a>(extra: &[&'a str], out: &'a str) -> Vec<&'a str> {
         "none",
         "--runs",
         "2",
+        // No deciding runs: the run counts below are --runs per configuration.
+        "--max-runs",
+        "2",
         "--warmup",
         "0",
         "--exhaustive",
@@ -439,6 +442,9 @@ fn an_array_task_on_a_measured_node_adds_nothing(c: &Cluster) {
             "none",
             "--runs",
             "2",
+            // No deciding runs: the run counts below are --runs per configuration.
+            "--max-runs",
+            "2",
             "--warmup",
             "0",
             "--slurm",
@@ -665,6 +671,9 @@ fn a_cancelled_job_is_recorded_and_resume_measures_only_what_is_missing(c: &Clus
             "--place",
             "os",
             "--runs",
+            "4",
+            // No deciding runs: the run counts below are --runs per configuration.
+            "--max-runs",
             "4",
             "--warmup",
             "0",

@@ -2186,6 +2186,9 @@ fn resume_runs_from_the_sweeps_directory_and_refuses_another_program() {
         "os",
         "--runs",
         "3",
+        // No deciding runs (the default makes them when 1 and 2 threads tie): 6 runs in all.
+        "--max-runs",
+        "3",
         "--warmup",
         "0",
         "--exhaustive",

@@ -64,8 +64,8 @@ fn fixed_report() -> SweepReport {
     let mut lines = Vec::new();
     let times = [
         (1, "os", [2.00, 2.02, 1.98]),
-        (2, "os", [1.02, 1.01, 1.03]),
-        (2, "spread", [1.00, 1.01, 1.02]),
+        (2, "os", [1.02, 1.021, 1.019]),
+        (2, "spread", [1.009, 1.01, 1.011]),
         (4, "os", [1.10, 1.12, 1.11]),
     ];
     for (threads, place, walls) in times {

@@ -2,9 +2,14 @@
 //! logging every run ([`Progress`] after each), and the questions asked of a log (complete?
 //! how many runs planned? which configurations are out of the running?).
 //!
-//! After the search's stages come the deciding stages (`Design::max_runs`): each measures the
-//! two configurations `search::undecided` names once more, in a fixed order, so that their runs
-//! alternate; every stage is decided from the log alone, so a resumed sweep continues them.
+//! A stage is a list of configurations, each with the measured runs it should have: the
+//! search's exploring stages ask for one run each, its contenders and every configuration of an
+//! exhaustive sweep for `Design::runs` (and `--min-time`'s). After the search's stages come the
+//! deciding stages (`Design::max_runs`): each measures the simpler configuration whose tie with
+//! the fastest is undecided and the fastest (`search::undecided`) once more, in a fixed order,
+//! so that their runs alternate, up to `max_runs` each for this comparison (one that already
+//! has them, from an earlier comparison, keeps them and the other catches up); every stage is
+//! decided from the log alone, so a resumed sweep continues them.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -258,10 +263,24 @@ pub(crate) fn is_out(lines: &[RunLine], c: &Config, ignore_failure: bool) -> boo
 /// Per-configuration estimates for the search, from the successful measured runs of the
 /// configurations still in the running (a configuration put out by a failed run is no
 /// contender, however fast its other runs were).
+#[cfg(test)]
 pub(crate) fn estimates(
     lines: &[RunLine],
     objective: &Objective,
     ignore_failure: bool,
+) -> BTreeMap<Config, Estimate> {
+    estimates_cached(lines, objective, ignore_failure, &mut BTreeMap::new())
+}
+
+/// [`estimates`], reusing from `cache` the estimate of every configuration whose number of
+/// values has not changed since it was made (a log only grows, so the same count is the same
+/// values): a stage of the deciding runs changes two configurations, and a bootstrap interval
+/// for each of the others at every stage would cost more than a replayed run.
+fn estimates_cached(
+    lines: &[RunLine],
+    objective: &Objective,
+    ignore_failure: bool,
+    cache: &mut BTreeMap<Config, (usize, Estimate)>,
 ) -> BTreeMap<Config, Estimate> {
     let mut values: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
     let failed: BTreeSet<&Config> = lines
@@ -279,13 +298,24 @@ pub(crate) fn estimates(
     }
     values
         .into_iter()
-        .filter_map(|(c, v)| Some((c, objective.estimate(&Summary::of(&v)?))))
+        .filter_map(|(c, v)| {
+            if let Some((n, e)) = cache.get(&c) {
+                if *n == v.len() {
+                    return Some((c, *e));
+                }
+            }
+            let e = objective.estimate(&Summary::of(&v)?);
+            cache.insert(c.clone(), (v.len(), e));
+            Some((c, e))
+        })
         .collect()
 }
 
-/// The two configurations a deciding stage measures once more each (`search::undecided`), when
-/// `plan` allows more runs ([`Design::max_runs`]) and both are in the running with fewer
-/// measured runs than that; `None` otherwise (the sweep is complete).
+/// The configurations a deciding stage measures once more each (`search::undecided`: a simpler
+/// configuration whose tie with the fastest is undecided, and the fastest), when `plan` allows
+/// more runs ([`Design::max_runs`]): of the two, those in the running with fewer measured runs
+/// than that. The bound is per comparison: a fastest that got its runs deciding an earlier tie
+/// keeps them, and the other is measured until it has as many. `None`: the sweep is complete.
 fn undecided_pair(
     plan: &Design,
     lines: &[RunLine],
@@ -294,12 +324,15 @@ fn undecided_pair(
     if plan.max_runs <= plan.runs {
         return None;
     }
-    let (a, b) = search::undecided(measured, plan.tolerance)?;
-    let open = |c: &Config| {
+    let below = |c: &Config| {
         !is_out(lines, c, plan.ignore_failure)
             && lines.iter().filter(|l| &l.config == c && !l.warmup).count() < plan.max_runs
     };
-    (open(&a) && open(&b)).then(|| vec![a, b])
+    let in_running = |c: &Config| !is_out(lines, c, plan.ignore_failure);
+    let (a, b) = search::undecided(measured, plan.tolerance, &|a, b| {
+        in_running(a) && in_running(b) && (below(a) || below(b))
+    })?;
+    Some([a, b].into_iter().filter(|c| below(c)).collect())
 }
 
 /// Shuffles `v` with a seeded splitmix64 Fisher–Yates (a fixed order for a given seed, so a
@@ -340,53 +373,68 @@ pub(crate) fn execute(
     let mut done = 0;
     let max_runs = plan.runs.max(1) * 10;
     let objective = plan.objectives().swap_remove(0);
+    let mut cache = BTreeMap::new();
     for stage in 0.. {
         if stop() {
             return Err(SweepError::Interrupted);
         }
-        let tried: BTreeSet<Config> = log.lines().iter().map(|l| l.config.clone()).collect();
-        let measured = estimates(log.lines(), &objective, plan.ignore_failure);
-        let mut configs: Vec<Config> =
-            search::next_configs(&plan.grid, plan.strategy, &measured, &tried, plan.tolerance);
-        // Configurations of earlier stages that still lack runs (an interrupted sweep).
         let count = |lines: &[RunLine], c: &Config, warm: bool| {
             lines
                 .iter()
                 .filter(|l| &l.config == c && l.warmup == warm)
                 .count()
         };
+        // Tried: measured, or out of the running (a configuration with only its warm-up run
+        // made, in an interrupted sweep, is asked for again and makes its measured runs).
+        let tried: BTreeSet<Config> = log
+            .lines()
+            .iter()
+            .filter(|l| !l.warmup || is_out(log.lines(), &l.config, plan.ignore_failure))
+            .map(|l| l.config.clone())
+            .collect();
+        let measured = estimates_cached(log.lines(), &objective, plan.ignore_failure, &mut cache);
+        let mut configs: Vec<(Config, usize)> = search::next_configs(
+            &plan.grid,
+            plan.strategy,
+            &measured,
+            &tried,
+            plan.tolerance,
+            plan.runs,
+        );
+        // Configurations of earlier stages that still lack runs (an interrupted sweep): every
+        // configuration of an exhaustive sweep, and the search's contenders (those with more
+        // than the one run it explores with).
+        let started = match plan.strategy {
+            Strategy::Exhaustive => 0,
+            Strategy::Search => 2,
+        };
         for c in &tried {
-            if !configs.contains(c)
+            let n = count(log.lines(), c, false);
+            if !configs.iter().any(|(d, _)| d == c)
                 && !is_out(log.lines(), c, plan.ignore_failure)
-                && count(log.lines(), c, false) < plan.runs
+                && n >= started
+                && n < plan.runs
             {
-                configs.push(c.clone());
+                configs.push((c.clone(), plan.runs));
             }
         }
-        // The deciding stage: the search is done, but the recommendation would be decided by
-        // intervals too wide to tell (`search::undecided`): one more run of each of the two.
+        // The deciding stage: the search is done, but a simpler configuration's tie with the
+        // fastest is undecided (`search::undecided`): one more run of each of the two.
         let deciding = configs.is_empty();
         if deciding {
-            match undecided_pair(plan, log.lines(), &measured) {
-                Some(pair) => configs = pair,
-                None => return Ok(()),
-            }
+            let Some(pair) = undecided_pair(plan, log.lines(), &measured) else {
+                return Ok(());
+            };
+            // Each gets one run more, or (resumed after only the first of a pair ran) the
+            // other the run it lacks: the pair stays in step.
+            let made: Vec<usize> = pair.iter().map(|c| count(log.lines(), c, false)).collect();
+            let most = made.iter().copied().max().unwrap_or(0);
+            let want = most + usize::from(made.iter().all(|&n| n == most));
+            configs = pair.into_iter().map(|c| (c, want)).collect();
         }
         configs.sort();
-        // A deciding stage gives each of the two one run more, or (resumed after only the
-        // first of a pair ran) the other the run it lacks: the pair stays in step.
-        let want = if deciding {
-            let made: Vec<usize> = configs
-                .iter()
-                .map(|c| count(log.lines(), c, false))
-                .collect();
-            let most = made.iter().copied().max().unwrap_or(0);
-            most + usize::from(made.iter().all(|&n| n == most))
-        } else {
-            0
-        };
         for round in 0.. {
-            let needs = |lines: &[RunLine], c: &Config| -> Option<bool> {
+            let needs = |lines: &[RunLine], c: &Config, want: usize| -> Option<bool> {
                 if is_out(lines, c, plan.ignore_failure) {
                     return None;
                 }
@@ -399,12 +447,15 @@ pub(crate) fn execute(
                     .collect();
                 let n = measured.len();
                 let time: f64 = measured.iter().filter_map(|l| l.wall_s()).sum();
-                (n < plan.runs || (time < plan.min_time.as_secs_f64() && n < max_runs) || n < want)
+                // `--min-time` is for the runs that are compared, not the search's one-run
+                // exploration.
+                let timed = want >= plan.runs && !deciding;
+                (n < want || (timed && time < plan.min_time.as_secs_f64() && n < max_runs))
                     .then_some(false)
             };
             let mut todo: Vec<(Config, bool)> = configs
                 .iter()
-                .filter_map(|c| needs(log.lines(), c).map(|w| (c.clone(), w)))
+                .filter_map(|(c, want)| needs(log.lines(), c, *want).map(|w| (c.clone(), w)))
                 .collect();
             if todo.is_empty() {
                 if round == 0 {

@@ -79,7 +79,7 @@ pub use apply::{apply_lines, apply_lines_for};
 pub use bench::{BenchReport, CtxSwitches, TracePoint};
 pub use compare::{Case, CompareError, Comparison, Verdict, compare};
 pub use cost::{CORPUS_SEARCH_SHARE, DesignCost, DesignEstimate};
-pub use design::{DEFAULT_TOLERANCE_PCT, Design};
+pub use design::{DEFAULT_MAX_RUNS, DEFAULT_TOLERANCE_PCT, Design};
 #[cfg(test)]
 pub(crate) use engine::execute;
 pub use engine::{Progress, Sweep};

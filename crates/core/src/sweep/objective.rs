@@ -846,9 +846,18 @@ impl Objective {
     /// A summary of values as the cost estimate the tie rule and the search compare.
     pub fn estimate(&self, s: &Summary) -> Estimate {
         let (lo, hi) = (self.cost(s.ci.0), self.cost(s.ci.1));
+        // The spread relative to the median is the same for a value and its inverse (to first
+        // order), so a rate's is its cost's.
+        let spread = if s.n > 1 && s.median.abs() > 0.0 {
+            (1.4826 * s.mad).max(s.stddev) / s.median.abs()
+        } else {
+            0.0
+        };
         Estimate {
             median: self.cost(s.median),
             ci: (lo.min(hi), lo.max(hi)),
+            n: s.n,
+            spread,
         }
     }
 

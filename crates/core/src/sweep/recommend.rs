@@ -5,23 +5,34 @@
 //! never recommended, never the fastest, in no tie and not on the Pareto front; the warnings
 //! say which were put out and why.
 //!
-//! A configuration *ties* with the fastest when its 95% interval of the median overlaps the
-//! fastest's, or its median is within the tolerance (3% by default) of the fastest's. Among the
-//! ties the simplest wins: fewer threads, then no pinning, then no CPU exclusion, then no
-//! throttle ([`Config::simplicity_key`]). The reason is one or two sentences built from the
-//! measurements: how the choice compares with the fastest, what pinning and CPU exclusion were
-//! worth, and what the counters say about oversubscription.
+//! A configuration *ties* with the fastest when its runs show it at most the tolerance (3% by
+//! default) slower: the one-sided 95% upper bound of the ratio of its median to the fastest's
+//! is within `1 + tolerance` (`search::tie`, whose docs give the interval: Welch's t on the log
+//! of the ratio, each median's spread the larger of its standard deviation and 1.4826 × MAD).
+//! A median within the tolerance is not enough: three noisy runs 2.9% slower may well be 5%
+//! slower, and the pick must be within the tolerance of the best, not of a lucky draw. A median
+//! beyond the tolerance is no tie, whatever the intervals. With one run per configuration (a
+//! `--runs 1` sweep) there is no interval and the median decides. Among the ties the simplest
+//! wins: fewer threads, then no pinning, then no CPU exclusion, then no throttle
+//! ([`Config::simplicity_key`]); with no tie, the fastest. The reason is one or two sentences
+//! built from the measurements: how the choice compares with the fastest (with the bound that
+//! supports a tie), a simpler configuration within the tolerance by median that its runs could
+//! not show as such, what pinning and CPU exclusion were worth, and what the counters say about
+//! oversubscription. "Beyond noise" is said only when every simpler configuration is slower
+//! than the choice by more than the tolerance and its ratio's lower bound is above 1 (a
+//! configuration the search measured once is taken to vary as much as the choice does).
 //!
-//! A tie only through overlapping intervals while the medians differ by more than the tolerance
-//! is not left to 3 runs: the engine measures the two further (`Design::max_runs`, the deciding
-//! stage), and the reason names the configurations that got more runs and how many. Statistical
-//! outliers of the choice and of the fastest (modified z-score above 3.5, hyperfine's warning)
-//! are a warning naming the configuration, since one far run widens an interval.
+//! A tie within the tolerance by median that the runs cannot show is not left to 3 runs: the
+//! engine measures the two further (`Design::max_runs`, the deciding stage, a bound per
+//! comparison), and the reason names the configurations that got more runs and how many.
+//! Statistical outliers of the choice and of the fastest (modified z-score above 3.5,
+//! hyperfine's MAD rule and warning) are a warning naming the configuration: they widen the
+//! bound (the standard deviation counts them), so they can cost a tie, never make one.
 
 use serde::{Deserialize, Serialize};
 
 use super::objective::{Objective, Quantity, pareto_front};
-use super::search::{Estimate, ties};
+use super::search::{Estimate, Tie, pick, ratio, slower_beyond_noise, tie};
 use super::summary::ConfigSummary;
 use crate::grid::Config;
 
@@ -116,19 +127,13 @@ pub(crate) fn recommend_on(
 ) -> Option<Recommendation> {
     let time = Objective::time();
     let objective = objectives.first().unwrap_or(&time);
-    let measured: Vec<(&ConfigSummary, Estimate)> = summaries
+    let measured: Vec<(&ConfigSummary, &Config, Estimate)> = summaries
         .iter()
-        .filter_map(|s| estimate(s, objective).map(|e| (s, e)))
+        .filter_map(|s| estimate(s, objective).map(|e| (s, &s.config, e)))
         .collect();
-    let &(fastest, best) = measured
-        .iter()
-        .min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
-    let chosen = measured
-        .iter()
-        .filter(|(_, e)| ties(e, &best, tolerance))
-        .map(|(s, _)| *s)
-        .min_by_key(|s| s.config.simplicity_key())?;
-    let chosen_est = estimate(chosen, objective)?;
+    let (fastest_at, chosen_at) = pick(&measured, tolerance)?;
+    let (fastest, _, best) = measured[fastest_at];
+    let (chosen, _, chosen_est) = measured[chosen_at];
     let value = |s: &ConfigSummary| {
         s.objectives
             .first()
@@ -137,21 +142,24 @@ pub(crate) fn recommend_on(
     };
     let shown = value(chosen).map_or_else(String::new, |v| objective.show(v));
     // "Better than every simpler configuration beyond noise" needs simpler configurations that
-    // were measured (a sweep stopped after its first configuration has none) and intervals
-    // (one run has none: its interval is the run itself).
-    let simpler: Vec<&(&ConfigSummary, Estimate)> = measured
+    // were measured (a sweep stopped after its first configuration has none) and an interval
+    // for the choice (one run has none).
+    let simpler: Vec<&(&ConfigSummary, &Config, Estimate)> = measured
         .iter()
-        .filter(|(s, _)| s.config.simplicity_key() < chosen.config.simplicity_key())
+        .filter(|(s, _, _)| s.config.simplicity_key() < chosen.config.simplicity_key())
         .collect();
-    let intervals = chosen.runs >= MIN_RUNS_FOR_NOISE
-        && simpler.iter().all(|(s, _)| s.runs >= MIN_RUNS_FOR_NOISE);
-    let noise_known = measured.iter().all(|(s, _)| s.runs >= MIN_RUNS_FOR_NOISE);
     let beyond_noise = chosen.config == fastest.config
         && !simpler.is_empty()
-        && intervals
-        && simpler
-            .iter()
-            .all(|(_, e)| !ties(e, &chosen_est, tolerance));
+        && chosen.runs >= MIN_RUNS_FOR_NOISE
+        && simpler.iter().all(|(_, _, e)| {
+            tie(e, &chosen_est, tolerance) == Tie::No && slower_beyond_noise(e, &chosen_est)
+        });
+    // The simplest configuration simpler than the choice that is within the tolerance by
+    // median but whose runs could not show it.
+    let unshown = simpler
+        .iter()
+        .filter(|(_, _, e)| tie(e, &best, tolerance) == Tie::Undecided)
+        .min_by_key(|(s, _, _)| s.config.simplicity_key());
 
     let mut reason = Vec::new();
     // The speedup is of the time, or of the program's own figure when that is the objective;
@@ -187,10 +195,14 @@ pub(crate) fn recommend_on(
             }
         ));
     } else {
-        let why = if chosen_est.median <= best.median * (1.0 + tolerance) {
-            format!("within the {:.0}% tolerance", tolerance * 100.0)
-        } else {
-            "within noise (the 95% intervals of the medians overlap)".to_owned()
+        let why = match ratio(&chosen_est, &best) {
+            Some((_, _, high)) => format!(
+                "within the {:.0}% tolerance (its runs put it at most {:.1}% slower, 95% \
+                 confidence)",
+                tolerance * 100.0,
+                (high - 1.0) * 100.0
+            ),
+            None => format!("within the {:.0}% tolerance", tolerance * 100.0),
         };
         reason.push(format!(
             "{} is {best_word}, but only {:.1}% {better_word} than {} ({shown} median{speed}), \
@@ -200,11 +212,28 @@ pub(crate) fn recommend_on(
             chosen.config,
         ));
     }
+    if let Some((s, _, e)) = unshown {
+        let high = ratio(e, &best).map_or(String::new(), |(_, _, high)| {
+            format!(
+                " (up to {:.1}% slower, 95% confidence)",
+                (high - 1.0) * 100.0
+            )
+        });
+        reason.push(format!(
+            "{} is within {:.1}% of the {best_word} by median, but its {} and the {best_word}'s \
+             {} cannot show it within the {:.0}% tolerance{high}, so it is not recommended.",
+            s.config,
+            pct(best.median, e.median),
+            crate::sys::counted(s.runs, "run"),
+            fastest.runs,
+            tolerance * 100.0,
+        ));
+    }
     // The runs that decided it, when configurations were measured further than the others.
     if let Some(base) = runs {
         let (named, others): (Vec<&ConfigSummary>, Vec<&ConfigSummary>) = measured
             .iter()
-            .map(|(s, _)| *s)
+            .map(|(s, _, _)| *s)
             .filter(|s| s.runs > base)
             .partition(|s| s.config == chosen.config || s.config == fastest.config);
         // A few are all named; of many (ties that ended one after another), the two compared.
@@ -281,9 +310,17 @@ pub(crate) fn recommend_on(
     let best_of = |pred: &dyn Fn(&Config) -> bool| {
         measured
             .iter()
-            .filter(|(s, _)| pred(&s.config))
-            .min_by(|a, b| a.1.median.total_cmp(&b.1.median))
-            .copied()
+            .filter(|(s, _, _)| pred(&s.config))
+            .min_by(|a, b| a.2.median.total_cmp(&b.2.median))
+            .map(|(s, _, e)| (*s, *e))
+    };
+    // Whether two configurations' difference can be told from noise: not with one run each.
+    let once_each =
+        |a: &Estimate, b: &Estimate| a.n < MIN_RUNS_FOR_NOISE && b.n < MIN_RUNS_FOR_NOISE;
+    // Whether the slower of two is slower beyond the tolerance and beyond noise.
+    let apart = |a: &Estimate, b: &Estimate| {
+        let (slow, fast) = if a.median >= b.median { (a, b) } else { (b, a) };
+        tie(slow, fast, tolerance) == Tie::No && slower_beyond_noise(slow, fast)
     };
     let same = |c: &Config| {
         c.threads == chosen.config.threads
@@ -296,14 +333,14 @@ pub(crate) fn recommend_on(
     ) {
         let gain = pct(pin_e.median, os_e.median);
         let n = crate::sys::counted(chosen.config.threads, "thread");
-        if !noise_known {
+        if once_each(&os_e, &pin_e) {
             reason.push(format!(
                 "At {n} pinning ({}) {} {:.1}% (one run each: not told from noise).",
                 pinned.config.family.place,
                 if gain >= 0.0 { "gains" } else { "costs" },
                 gain.abs()
             ));
-        } else if gain > 0.0 && !ties(&os_e, &pin_e, tolerance) {
+        } else if gain > 0.0 && apart(&os_e, &pin_e) {
             reason.push(format!(
                 "At {n} pinning ({}) gains {gain:.1}% over the OS's placement, beyond noise.",
                 pinned.config.family.place
@@ -328,12 +365,12 @@ pub(crate) fn recommend_on(
         best_of(&|c| !c.family.cpus.is_all()),
     ) {
         let gain = pct(excl_e.median, all_e.median);
-        let verdict = if !noise_known {
+        let verdict = if once_each(&excl_e, &all_e) {
             "one run each: not told from noise"
-        } else if ties(&excl_e, &all_e, tolerance) && ties(&all_e, &excl_e, tolerance) {
-            "within noise"
-        } else {
+        } else if apart(&excl_e, &all_e) {
             "beyond noise"
+        } else {
+            "within noise"
         };
         reason.push(format!(
             "Restricting to '{}' {} {:.1}%, {verdict}.",
@@ -441,19 +478,29 @@ pub(crate) fn recommend_on(
             s.first_failure.as_deref().unwrap_or("failed")
         ));
     }
-    if !noise_known {
-        let single: Vec<&(&ConfigSummary, Estimate)> = measured
-            .iter()
-            .filter(|(s, _)| s.runs < MIN_RUNS_FOR_NOISE)
-            .collect();
-        if single.len() == measured.len() && single.iter().all(|(s, _)| s.failed == 0) {
+    // Configurations with one successful run that could change the answer: the choice, the
+    // fastest and those within the tolerance of it (the search's one-run exploration of the
+    // rest is no caveat).
+    let every = measured.iter().all(|(s, _, _)| s.runs < MIN_RUNS_FOR_NOISE);
+    let single: Vec<&(&ConfigSummary, &Config, Estimate)> = measured
+        .iter()
+        .filter(|(s, _, e)| {
+            s.runs < MIN_RUNS_FOR_NOISE
+                && (every
+                    || s.config == chosen.config
+                    || s.config == fastest.config
+                    || tie(e, &best, tolerance) != Tie::No)
+        })
+        .collect();
+    if !single.is_empty() {
+        if every && single.iter().all(|(s, _, _)| s.failed == 0) {
             warnings.push(
                 "one successful run per configuration: there is no interval, so no difference \
                  can be told from noise (--runs 3 or more for that)."
                     .to_owned(),
             );
         } else {
-            let (first, _) = single[0];
+            let (first, _, _) = single[0];
             warnings.push(format!(
                 "{} with one successful run ({}{}): there is no interval for {}, so no \
                  difference can be told from noise.",

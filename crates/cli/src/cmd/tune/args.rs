@@ -24,8 +24,8 @@ use coretune_core::grid::{
 use coretune_core::program::pin::SkipMask;
 use coretune_core::program::server::Ready;
 use coretune_core::sweep::{
-    DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective, RunSettings,
-    ServerSettings, Strategy, Target,
+    DEFAULT_MAX_RUNS, DEFAULT_TOLERANCE_PCT, Design, Launcher, MetricSource, MetricSpec, Objective,
+    RunSettings, ServerSettings, Strategy, Target,
 };
 use coretune_core::{Binding, Policy};
 use serde::{Deserialize, Serialize};
@@ -240,11 +240,12 @@ struct SweepArgs {
     #[arg(long, default_value_t = DEFAULT_TOLERANCE_PCT, value_name = "PCT",
           allow_negative_numbers = true, value_parser = numbers::percent())]
     tolerance: f64,
-    /// When the simplest configuration that ties with the fastest ties only because their
-    /// intervals overlap, while the medians differ by more than the tolerance, measure both
-    /// further, in turn, until the difference is beyond noise or within the tolerance, up to
-    /// this many runs each (off unless given; no more runs when N ≤ --runs; 10 is what
-    /// BENCHMARKS.md measured).
+    /// When a configuration simpler than the pick is within the tolerance of the fastest by
+    /// median but its runs cannot show it (the 95% bound of their ratio), measure both
+    /// further, in turn, until the bound is within the tolerance or the median leaves it, up to
+    /// this many runs each for that comparison; then the pick against a configuration within
+    /// the tolerance of it that its runs cannot show it within the tolerance of [default: 10;
+    /// no more runs when N ≤ --runs].
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = numbers::whole(1, usize::MAX))]
     max_runs: Option<usize>,
@@ -578,8 +579,8 @@ impl SweepOptions {
             warmup: args.warmup,
             min_time: args.min_time,
             tolerance: args.tolerance / 100.0,
-            // Off unless given: 0 is what folders from before the option say.
-            max_runs: args.max_runs.unwrap_or(0),
+            // Folders from before the option say 0 (none); a new sweep makes deciding runs.
+            max_runs: args.max_runs.unwrap_or(DEFAULT_MAX_RUNS),
             objectives: objectives(args, show_output)?,
             launcher: launcher(args)?,
             ignore_failure: args.ignore_failure,
