@@ -44,8 +44,18 @@ lane=$!
 set +m
 echo "idle lane: '$lane_cmd' beside the tests (lowest CPU priority${group:+, cgroup $group}; log $log)" >&2
 
+# Ends the lane's process group: TERM, and KILL what is left after 5 s. SIGPIPE ignored first:
+# when make test is stopped, whatever read this script's output may be gone already, and a
+# message written to it must not end this script before the lane is.
 stop_lane() {
+  trap '' PIPE
   kill -TERM -- "-$lane" 2>/dev/null
+  local i
+  for i in $(seq 50); do
+    kill -0 -- "-$lane" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$lane" 2>/dev/null
   wait "$lane" 2>/dev/null
 }
 remove_group() {
