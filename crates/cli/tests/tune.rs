@@ -2086,7 +2086,10 @@ fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_
             .unwrap();
         assert!(status.success(), "mount {options}");
     };
-    mount("size=20k");
+    // 32 KiB: the folder's first files take 4 to 5 of its 8 pages (machine.json grows on a busy
+    // machine), and runs.jsonl the rest, room for a few of the sweep's 40 run lines (about 800
+    // bytes each). With 20 KiB, machine.json crossing a page left runs.jsonl no room at all.
+    mount("size=32k");
     let _mounted = Mounted(full.clone());
     let dir = full.join("s3");
     let out = util::coretune()
@@ -2098,7 +2101,17 @@ fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_
             "os,compact",
             "--exhaustive",
         ])
-        .args(["--runs", "5", "--warmup", "0", "--quiet", "--out"])
+        // --max-runs as --runs: no deciding runs, so that the sweep has exactly 40 runs.
+        .args([
+            "--runs",
+            "10",
+            "--max-runs",
+            "10",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--out",
+        ])
         .arg(&dir)
         .arg("--")
         .arg(util::probe())
@@ -2126,7 +2139,7 @@ fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_
     let text = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap();
     assert!(text.ends_with('\n'), "{text}");
     let before = util::read_jsonl(&dir.join("runs.jsonl")).len();
-    assert!((1..20).contains(&before), "{before}");
+    assert!((1..40).contains(&before), "{before}");
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -2141,9 +2154,9 @@ fn a_full_disk_stops_the_sweep_at_the_first_failed_append_and_leaves_no_torn_or_
     mount("remount,size=4m");
     util::resume(&dir);
     let runs = util::read_jsonl(&dir.join("runs.jsonl"));
-    assert_eq!(runs.len(), 20);
+    assert_eq!(runs.len(), 40);
     for c in util::summary(&dir)["configs"].as_array().unwrap() {
-        assert_eq!(c["runs"], 5, "{c}");
+        assert_eq!(c["runs"], 10, "{c}");
     }
 }
 
