@@ -8,7 +8,12 @@
 #   scripts/bench-place.sh            the machines above
 #   scripts/bench-place.sh small      a 64-PU machine and 64 threads (checks the script runs)
 #
-# Prints hyperfine's Markdown table; `--export-json` files stay in the printed folder.
+# Then flat machines (issue 37): 2,048 cores in one package, and 16 packages of 128 cores,
+# whose synthetic descriptions hwloc builds in a time that grows with the square of one
+# parent's children; coretune keeps big ones as XML in its cache (README, `topo`): timed with the
+# cache emptied before every run (cold) and kept (warm), next to hwloc-calc on the same machine.
+#
+# Prints hyperfine's Markdown tables; `--export-json` files stay in the printed folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -p coretune >&2
@@ -17,11 +22,15 @@ out=$(mktemp -d)
 if [[ "${1:-}" == "small" ]]; then
     big='pack:2 numa:2 l3:2 core:4 pu:2'; n=64
     issue='pack:2 numa:2 l3:2 core:2 pu:2'; runs=(--runs 3 --warmup 1)
+    flat='pack:1 core:1024 pu:1'; wide='pack:2 core:512 pu:1'
 else
     big='pack:16 numa:4 l3:2 core:16 pu:2'; n=4096
     issue='pack:16 numa:4 l3:2 core:8 pu:2'; runs=(--runs 20 --warmup 3)
+    flat='pack:1 core:2048 pu:1'; wide='pack:16 core:128 pu:1'
 fi
 echo "results in $out" >&2
+# The cache of big synthetic topologies: the script's own, so that every run starts as told.
+export XDG_CACHE_HOME=$out/cache
 hyperfine -N "${runs[@]}" --export-markdown "$out/place.md" --export-json "$out/place.json" \
     -n "place $n threads (spread/pu)" "$bin place --threads $n --input '$big'" \
     -n "place $n threads --bind share" "$bin place --threads $n --bind share --input '$big'" \
@@ -30,9 +39,15 @@ hyperfine -N "${runs[@]}" --export-markdown "$out/place.md" --export-json "$out/
     -n "distrib $n" "$bin distrib --input '$big' $n" \
     -n "hwloc-distrib $n" "hwloc-distrib --input '$big' $n" \
     -n "topology load alone (topo --xml)" "$bin topo --xml --input '$big'" >&2
-cat "$out/place.md"
-python3 - "$out/place.json" <<'PY'
+hyperfine -N "${runs[@]}" --export-markdown "$out/flat.md" --export-json "$out/flat.json" \
+    --prepare "rm -rf $out/cache" -n "place, '$flat', cold cache" "$bin place --input '$flat'" \
+    --prepare "true" -n "place, '$flat', warm cache" "$bin place --input '$flat'" \
+    --prepare "rm -rf $out/cache" -n "place, '$wide', cold cache" "$bin place --input '$wide'" \
+    --prepare "true" -n "place, '$wide', warm cache" "$bin place --input '$wide'" \
+    --prepare "true" -n "hwloc-calc, '$flat'" "hwloc-calc --input '$flat' all" >&2
+cat "$out/place.md" "$out/flat.md"
+python3 - "$out/place.json" "$out/flat.json" <<'PY'
 import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
+for r in (r for f in sys.argv[1:] for r in json.load(open(f))["results"]):
     print(f"{r['command']}: median {r['median']*1e3:.1f} ms, user {r['user']*1e3:.1f} ms, system {r['system']*1e3:.1f} ms")
 PY

@@ -39,6 +39,7 @@ fn line(seq: usize, threads: usize, place: &str, wall: f64, status: Status) -> R
         pinning: None,
         audit: None,
         metrics: std::collections::BTreeMap::new(),
+        sampler: None,
     };
     RunLine {
         seq,

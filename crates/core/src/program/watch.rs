@@ -362,11 +362,31 @@ impl Sampler {
     }
 }
 
-/// A sampler running on a background thread until [`Monitor::finish`].
+/// Once sampling is at its interval, the wait after a sample is at least this many times what
+/// the sample took, so that a sampler beside a run takes at most 1% of one CPU's time in the
+/// long run, whatever the threads it reads (a sample reads two `/proc` files per thread of the
+/// program). The kernel lowers perf's sample rate the same way when sampling takes more than
+/// `perf_cpu_time_max_percent` of the CPU. The cost is measured in wall time, which a sampler
+/// preempted by the program it samples only lengthens. The first samples of a placement check
+/// (after 2, 4, 8, … ms) are not stretched: they are what sees a short run's threads.
+const COST_RATIO: u32 = 99;
+
+/// A sampler running on a background thread until [`Monitor::finish`]: every `interval`, or less
+/// often when a sample costs more than 1% of that (see [`COST_RATIO`]).
 #[derive(Debug)]
 pub struct Monitor {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<Sample>>,
+    handle: JoinHandle<(Vec<Sample>, Option<Duration>)>,
+}
+
+/// What a sampler beside a run cost: recorded with the run (`sampler` in `runs.jsonl`), so that
+/// its overhead is stated where it was paid.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplerCost {
+    /// Samples taken.
+    pub samples: usize,
+    /// The sampling thread's own CPU time, user and system, in seconds.
+    pub cpu_s: f64,
 }
 
 impl Monitor {
@@ -435,7 +455,7 @@ impl Monitor {
                 // stop request.
                 loop {
                     std::thread::park_timeout(wait);
-                    wait = (wait * 2).min(interval);
+                    let began = Instant::now();
                     match sampler.sample() {
                         Ok(s) => samples.push(s),
                         Err(_) => break,
@@ -443,8 +463,16 @@ impl Monitor {
                     if flag.load(Ordering::SeqCst) {
                         break;
                     }
+                    // The first samples, which let a short run be seen, come on time; then
+                    // the cost bound holds.
+                    let next = (wait * 2).min(interval);
+                    wait = if next < interval {
+                        next
+                    } else {
+                        next.max(began.elapsed() * COST_RATIO)
+                    };
                 }
-                samples
+                (samples, sys::thread_cpu_time().ok())
             })
             .map_err(WatchError::Thread)?;
         Ok(Self { stop, handle })
@@ -452,9 +480,20 @@ impl Monitor {
 
     /// Stops sampling (with one last sample) and returns the samples.
     pub fn finish(self) -> Vec<Sample> {
+        self.finish_with_cost().0
+    }
+
+    /// Stops sampling (with one last sample) and returns the samples and what taking them cost
+    /// (`None` where the system does not give a thread's CPU time).
+    pub fn finish_with_cost(self) -> (Vec<Sample>, Option<SamplerCost>) {
         self.stop.store(true, Ordering::SeqCst);
         self.handle.thread().unpark();
-        self.handle.join().unwrap_or_default()
+        let (samples, cpu) = self.handle.join().unwrap_or_default();
+        let cost = cpu.map(|cpu| SamplerCost {
+            samples: samples.len(),
+            cpu_s: cpu.as_secs_f64(),
+        });
+        (samples, cost)
     }
 }
 

@@ -87,11 +87,9 @@ pub(crate) use os::{
 pub(crate) use os::{set_mempolicy_before_exec, set_thread_mempolicy};
 
 // Counters of this process and of the calling thread.
-#[cfg(test)]
-pub(crate) use os::thread_cpu_time;
 pub(crate) use os::{
     MigrationCounter, SwitchCounter, current_cpu, current_tid, own_cpu_ticks, peak_rss_bytes,
-    reset_peak_rss, resource_usage, thread_migrations,
+    reset_peak_rss, resource_usage, thread_cpu_time, thread_migrations,
 };
 
 // Machine-wide activity.

@@ -270,7 +270,6 @@ pub(crate) fn current_tid() -> Result<i32, SysError> {
     unsupported("thread ids")
 }
 
-#[cfg(test)]
 pub(crate) fn thread_cpu_time() -> Result<std::time::Duration, SysError> {
     unsupported("thread CPU time")
 }

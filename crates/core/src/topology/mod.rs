@@ -24,6 +24,7 @@
 //! [`Topology::logical_index`]), so `core:1` is the machine's second core whatever level it is on.
 
 mod budget;
+mod cache;
 pub mod facts;
 pub mod groups;
 mod info;

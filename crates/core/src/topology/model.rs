@@ -3,6 +3,7 @@
 //! kinds, restricting it to a set).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use hwlocality::Topology as HwlocTopology;
 use hwlocality::bitmap::Bitmap;
@@ -15,6 +16,7 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use hwlocality::topology::editor::RestrictFlags;
 
+use super::cache;
 use super::info::{Counts, CpuKindInfo, DistanceMatrix, MissingPus, NumaNodeInfo, Smt};
 use super::source::{
     LoadOptions, RestrictError, TopologyError, TopologySource, bad_xml, hwloc_reason,
@@ -61,6 +63,45 @@ impl Topology {
         source: &TopologySource,
         options: &LoadOptions,
     ) -> Result<Self, TopologyError> {
+        Self::load_cached(source, options, cache::folder().as_deref())
+    }
+
+    /// [`Topology::load_with`], a big synthetic description read from its XML in `cache` when
+    /// it is there, and put there when not (see the `cache` module).
+    pub(super) fn load_cached(
+        source: &TopologySource,
+        options: &LoadOptions,
+        cache: Option<&Path>,
+    ) -> Result<Self, TopologyError> {
+        let cached = match (source, cache) {
+            (TopologySource::Synthetic(description), Some(folder))
+                if cache::pus(description).is_some_and(|n| n >= cache::MIN_PUS) =>
+            {
+                Some(cache::file(folder, description, options))
+            }
+            _ => None,
+        };
+        let Some(file) = cached else {
+            return Self::build(source, options);
+        };
+        if let Ok(xml) = std::fs::read_to_string(&file) {
+            let label = file.display().to_string();
+            if let Ok(topology) = Self::build(&TopologySource::Xml { label, xml }, options) {
+                return Ok(Self {
+                    source: source.clone(),
+                    ..topology
+                });
+            }
+        }
+        let topology = Self::build(source, options)?;
+        if let Ok(xml) = topology.to_xml() {
+            cache::store(&file, &xml);
+        }
+        Ok(topology)
+    }
+
+    /// Has hwloc build the topology of `source`.
+    fn build(source: &TopologySource, options: &LoadOptions) -> Result<Self, TopologyError> {
         let mut flags = BuildFlags::empty();
         if options.include_disallowed {
             flags |= BuildFlags::INCLUDE_DISALLOWED;

@@ -73,3 +73,66 @@ fn tree_keeps_the_levels_placement_needs() {
         8
     );
 }
+
+#[test]
+fn a_synthetic_description_counts_its_pus_as_hwloc_builds_them() {
+    assert_eq!(cache::pus("pack:2 core:4 pu:2"), Some(16));
+    assert_eq!(cache::pus("2 4 2"), Some(16));
+    assert_eq!(cache::pus("numa:2(memory=1GB) core:4 pu:1"), Some(8));
+    // A level without a plain count: hwloc may read it otherwise, so it is never cached.
+    assert_eq!(cache::pus("pack:2 [numa] core:4 pu:2"), None);
+    assert_eq!(cache::pus(""), None);
+}
+
+#[test]
+fn a_big_synthetic_topology_is_built_once_then_read_from_its_cached_xml() {
+    let folder = tempfile::tempdir().unwrap();
+    let description = "pack:1 core:1024 pu:1";
+    let source = TopologySource::Synthetic(description.into());
+    let options = LoadOptions::default();
+    let built = Topology::load_cached(&source, &options, Some(folder.path())).unwrap();
+    let file = cache::file(folder.path(), description, &options);
+    let xml = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(xml, built.to_xml().unwrap());
+    // Read back: the same objects, still named by its description. (hwloc's XML backend adds
+    // that it can report disallowed PUs and NUMA nodes, which the synthetic backend does not.)
+    let objects = |xml: &str| -> Vec<String> {
+        xml.lines()
+            .filter(|l| !l.trim_start().starts_with("<support "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let read = Topology::load_cached(&source, &options, Some(folder.path())).unwrap();
+    assert_eq!(objects(&read.to_xml().unwrap()), objects(&xml));
+    assert_eq!(read.source(), &source);
+    // It is the file that is read (another machine's XML put there is what loads)...
+    let other = Topology::load(&TopologySource::Synthetic("pack:2 core:2 pu:1".into())).unwrap();
+    std::fs::write(&file, other.to_xml().unwrap()).unwrap();
+    let read = Topology::load_cached(&source, &options, Some(folder.path())).unwrap();
+    assert_eq!(read.counts().pus, 4);
+    // ...and a file that does not load is a miss: built again and rewritten.
+    std::fs::write(&file, "not XML").unwrap();
+    let read = Topology::load_cached(&source, &options, Some(folder.path())).unwrap();
+    assert_eq!(read.counts().pus, 1024);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), xml);
+    // Other load options are another file.
+    let calc = LoadOptions::hwloc_calc(false);
+    Topology::load_cached(&source, &calc, Some(folder.path())).unwrap();
+    assert_ne!(cache::file(folder.path(), description, &calc), file);
+    assert_eq!(std::fs::read_dir(folder.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn a_small_synthetic_topology_or_an_unwritable_cache_is_built_directly() {
+    let folder = tempfile::tempdir().unwrap();
+    let small = TopologySource::Synthetic("pack:2 core:8 pu:2".into());
+    Topology::load_cached(&small, &LoadOptions::default(), Some(folder.path())).unwrap();
+    assert_eq!(std::fs::read_dir(folder.path()).unwrap().count(), 0);
+    // A cache folder under a file cannot be made: the topology loads all the same.
+    let blocked = folder.path().join("file");
+    std::fs::write(&blocked, "").unwrap();
+    let big = TopologySource::Synthetic("pack:1 core:1024 pu:1".into());
+    let topology =
+        Topology::load_cached(&big, &LoadOptions::default(), Some(&blocked.join("sub"))).unwrap();
+    assert_eq!(topology.counts().pus, 1024);
+}

@@ -37,6 +37,7 @@ pub fn run_measured(
         pinning: None,
         audit: None,
         metrics: std::collections::BTreeMap::new(),
+        sampler: None,
     })
 }
 
@@ -110,6 +111,7 @@ pub fn run_copies(
         pinning: None,
         audit: None,
         metrics: std::collections::BTreeMap::new(),
+        sampler: None,
     })
 }
 

@@ -43,6 +43,10 @@ pub struct RunRecord {
     /// built-in workloads and sweeps without metrics).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// What the sampler beside the run cost (`--monitor`, or the check of a pinned program's
+    /// threads; absent when none ran, and in older folders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<crate::program::watch::SamplerCost>,
 }
 
 impl RunRecord {
@@ -63,6 +67,7 @@ impl RunRecord {
             pinning: None,
             audit: None,
             metrics,
+            sampler: None,
         }
     }
 }

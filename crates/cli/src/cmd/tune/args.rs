@@ -259,7 +259,8 @@ struct SweepArgs {
     #[serde(flatten)]
     workload_args: WorkloadArgs,
     /// Sample per-CPU utilisation and each thread's CPU during every run (every MS
-    /// milliseconds, default 50), into monitor/SEQ.jsonl, for the report's plots.
+    /// milliseconds, default 50; less often when a sample takes over 1% of that, as with
+    /// thousands of threads), into monitor/SEQ.jsonl, for the report's plots.
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     monitor: Option<u64>,
     /// A figure the program prints, read after each run: NAME=REGEX (its first group, or the

@@ -621,8 +621,9 @@ impl<'t> Runner<'t> {
                 &mut started,
             ),
         };
-        let mut samples = monitor.map(Monitor::finish).unwrap_or_default();
+        let (mut samples, cost) = monitor.map(Monitor::finish_with_cost).unwrap_or_default();
         if let Outcome::Done(record) = &mut outcome {
+            record.sampler = cost;
             let (pinning, audit) = started.audit(&samples);
             record.pinning = pinning.map(Box::new);
             if !audit.checked.is_empty() || !audit.is_clean() {

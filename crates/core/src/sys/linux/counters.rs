@@ -117,7 +117,6 @@ pub(crate) fn current_tid() -> Result<i32, SysError> {
 }
 
 /// CPU time the calling thread has used.
-#[cfg(test)]
 pub(crate) fn thread_cpu_time() -> Result<Duration, SysError> {
     use nix::time::{ClockId, clock_gettime};
     clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)

@@ -49,10 +49,8 @@ pub(crate) use cgroup_write::{
     write_cgroup_file,
 };
 pub(crate) use clock::{boot_time_ns, monotonic_ns, ticks_per_second};
-#[cfg(test)]
-pub(crate) use counters::thread_cpu_time;
 pub(crate) use counters::{
-    MigrationCounter, SwitchCounter, current_cpu, current_tid, resource_usage,
+    MigrationCounter, SwitchCounter, current_cpu, current_tid, resource_usage, thread_cpu_time,
 };
 pub(crate) use cpu_stat::cpu_stat;
 pub(crate) use files::{

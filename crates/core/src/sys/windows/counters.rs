@@ -4,14 +4,12 @@
 //! without telling why a thread switched, so the process's voluntary/involuntary split stays
 //! absent and each worker's own count is recorded.
 
-#[cfg(test)]
 use windows_sys::Win32::Foundation::FILETIME;
 use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::System::Kernel::PROCESSOR_NUMBER;
 use windows_sys::Win32::System::Performance::HardwareCounterProfiling::{
     DisableThreadProfiling, EnableThreadProfiling, PERFORMANCE_DATA, ReadThreadProfilingData,
 };
-#[cfg(test)]
 use windows_sys::Win32::System::Threading::GetThreadTimes;
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetCurrentProcessorNumberEx, GetCurrentThread, GetCurrentThreadId,
@@ -24,7 +22,6 @@ const READ_THREAD_PROFILING_FLAG_DISPATCHING: u32 = 1;
 const PERFORMANCE_DATA_VERSION: u32 = 1;
 
 use super::child::{peak_working_set, process_times_raw};
-#[cfg(test)]
 use super::handle::{check, filetime};
 use super::handle::{is_wine, ticks};
 use crate::sys::error::SysError;
@@ -71,7 +68,6 @@ pub(crate) fn current_tid() -> Result<i32, SysError> {
 }
 
 /// CPU time the calling thread has used.
-#[cfg(test)]
 pub(crate) fn thread_cpu_time() -> Result<std::time::Duration, SysError> {
     let mut t = [FILETIME::default(); 4];
     let [c, e, k, u] = &mut t;

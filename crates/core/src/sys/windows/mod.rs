@@ -31,11 +31,9 @@ pub(crate) use child::{
     ChildTree, executable_candidates, exit_signal, forward_signals_to, is_executable_file, is_path,
     on_stop_signals, prepare_child, shell_command, stop_everything, stopped_by_request,
 };
-#[cfg(test)]
-pub(crate) use counters::thread_cpu_time;
 pub(crate) use counters::{
     SwitchCounter, current_cpu, current_tid, own_cpu_ticks, peak_rss_bytes, reset_peak_rss,
-    resource_usage, thread_migrations,
+    resource_usage, thread_cpu_time, thread_migrations,
 };
 pub(crate) use cpu_stat::cpu_stat;
 pub(crate) use host::{cpu_model, cpu_settings, host_name, kernel_release};
