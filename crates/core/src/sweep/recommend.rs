@@ -199,10 +199,10 @@ pub(crate) fn recommend_on(
         Quantity::Cpu | Quantity::Rss => None,
     }
     .unwrap_or_default();
-    let (best_word, better_word) = if objective.is_time() {
-        ("fastest".to_owned(), "faster")
+    let (best_word, better_word, worse_word) = if objective.is_time() {
+        ("fastest".to_owned(), "faster", "slower")
     } else {
-        (format!("best on {}", objective.name()), "better")
+        (format!("best on {}", objective.name()), "better", "worse")
     };
     // The oversubscription rule: the tie rule's pick runs more threads at once than its PUs.
     let held = picked
@@ -221,16 +221,17 @@ pub(crate) fn recommend_on(
         held.filter(|((o, _, _), _)| o.config != chosen.config)
     {
         reason.push(format!(
-            "{} is {best_word}{}, but it is oversubscribed ({}), and {}, the {best_word} \
-             configuration that is not, is within the {:.0}% tolerance of it by median ({:.1}% \
-             {}) and its runs do not show it {} beyond noise: {} is recommended ({shown} \
-             median{speed}), since more threads than CPUs take CPU time from everything else on \
-             the machine.",
-            o.config,
+            "{}, but it is oversubscribed ({}), and {}, the {best_word} configuration that is \
+             not, is within the {:.0}% tolerance of it by median ({:.1}% {}) and its runs do not \
+             show it {} beyond noise: {} is recommended ({shown} median{speed}), since more \
+             threads than CPUs take CPU time from everything else on the machine.",
             if o.config == fastest.config {
-                String::new()
+                format!("{} is {best_word}", o.config)
             } else {
-                format!(" by the tie rule (the fastest is {})", fastest.config)
+                format!(
+                    "{} is the simplest tie with the {best_word}, {}",
+                    o.config, fastest.config
+                )
             },
             over_words(&o.config),
             fit.config,
@@ -241,11 +242,7 @@ pub(crate) fn recommend_on(
             } else {
                 "ahead"
             },
-            if better_word == "faster" {
-                "slower"
-            } else {
-                "worse"
-            },
+            worse_word,
             chosen.config,
         ));
     } else if chosen.config == fastest.config {
@@ -282,13 +279,8 @@ pub(crate) fn recommend_on(
         } else {
             match ratio(&fit_est, &chosen_est) {
                 Some((low, _, _)) => format!(
-                    "beyond noise (at least {:.1}% {}, 95% confidence)",
+                    "beyond noise (at least {:.1}% {worse_word}, 95% confidence)",
                     (low - 1.0) * 100.0,
-                    if better_word == "faster" {
-                        "slower"
-                    } else {
-                        "worse"
-                    }
                 ),
                 None => "beyond noise".to_owned(),
             }
@@ -299,11 +291,7 @@ pub(crate) fn recommend_on(
             over_words(&chosen.config),
             fit.config,
             pct(chosen_est.median, fit_est.median),
-            if better_word == "faster" {
-                "slower"
-            } else {
-                "worse"
-            },
+            worse_word,
         ));
     }
     if let Some((s, _, e)) = unshown {
