@@ -69,7 +69,9 @@ def pus_of(summary):
 
 
 def sweeps(coretune):
-    """(name, source, PUs) of every sweep of the corpus, its grid checked."""
+    """(name, source, PUs, topology) of every sweep of the corpus, its grid checked: the
+    topology file is given to the replay (`--input`) for the generated sweeps, whose PUs per
+    CPU set it counts (the oversubscription rule); a results folder has its own."""
     out = []
     gen = os.path.join(CORPUS, "generated")
     for name in sorted(os.listdir(gen)):
@@ -82,14 +84,14 @@ def sweeps(coretune):
         want = (grid["threads"], grid["places"], grid["cpus"])
         if (threads, places, cpus) != want:
             sys.exit(f"{name}: grid {threads, places, cpus} is not tune's {want}")
-        out.append((name, path, pus_of(summary)))
+        out.append((name, path, pus_of(summary), topo))
     real = os.path.join(CORPUS, "real")
     if os.path.isdir(real):
         for name in sorted(os.listdir(real)):
             folder = os.path.join(real, name)
             xml = os.path.join(folder, "topology.xml")
             _, summary = plan(coretune, xml)
-            out.append((f"real/{name}", folder, pus_of(summary)))
+            out.append((f"real/{name}", folder, pus_of(summary), None))
     return out
 
 
@@ -111,16 +113,22 @@ def main():
                     "runs)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="replays run at once (default 1; the answers do not depend on it)")
+    ap.add_argument("--only", help="replay only the sweeps whose name contains this text")
+    ap.add_argument("--search-only", action="store_true",
+                    help="replay the default search alone, not --exhaustive")
     args = ap.parse_args()
     max_runs = [] if args.max_runs is None else ["--max-runs", str(args.max_runs)]
-    cases = [(name, source, pus, seed, strategy)
-             for name, source, pus in sweeps(args.coretune)
+    cases = [(name, source, pus, topo, seed, strategy)
+             for name, source, pus, topo in sweeps(args.coretune)
+             if args.only is None or args.only in name
              for seed in range(args.seeds)
-             for strategy in ("search", "exhaustive")]
+             for strategy in (("search",) if args.search_only else ("search", "exhaustive"))]
 
     def replay(case):
-        name, source, pus, seed, strategy = case
+        name, source, pus, topo, seed, strategy = case
         extra = ["--exhaustive"] if strategy == "exhaustive" else []
+        if topo:
+            extra += ["--input", topo]
         r = run(args.coretune, ["tune", "--replay", source, "--json", "--seed",
                                 str(seed)] + extra + max_runs)
         return {

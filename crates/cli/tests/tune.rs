@@ -142,6 +142,8 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
             "os",
             "--runs",
             "2",
+            "--max-runs",
+            "2",
             "--warmup",
             "0",
             "--exhaustive",
@@ -158,7 +160,8 @@ fn external_command_gets_placeholders_and_failures_are_recorded() {
         .unwrap();
     util::assert_ok(&out);
     let calls = std::fs::read_to_string(&log).unwrap();
-    // 1 and 2 threads twice each; 3 threads once: its failure ends its runs.
+    // 1 and 2 threads twice each (no deciding runs: the runs are counted); 3 threads once: its
+    // failure ends its runs.
     assert_eq!(calls.lines().count(), 5);
     for line in calls.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();

@@ -96,6 +96,7 @@ fn fixed_report() -> SweepReport {
         max_runs: 0,
         objectives: Vec::new(),
         ignore_failure: false,
+        pus: Default::default(),
     };
     let target = Target::Workload {
         spec: WorkloadSpec {

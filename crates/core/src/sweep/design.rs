@@ -1,13 +1,15 @@
 //! What a sweep measures and how: the [`Design`] (grid, search strategy, runs, warm-up,
 //! tolerance).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::objective::Objective;
 use super::search::Strategy;
-use crate::grid::{Config, Grid};
+use crate::grid::{Config, Grid, MachineCounts, ThrottleSpec};
+use crate::topology::Topology;
 
 /// What to measure and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +46,14 @@ pub struct Design {
     /// false: a failed run puts its configuration out of the running; see the module docs).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignore_failure: bool,
+    /// The PUs each CPU set of the grid names on the machine the sweep is for (its text, as
+    /// `cpus` in the results files → PUs; [`Design::with_pus`]): a configuration that runs more
+    /// threads at once than that is *oversubscribed*, and the recommendation takes it only when
+    /// its runs show it faster than the best configuration that is not (`recommend.rs`). Empty
+    /// in sweeps from before it and in replays without a topology: then no configuration counts
+    /// as oversubscribed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pus: BTreeMap<String, usize>,
 }
 
 /// The tie tolerance when none is given, in percent: configurations whose medians are within
@@ -77,7 +87,36 @@ impl Design {
             max_runs: 0,
             objectives: Vec::new(),
             ignore_failure: false,
+            pus: BTreeMap::new(),
         }
+    }
+
+    /// The design with [`Design::pus`] counted on `topology`: each CPU set of the grid resolved
+    /// there (`all`: the PUs of `machine`, what `pus` means in thread lists). A CPU set that
+    /// does not resolve is left out (its configurations cannot run there anyway).
+    #[must_use]
+    pub fn with_pus(mut self, topology: &Topology, machine: MachineCounts) -> Self {
+        self.pus = self
+            .grid
+            .cpus
+            .iter()
+            .filter_map(|cpus| {
+                let n = match cpus.resolve(topology).ok()?.0 {
+                    None => machine.pus,
+                    Some(set) => set.weight()?,
+                };
+                Some((cpus.as_str().to_owned(), n))
+            })
+            .collect();
+        self
+    }
+
+    /// Whether `config` runs more threads at once than the PUs of its CPU set (its threads,
+    /// or a fixed throttle's limit when lower, times its instances), as `(threads at once,
+    /// PUs)`; `None` when it does not or the PUs are unknown ([`Design::pus`]). A throttle to
+    /// the cores or PUs keeps it within them; the adaptive one has no fixed limit.
+    pub fn oversubscribed(&self, config: &Config) -> Option<(usize, usize)> {
+        oversubscribed(&self.pus, config)
     }
 
     /// The runs every configuration gets before deciding runs, when this design makes them
@@ -100,4 +139,18 @@ impl Design {
             self.objectives.clone()
         }
     }
+}
+
+/// [`Design::oversubscribed`] with the PUs of each CPU set given.
+pub(crate) fn oversubscribed(
+    pus: &BTreeMap<String, usize>,
+    config: &Config,
+) -> Option<(usize, usize)> {
+    let &n = pus.get(config.family.cpus.as_str())?;
+    let at_once = match config.family.throttle {
+        ThrottleSpec::Limit(k) => config.threads.min(k),
+        ThrottleSpec::Cores | ThrottleSpec::Pus => config.threads.min(n),
+        ThrottleSpec::None | ThrottleSpec::Adaptive => config.threads,
+    } * config.family.instances;
+    (at_once > n).then_some((at_once, n))
 }

@@ -329,7 +329,8 @@ fn undecided_pair(
             && lines.iter().filter(|l| &l.config == c && !l.warmup).count() < plan.max_runs
     };
     let in_running = |c: &Config| !is_out(lines, c, plan.ignore_failure);
-    let (a, b) = search::undecided(measured, plan.tolerance, &|a, b| {
+    let over = |c: &Config| plan.oversubscribed(c).is_some();
+    let (a, b) = search::undecided(measured, plan.tolerance, &over, &|a, b| {
         in_running(a) && in_running(b) && (below(a) || below(b))
     })?;
     Some([a, b].into_iter().filter(|c| below(c)).collect())

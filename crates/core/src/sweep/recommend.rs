@@ -22,6 +22,19 @@
 //! than the choice by more than the tolerance and its ratio's lower bound is above 1 (a
 //! configuration the search measured once is taken to vary as much as the choice does).
 //!
+//! **Oversubscription must earn its place.** When that pick runs more threads at once than the
+//! PUs of its CPU set (`Design::pus`, `Design::oversubscribed`) and some configuration that does
+//! not was measured, the fastest configuration that is not oversubscribed takes its place when
+//! it is within the tolerance of it by median and its runs do not show it slower beyond noise
+//! (the lower bound of their ratio above 1): the same rule then picks among the configurations
+//! that are not oversubscribed, and the reason names both (`search::pick`, `search::gives_way`).
+//! On a machine shared with other work, threads beyond the CPUs take time from it: 3 threads
+//! per CPU are no answer when their runs cannot show them faster than 2 threads. A median slower
+//! by more than the tolerance keeps the oversubscribed pick, as the tie rule has it (the
+//! noisier one is not preferred for its noise: the means of the replay corpus, outliers and
+//! all, favour it). With one run each the median has decided. Sweeps without PU counts (from
+//! before them) count no configuration as oversubscribed.
+//!
 //! A tie within the tolerance by median that the runs cannot show is not left to 3 runs: the
 //! engine measures the two further (`Design::max_runs`, the deciding stage, a bound per
 //! comparison), and the reason names the configurations that got more runs and how many.
@@ -29,8 +42,11 @@
 //! hyperfine's MAD rule and warning) are a warning naming the configuration: they widen the
 //! bound (the standard deviation counts them), so they can cost a tie, never make one.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+use super::design::oversubscribed;
 use super::objective::{Objective, Quantity, pareto_front};
 use super::search::{Estimate, Tie, pick, ratio, slower_beyond_noise, tie};
 use super::summary::ConfigSummary;
@@ -111,19 +127,22 @@ pub fn recommend(
         objectives,
         &pareto(summaries, objectives),
         None,
+        &BTreeMap::new(),
     )
 }
 
 /// [`recommend`] with the Pareto front of `objectives` already found (the report model has it)
 /// and, when the sweep measured undecided ties further (`Design::max_runs`), the runs every
 /// configuration got first (`runs`): the reason then names the configurations measured further
-/// and their runs.
+/// and their runs. `pus` gives the PUs of each CPU set (`Design::pus`; empty: no
+/// configuration counts as oversubscribed).
 pub(crate) fn recommend_on(
     summaries: &[ConfigSummary],
     tolerance: f64,
     objectives: &[Objective],
     front: &[Config],
     runs: Option<usize>,
+    pus: &BTreeMap<String, usize>,
 ) -> Option<Recommendation> {
     let time = Objective::time();
     let objective = objectives.first().unwrap_or(&time);
@@ -131,9 +150,10 @@ pub(crate) fn recommend_on(
         .iter()
         .filter_map(|s| estimate(s, objective).map(|e| (s, &s.config, e)))
         .collect();
-    let (fastest_at, chosen_at) = pick(&measured, tolerance)?;
-    let (fastest, _, best) = measured[fastest_at];
-    let (chosen, _, chosen_est) = measured[chosen_at];
+    let over = |c: &Config| oversubscribed(pus, c).is_some();
+    let picked = pick(&measured, tolerance, &over)?;
+    let (fastest, _, best) = measured[picked.fastest];
+    let (chosen, _, chosen_est) = measured[picked.chosen];
     let value = |s: &ConfigSummary| {
         s.objectives
             .first()
@@ -179,12 +199,53 @@ pub(crate) fn recommend_on(
         Quantity::Cpu | Quantity::Rss => None,
     }
     .unwrap_or_default();
-    let (best_word, better_word) = if objective.is_time() {
-        ("fastest".to_owned(), "faster")
+    let (best_word, better_word, worse_word) = if objective.is_time() {
+        ("fastest".to_owned(), "faster", "slower")
     } else {
-        (format!("best on {}", objective.name()), "better")
+        (format!("best on {}", objective.name()), "better", "worse")
     };
-    if chosen.config == fastest.config {
+    // The oversubscription rule: the tie rule's pick runs more threads at once than its PUs.
+    let held = picked
+        .oversubscribed
+        .map(|(o, fit)| (measured[o], measured[fit]));
+    let over_words = |c: &Config| {
+        oversubscribed(pus, c).map_or_else(String::new, |(n, p)| {
+            format!(
+                "{} at once on {}",
+                crate::sys::counted(n, "thread"),
+                crate::sys::counted(p, "PU")
+            )
+        })
+    };
+    if let Some(((o, _, o_est), (fit, _, fit_est))) =
+        held.filter(|((o, _, _), _)| o.config != chosen.config)
+    {
+        reason.push(format!(
+            "{}, but it is oversubscribed ({}), and {}, the {best_word} configuration that is \
+             not, is within the {:.0}% tolerance of it by median ({:.1}% {}) and its runs do not \
+             show it {} beyond noise: {} is recommended ({shown} median{speed}), since more \
+             threads than CPUs take CPU time from everything else on the machine.",
+            if o.config == fastest.config {
+                format!("{} is {best_word}", o.config)
+            } else {
+                format!(
+                    "{} is the simplest tie with the {best_word}, {}",
+                    o.config, fastest.config
+                )
+            },
+            over_words(&o.config),
+            fit.config,
+            tolerance * 100.0,
+            pct(o_est.median, fit_est.median).abs(),
+            if fit_est.median >= o_est.median {
+                "behind"
+            } else {
+                "ahead"
+            },
+            worse_word,
+            chosen.config,
+        ));
+    } else if chosen.config == fastest.config {
         reason.push(format!(
             "{} is {best_word} ({shown} median{speed}){}.",
             chosen.config,
@@ -210,6 +271,27 @@ pub(crate) fn recommend_on(
             fastest.config,
             pct(best.median, chosen_est.median),
             chosen.config,
+        ));
+    }
+    if let Some((_, (fit, _, fit_est))) = held.filter(|((o, _, _), _)| o.config == chosen.config) {
+        let shown = if fit_est.median > chosen_est.median * (1.0 + tolerance) {
+            format!("beyond the {:.0}% tolerance", tolerance * 100.0)
+        } else {
+            match ratio(&fit_est, &chosen_est) {
+                Some((low, _, _)) => format!(
+                    "beyond noise (at least {:.1}% {worse_word}, 95% confidence)",
+                    (low - 1.0) * 100.0,
+                ),
+                None => "beyond noise".to_owned(),
+            }
+        };
+        reason.push(format!(
+            "It is oversubscribed ({}) and recommended all the same: {}, the {best_word} \
+             configuration that is not, is {:.1}% {} by median, {shown}.",
+            over_words(&chosen.config),
+            fit.config,
+            pct(chosen_est.median, fit_est.median),
+            worse_word,
         ));
     }
     if let Some((s, _, e)) = unshown {

@@ -47,7 +47,7 @@ use super::engine::execute;
 use super::error::SweepError;
 use super::log::{Outcome, RunLine, RunLog, Status};
 use super::objective::Objective;
-use super::recommend::{pareto, recommend, recommend_on};
+use super::recommend::{pareto, recommend_on};
 use super::search::Strategy;
 use super::summary::{ConfigSummary, summarize};
 use super::target::SweepSpec;
@@ -67,6 +67,9 @@ pub struct Replay {
     objectives: Vec<Objective>,
     /// The measured runs of each configuration, in file order.
     runs: BTreeMap<Config, Vec<RunLine>>,
+    /// The PUs of each CPU set, as the recorded sweep counted them (`Design::pus`; empty for a
+    /// JSON-lines file and a folder from before it).
+    pus: BTreeMap<String, usize>,
 }
 
 /// What a replayed search did, against the exhaustive answer (`tune --replay --json`).
@@ -275,11 +278,11 @@ impl Replay {
                 message: "no measured run in it".to_owned(),
             });
         }
-        let (grid, objectives) = match spec {
-            Some(spec) => (spec.design.grid, spec.design.objectives),
+        let (grid, objectives, pus) = match spec {
+            Some(spec) => (spec.design.grid, spec.design.objectives, spec.design.pus),
             None => {
                 let grid = Grid::spanning(lines.iter().map(|line| &line.config));
-                (grid, Vec::new())
+                (grid, Vec::new(), BTreeMap::new())
             }
         };
         let mut runs: BTreeMap<Config, Vec<RunLine>> = BTreeMap::new();
@@ -291,6 +294,7 @@ impl Replay {
             grid,
             objectives,
             runs,
+            pus,
         })
     }
 
@@ -329,8 +333,8 @@ impl Replay {
     }
 
     /// Replays `design` (its grid replaced by the recording's, no warm-up, the recording's
-    /// objectives when it names none) with `seed`, and compares its recommendation with the
-    /// exhaustive answer.
+    /// objectives and PUs per CPU set when it names none) with `seed`, and compares its
+    /// recommendation with the exhaustive answer.
     ///
     /// # Errors
     ///
@@ -342,6 +346,9 @@ impl Replay {
         design.warmup = 0;
         if design.objectives.is_empty() {
             design.objectives.clone_from(&self.objectives);
+        }
+        if design.pus.is_empty() {
+            design.pus.clone_from(&self.pus);
         }
         let objectives = design.objectives();
         let objective = &objectives[0];
@@ -368,8 +375,15 @@ impl Replay {
             .min_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, v)| ((*c).clone(), *v))
             .ok_or_else(nothing)?;
-        let exhaustive =
-            recommend(&summaries, design.tolerance, &objectives).ok_or_else(nothing)?;
+        let exhaustive = recommend_on(
+            &summaries,
+            design.tolerance,
+            &objectives,
+            &pareto(&summaries, &objectives),
+            None,
+            &design.pus,
+        )
+        .ok_or_else(nothing)?;
 
         let (search_lines, search_cost) = self.replay(&design, seed)?;
         let search_summaries = summarize(&search_lines, &objectives, design.ignore_failure);
@@ -379,6 +393,7 @@ impl Replay {
             &objectives,
             &pareto(&search_summaries, &objectives),
             design.deciding_base(),
+            &design.pus,
         )
         .ok_or_else(nothing)?;
         // The reference is the grid's bound: every configuration with `runs` runs, no deciding

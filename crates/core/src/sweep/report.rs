@@ -389,6 +389,7 @@ impl SweepReport {
             &objectives,
             &pareto,
             design.deciding_base(),
+            &design.pus,
         );
         if let Some(r) = recommendation.as_mut() {
             r.apply = apply(&r.config);

@@ -29,7 +29,10 @@
 //! simpler than the recommendation's pick is within the tolerance of the fastest by median but
 //! its runs cannot show it ([`tie`] is [`Tie::Undecided`]), the engine measures it and the
 //! fastest further, in turn, each up to `Design::max_runs` runs *for this comparison* (a
-//! fastest that already has them keeps them; the other catches up); then, while the pick's
+//! fastest that already has them keeps them; the other catches up); then, while an
+//! oversubscribed configuration faster by median gives way to the fastest one that is not
+//! (`recommend.rs`'s oversubscription rule: within the tolerance, not slower beyond noise),
+//! those two; then, while the pick's
 //! runs cannot show it within the tolerance of a configuration close to it by median, those
 //! two the same way.
 //!
@@ -193,26 +196,82 @@ pub(super) fn slower_beyond_noise(a: &Estimate, best: &Estimate) -> bool {
     bounds(a, spread, best).0 > 1.0
 }
 
+/// What the recommendation rule picks from the measurements ([`pick`]), as indices into them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Picked {
+    /// The fastest by median.
+    pub fastest: usize,
+    /// The pick.
+    pub chosen: usize,
+    /// When the tie rule's pick runs more threads at once than its PUs (an oversubscribed
+    /// configuration, [`Design::pus`](super::design::Design::pus)): it, and the fastest
+    /// configuration that is not, which its runs must show slower beyond noise for the
+    /// oversubscribed one to stay the pick.
+    pub oversubscribed: Option<(usize, usize)>,
+}
+
 /// The fastest configuration and the one the recommendation picks: the simplest whose tie
-/// with the fastest is supported, else the fastest.
+/// with the fastest is supported, else the fastest. When that one is oversubscribed (`over`
+/// says which are) and a configuration that is not was measured, the fastest configuration
+/// that is not oversubscribed takes its place ([`gives_way`]) when it is within the tolerance
+/// of it by median and its runs do not show it slower beyond noise: the pick is then made
+/// again among the configurations that are not oversubscribed. More threads than CPUs must
+/// earn their place: on a shared machine they take CPU time from everyone else.
 pub(super) fn pick<T>(
     measured: &[(T, &Config, Estimate)],
     tolerance: f64,
-) -> Option<(usize, usize)> {
-    let fastest = (0..measured.len())
-        .min_by(|&a, &b| measured[a].2.median.total_cmp(&measured[b].2.median))?;
-    let best = measured[fastest].2;
-    let chosen = (0..measured.len())
-        .filter(|&i| i == fastest || tie(&measured[i].2, &best, tolerance) == Tie::Supported)
-        .min_by_key(|&i| measured[i].1.simplicity_key())?;
-    Some((fastest, chosen))
+    over: &dyn Fn(&Config) -> bool,
+) -> Option<Picked> {
+    let choose = |among: &dyn Fn(usize) -> bool| -> Option<(usize, usize)> {
+        let fastest = (0..measured.len())
+            .filter(|&i| among(i))
+            .min_by(|&a, &b| measured[a].2.median.total_cmp(&measured[b].2.median))?;
+        let best = measured[fastest].2;
+        let chosen = (0..measured.len())
+            .filter(|&i| among(i))
+            .filter(|&i| i == fastest || tie(&measured[i].2, &best, tolerance) == Tie::Supported)
+            .min_by_key(|&i| measured[i].1.simplicity_key())?;
+        Some((fastest, chosen))
+    };
+    let (fastest, chosen) = choose(&|_| true)?;
+    let mut picked = Picked {
+        fastest,
+        chosen,
+        oversubscribed: None,
+    };
+    if !over(measured[chosen].1) {
+        return Some(picked);
+    }
+    let Some((fitting, fitting_pick)) = choose(&|i| !over(measured[i].1)) else {
+        return Some(picked);
+    };
+    picked.oversubscribed = Some((chosen, fitting));
+    if gives_way(&measured[chosen].2, &measured[fitting].2, tolerance) {
+        picked.chosen = fitting_pick;
+    }
+    Some(picked)
+}
+
+/// Whether an oversubscribed pick (`over`) gives way to `fitting`, the fastest configuration
+/// that is not oversubscribed: `fitting` is within the tolerance of it by median and its runs
+/// do not show it slower beyond noise ([`slower_beyond_noise`]: the lower bound of their ratio
+/// above 1). A median slower by more than the tolerance keeps the oversubscribed pick (as the
+/// tie rule has it), and so does a difference within it that the runs show beyond noise; with
+/// one run each, the tie rule's median has already decided.
+pub(super) fn gives_way(over: &Estimate, fitting: &Estimate, tolerance: f64) -> bool {
+    if over.n < 2 && fitting.n < 2 {
+        return false;
+    }
+    fitting.median <= over.median * (1.0 + tolerance) && !slower_beyond_noise(fitting, over)
 }
 
 /// The pair to measure further before the recommendation can be trusted, as `(question,
 /// against)`, among those for which `open` says more runs can still be made; `None` when there
 /// is none. First, the simplest configuration simpler than the pick whose tie with the fastest
 /// is undecided, against the fastest: more runs show the tie, or its median leaves the
-/// tolerance. Then the pick's own standing: the fastest of the configurations within the
+/// tolerance. Then, when the tie rule's pick is oversubscribed (`over`) and gave way to the
+/// fastest configuration that is not ([`gives_way`]), which is slower by median, those two.
+/// Then the pick's own standing: the fastest of the configurations within the
 /// tolerance of the pick by median against which the pick's runs cannot show it at most the
 /// tolerance slower (the upper bound of their ratio is above `1 + tolerance`), against the
 /// pick — three noisy runs of many close configurations make the fastest by median a lucky
@@ -220,12 +279,13 @@ pub(super) fn pick<T>(
 pub(super) fn undecided(
     measured: &BTreeMap<Config, Estimate>,
     tolerance: f64,
+    over: &dyn Fn(&Config) -> bool,
     open: &dyn Fn(&Config, &Config) -> bool,
 ) -> Option<(Config, Config)> {
     let list: Vec<((), &Config, Estimate)> = measured.iter().map(|(c, e)| ((), c, *e)).collect();
-    let (fastest, chosen) = pick(&list, tolerance)?;
-    let (f, best) = (list[fastest].1, list[fastest].2);
-    let (p, pick_est) = (list[chosen].1, list[chosen].2);
+    let picked = pick(&list, tolerance, over)?;
+    let (f, best) = (list[picked.fastest].1, list[picked.fastest].2);
+    let (p, pick_est) = (list[picked.chosen].1, list[picked.chosen].2);
     let limit = p.simplicity_key();
     let simpler = list
         .iter()
@@ -236,6 +296,15 @@ pub(super) fn undecided(
         .map(|(_, c, _)| ((*c).clone(), f.clone()));
     if simpler.is_some() {
         return simpler;
+    }
+    // An oversubscribed configuration that gave way to the fastest that is not, slower than it
+    // by median: more runs of the two can show it faster beyond noise, or show they are close.
+    if let Some((o, fit)) = picked.oversubscribed {
+        let (oc, oe) = (list[o].1, list[o].2);
+        let (fc, fe) = (list[fit].1, list[fit].2);
+        if fe.median > oe.median && gives_way(&oe, &fe, tolerance) && open(fc, oc) {
+            return Some((fc.clone(), oc.clone()));
+        }
     }
     list.iter()
         .filter(|(_, c, e)| {

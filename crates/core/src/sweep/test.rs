@@ -7,7 +7,7 @@ use std::io::Write;
 use super::engine::estimates;
 use super::recommend::{recommend, recommend_on};
 use super::*;
-use crate::grid::{Config, Grid};
+use crate::grid::{Config, Family, Grid};
 use crate::measure::{Measurement, MigrationSource, Noise, RssSource};
 use crate::workload::{RunRecord, Unit};
 
@@ -45,6 +45,7 @@ pub(crate) fn plan(grid: Grid, strategy: Strategy) -> Design {
         max_runs: 0,
         objectives: Vec::new(),
         ignore_failure: false,
+        pus: BTreeMap::new(),
     }
 }
 
@@ -980,6 +981,12 @@ fn deciding_plan(max_runs: usize) -> Design {
     p
 }
 
+/// The recommendation of a sweep whose configurations got 3 runs before deciding runs, on a
+/// machine whose CPU sets have `pus` PUs.
+fn decided(summaries: &[ConfigSummary], pus: &BTreeMap<String, usize>) -> Recommendation {
+    recommend_on(summaries, 0.03, &[Objective::time()], &[], Some(3), pus).unwrap()
+}
+
 fn runs_of(lines: &[RunLine], threads: usize) -> usize {
     lines
         .iter()
@@ -999,7 +1006,7 @@ fn a_slow_run_no_longer_makes_a_slower_configuration_tie() {
         assert_eq!(runs_of(lines, t), 3, "{t} threads");
     }
     let summaries = summarize(lines, &[Objective::time()], false);
-    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    let rec = decided(&summaries, &BTreeMap::new());
     assert_eq!(rec.config.threads, 2, "{}", rec.reason);
     assert!(
         !rec.reason.contains("Decided by more runs"),
@@ -1047,7 +1054,7 @@ fn a_tie_the_runs_cannot_show_is_decided_by_more_runs_of_those_two() {
     let extra: Vec<usize> = order[9..].iter().map(|c| c.threads).collect();
     assert!(extra.chunks(2).all(|p| p == [1, 2]), "{extra:?}");
     let summaries = summarize(lines, &[Objective::time()], false);
-    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    let rec = decided(&summaries, &BTreeMap::new());
     assert_eq!(rec.config.threads, 1, "{}", rec.reason);
     assert!(!rec.beyond_noise, "{}", rec.reason);
     assert!(
@@ -1082,7 +1089,7 @@ fn a_tie_within_the_tolerance_gets_no_more_runs() {
         assert_eq!(runs_of(log.lines(), t), 3, "{t} threads");
     }
     let summaries = summarize(log.lines(), &[Objective::time()], false);
-    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    let rec = decided(&summaries, &BTreeMap::new());
     assert_eq!(rec.config.threads, 1);
     assert!(
         !rec.reason.contains("Decided by more runs"),
@@ -1107,7 +1114,7 @@ fn one_far_run_costs_a_tie_its_support_and_is_named() {
     assert_eq!(runs_of(log.lines(), 1), 6);
     assert_eq!(runs_of(log.lines(), 2), 6);
     let summaries = summarize(log.lines(), &[Objective::time()], false);
-    let rec = recommend_on(&summaries, 0.03, &[Objective::time()], &[], Some(3)).unwrap();
+    let rec = decided(&summaries, &BTreeMap::new());
     assert_eq!(rec.config.threads, 2, "{}", rec.reason);
     assert!(
         rec.reason.contains("1 thread, place os is within 2.0% of the fastest by median, but its 6 runs and the fastest's 6 cannot show it within the 3% tolerance"),
@@ -1155,4 +1162,116 @@ fn more_runs_stop_at_the_bound_and_a_resumed_sweep_continues_them() {
     let rest = scripted(&p, &mut log, &time, None);
     assert_eq!([first, rest].concat(), all);
     assert!(is_complete(&p, log.lines()));
+}
+
+/// A 2-PU machine's plan: 1, 2, 4 and 8 threads placed by the OS, 3 runs each, up to 10 to
+/// decide.
+fn two_pu_plan() -> Design {
+    let mut p = plan(
+        grid(vec![1, 2, 4, 8], &["os"], &["all"]),
+        Strategy::Exhaustive,
+    );
+    p.warmup = 0;
+    p.max_runs = 10;
+    p.pus = BTreeMap::from([("all".to_owned(), 2)]);
+    p
+}
+
+#[test]
+fn an_oversubscribed_configuration_not_shown_faster_gives_way_to_one_that_fits() {
+    // On 2 PUs, 4 threads are 2% faster than 2 by median, but both vary by ±8%: the runs show
+    // neither a tie nor a difference. The tie rule alone would take 4 threads; 2 threads are
+    // recommended, after more runs of the two could not tell them apart.
+    let time = |c: &Config, k: usize| {
+        let wobble = [1.0, 0.92, 1.08, 0.96, 1.04][k % 5];
+        match c.threads {
+            1 => 2.0 * wobble,
+            2 => 1.02 * wobble,
+            4 => wobble,
+            _ => 1.5 * wobble,
+        }
+    };
+    let p = two_pu_plan();
+    let mut log = RunLog::in_memory();
+    scripted(&p, &mut log, &time, None);
+    let lines = log.lines();
+    assert_eq!(runs_of(lines, 2), 10);
+    assert_eq!(runs_of(lines, 4), 10);
+    assert_eq!(runs_of(lines, 1), 3);
+    assert_eq!(runs_of(lines, 8), 3);
+    let summaries = summarize(lines, &[Objective::time()], false);
+    let rec = decided(&summaries, &p.pus);
+    assert_eq!(rec.config.threads, 2, "{}", rec.reason);
+    assert_eq!(rec.fastest.threads, 4, "{}", rec.reason);
+    assert!(!rec.beyond_noise);
+    assert!(
+        rec.reason.starts_with(
+            "4 threads, place os is fastest, but it is oversubscribed (4 threads at once on 2 \
+             PUs), and 2 threads, place os, the fastest configuration that is not, is within the \
+             3% tolerance of it by median (2.0% behind) and its runs do not show it slower \
+             beyond noise: 2 threads, place os is recommended ("
+        ),
+        "{}",
+        rec.reason
+    );
+    // Without the PUs (a sweep from before them) the tie rule's pick stands.
+    let old = decided(&summaries, &BTreeMap::new());
+    assert_eq!(old.config.threads, 4, "{}", old.reason);
+}
+
+#[test]
+fn an_oversubscribed_configuration_far_ahead_is_recommended_and_said_so() {
+    // Threads that mostly wait: 8 on 2 PUs take a quarter of the time of 2.
+    let time = |c: &Config, k: usize| {
+        let wobble = [1.0, 0.99, 1.01][k % 3];
+        wobble
+            * match c.threads {
+                1 => 4.0,
+                2 => 2.0,
+                4 => 1.0,
+                _ => 0.5,
+            }
+    };
+    let p = two_pu_plan();
+    let mut log = RunLog::in_memory();
+    scripted(&p, &mut log, &time, None);
+    for t in [1, 2, 4, 8] {
+        assert_eq!(runs_of(log.lines(), t), 3, "{t} threads");
+    }
+    let summaries = summarize(log.lines(), &[Objective::time()], false);
+    let rec = decided(&summaries, &p.pus);
+    assert_eq!(rec.config.threads, 8, "{}", rec.reason);
+    assert!(
+        rec.reason.contains(
+            "It is oversubscribed (8 threads at once on 2 PUs) and recommended all the same: 2 \
+             threads, place os, the fastest configuration that is not, is 300.0% slower by \
+             median, beyond the 3% tolerance."
+        ),
+        "{}",
+        rec.reason
+    );
+}
+
+#[test]
+fn oversubscription_counts_threads_at_once_against_the_cpu_sets_pus() {
+    use crate::grid::ThrottleSpec;
+    let mut p = two_pu_plan();
+    p.pus.insert("pu:0".to_owned(), 1);
+    let os = Family::new("os".parse().unwrap());
+    assert_eq!(p.oversubscribed(&os.clone().at(2)), None);
+    assert_eq!(p.oversubscribed(&os.clone().at(3)), Some((3, 2)));
+    let one: crate::grid::Cpus = "pu:0".parse().unwrap();
+    assert_eq!(
+        p.oversubscribed(&os.clone().with_cpus(one).at(2)),
+        Some((2, 1))
+    );
+    // A fixed throttle below the PUs keeps 64 threads within them; to the PUs as well.
+    let t = |spec| os.clone().with_throttle(spec).at(64);
+    assert_eq!(p.oversubscribed(&t(ThrottleSpec::Limit(2))), None);
+    assert_eq!(p.oversubscribed(&t(ThrottleSpec::Limit(4))), Some((4, 2)));
+    assert_eq!(p.oversubscribed(&t(ThrottleSpec::Pus)), None);
+    assert_eq!(p.oversubscribed(&t(ThrottleSpec::Adaptive)), Some((64, 2)));
+    // A CPU set the sweep did not count: unknown, so not oversubscribed.
+    let other: crate::grid::Cpus = "pu:1".parse().unwrap();
+    assert_eq!(p.oversubscribed(&os.with_cpus(other).at(8)), None);
 }

@@ -607,6 +607,7 @@ impl SweepOptions {
             max_runs: self.max_runs,
             objectives: self.objectives.clone(),
             ignore_failure: self.ignore_failure,
+            pus: Default::default(),
         }
     }
 }

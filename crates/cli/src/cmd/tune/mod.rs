@@ -307,7 +307,8 @@ fn new_sweep<'t>(
         Some(d) => d.to_path_buf(),
         None => claim_timestamped_dir(Path::new("coretune-results"), "")?,
     };
-    let mut spec = SweepSpec::new(sweep.design(grid), runner.target().clone(), settings);
+    let design = sweep.design(grid).with_pus(topo, machine);
+    let mut spec = SweepSpec::new(design, runner.target().clone(), settings);
     spec.record(runner.env_set(&spec.design.grid))?;
     Ok((SweepFolder::create(&dir, spec)?, runner))
 }

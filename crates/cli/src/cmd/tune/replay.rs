@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use coretune_core::Topology;
 use coretune_core::cpuset::counted;
+use coretune_core::grid::MachineCounts;
 use coretune_core::sweep::{Cost, Pick, Replay, ReplayReport, Strategy};
 
 use super::args::SweepOptions;
@@ -30,6 +31,11 @@ pub(super) fn run(
             .context("--replay: the recorded grid on --input's topology")?;
     }
     let design = sweep.design(replay.grid().clone());
+    // --input's topology counts the PUs of each CPU set (else the recording's, if it has them).
+    let design = match topo {
+        Some(topo) => design.with_pus(topo, MachineCounts::of(topo)),
+        None => design,
+    };
     let report = replay.evaluate(&design, seed).context("--replay")?;
     let mut out = std::io::stdout().lock();
     if json {
