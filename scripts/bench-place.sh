@@ -7,6 +7,7 @@
 #
 #   scripts/bench-place.sh            the machines above
 #   scripts/bench-place.sh small      a 64-PU machine and 64 threads (checks the script runs)
+#   FLAT_ONLY=1 scripts/bench-place.sh    the flat machines alone
 #
 # Then flat machines (issue 37): 2,048 cores in one package, and 16 packages of 128 cores,
 # whose synthetic descriptions hwloc builds in a time that grows with the square of one
@@ -22,15 +23,16 @@ out=$(mktemp -d)
 if [[ "${1:-}" == "small" ]]; then
     big='pack:2 numa:2 l3:2 core:4 pu:2'; n=64
     issue='pack:2 numa:2 l3:2 core:2 pu:2'; runs=(--runs 3 --warmup 1)
-    flat='pack:1 core:1024 pu:1'; wide='pack:2 core:512 pu:1'
+    flat='pack:1 core:1024 pu:1'; wide='pack:2 core:512 pu:1'; flat_n=1024
 else
     big='pack:16 numa:4 l3:2 core:16 pu:2'; n=4096
     issue='pack:16 numa:4 l3:2 core:8 pu:2'; runs=(--runs 20 --warmup 3)
-    flat='pack:1 core:2048 pu:1'; wide='pack:16 core:128 pu:1'
+    flat='pack:1 core:2048 pu:1'; wide='pack:16 core:128 pu:1'; flat_n=2048
 fi
 echo "results in $out" >&2
 # The cache of big synthetic topologies: the script's own, so that every run starts as told.
 export XDG_CACHE_HOME=$out/cache
+if [[ -z "${FLAT_ONLY:-}" ]]; then
 hyperfine -N "${runs[@]}" --export-markdown "$out/place.md" --export-json "$out/place.json" \
     -n "place $n threads (spread/pu)" "$bin place --threads $n --input '$big'" \
     -n "place $n threads --bind share" "$bin place --threads $n --bind share --input '$big'" \
@@ -39,14 +41,15 @@ hyperfine -N "${runs[@]}" --export-markdown "$out/place.md" --export-json "$out/
     -n "distrib $n" "$bin distrib --input '$big' $n" \
     -n "hwloc-distrib $n" "hwloc-distrib --input '$big' $n" \
     -n "topology load alone (topo --xml)" "$bin topo --xml --input '$big'" >&2
+fi
 hyperfine -N "${runs[@]}" --export-markdown "$out/flat.md" --export-json "$out/flat.json" \
-    --prepare "rm -rf $out/cache" -n "place, '$flat', cold cache" "$bin place --input '$flat'" \
-    --prepare "true" -n "place, '$flat', warm cache" "$bin place --input '$flat'" \
-    --prepare "rm -rf $out/cache" -n "place, '$wide', cold cache" "$bin place --input '$wide'" \
-    --prepare "true" -n "place, '$wide', warm cache" "$bin place --input '$wide'" \
+    --prepare "rm -rf $out/cache" -n "place, '$flat', cold cache" "$bin place --threads $flat_n --input '$flat'" \
+    --prepare "true" -n "place, '$flat', warm cache" "$bin place --threads $flat_n --input '$flat'" \
+    --prepare "rm -rf $out/cache" -n "place, '$wide', cold cache" "$bin place --threads $flat_n --input '$wide'" \
+    --prepare "true" -n "place, '$wide', warm cache" "$bin place --threads $flat_n --input '$wide'" \
     --prepare "true" -n "hwloc-calc, '$flat'" "hwloc-calc --input '$flat' all" >&2
-cat "$out/place.md" "$out/flat.md"
-python3 - "$out/place.json" "$out/flat.json" <<'PY'
+cat "$out"/*.md
+python3 - "$out"/*.json <<'PY'
 import json, sys
 for r in (r for f in sys.argv[1:] for r in json.load(open(f))["results"]):
     print(f"{r['command']}: median {r['median']*1e3:.1f} ms, user {r['user']*1e3:.1f} ms, system {r['system']*1e3:.1f} ms")
