@@ -71,6 +71,7 @@ fn space(n: usize, places: &[Policy]) -> Space {
         order: (0..n).collect(),
         places: places.to_vec(),
         threads: None,
+        quota: None,
     }
 }
 
