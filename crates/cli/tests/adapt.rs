@@ -188,6 +188,14 @@ fn a_program_started_on_one_cpu_of_two_ends_on_both() {
     let one = median(figures(&lines, "0", 0.0, 1e9));
     let both = median(figures(&lines, "0-1", 0.0, 1e9));
     eprintln!("CPU progress on CPU 0: {one:?}, on CPUs 0-1: {both:?}");
+    // How long a bad start took to be left (BENCHMARKS.md reports it).
+    if let Some(accept) = lines.iter().find(|l| l["decision"] == "accept") {
+        eprintln!(
+            "accepted CPUs {} after {:.1} s",
+            accept["incumbent"]["cpus"],
+            accept["t_s"].as_f64().unwrap()
+        );
+    }
     assert_eq!(lines[0]["setting"]["cpus"], "0", "{shown:#?}");
     assert!(
         lines.iter().any(|l| l["setting"]["cpus"] == "0-1"),
@@ -199,7 +207,11 @@ fn a_program_started_on_one_cpu_of_two_ends_on_both() {
             l["reason"]
                 .as_str()
                 .unwrap()
-                .starts_with("better beyond noise"),
+                .starts_with("better beyond noise")
+                || l["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("better far beyond noise"),
             "{l}"
         );
     }

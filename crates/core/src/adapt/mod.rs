@@ -33,7 +33,11 @@
 //!   and more than twice the incumbent's own spread (its MAD as a standard deviation), so a
 //!   service whose figures wander by a tenth is not moved by a tenth. On a flat service with
 //!   5% noise this made 0 moves in 40 seeded runs of 3,000 intervals (13 without the
-//!   confirmation and the spread). A tie stays with the incumbent (hysteresis). Rolling back
+//!   confirmation and the spread). One exception to the confirmation: a gain so large that
+//!   the probe's worst figure of its first pair of blocks beats the incumbent's best by more
+//!   than 3 tolerances and 4 of its spreads (a bad start a CPU or a quota from its best) is
+//!   accepted then, 6 intervals sooner; with it the flat service still made 0 moves in the
+//!   same 40 runs. A tie stays with the incumbent (hysteresis). Rolling back
 //!   needs less: a probe block worse beyond noise ends the trial at once. Quick to retreat,
 //!   slow to move.
 //! - **`tuned`'s dynamic tuning flapped** and was turned off by default (tuned PR #603, #652).
