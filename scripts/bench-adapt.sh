@@ -37,6 +37,9 @@ fi
 PROBE=$(dirname "$BIN")/examples/probe
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The logs are kept: target/bench-adapt/{builtin,nginx}.jsonl and the tune folders.
+keep=${CARGO_TARGET_DIR:-target}/bench-adapt
+mkdir -p "$keep"
 
 echo "commit $(git rev-parse --short HEAD), $(nproc) CPUs, loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -99,6 +102,7 @@ EOF
   "$BIN" adapt --cpus 0 --duration "$SECONDS_EACH" --log "$work/builtin.jsonl" \
     -- sh -c "$PROBE spin 900000 & $PROBE spin 900000; wait" 2>"$work/builtin.err" || true
   grep -v '^ ' "$work/builtin.err" >&2 || true
+  rm -rf "$keep/tune-builtin" && cp -r "$work/builtin.jsonl" "$work/tune-builtin" "$keep/"
   header
   summarise "$work/builtin.jsonl" "$best" "2 busy processes (CPU progress)"
 }
@@ -150,6 +154,7 @@ EOF
     --ready "tcp:127.0.0.1:$port" --quota 0.1 --probe "$wrk" --metric "$rps" \
     --interval 1 --duration "$SECONDS_EACH" --log "$work/nginx.jsonl" 2>"$work/nginx.err" || true
   grep -v '^ ' "$work/nginx.err" >&2 || true
+  rm -rf "$keep/tune-nginx" && cp -r "$work/nginx.jsonl" "$work/tune-nginx" "$keep/"
   header
   summarise "$work/nginx.jsonl" "$best" "nginx under wrk (requests/s)"
 }

@@ -184,7 +184,7 @@ impl Session {
         .collect();
         order.dedup();
         if let Some(q) = spec.quota
-            && !(q > 0.0)
+            && (q.is_nan() || q <= 0.0)
         {
             return Err(AdaptError::Invalid(format!(
                 "--quota {q}: give a positive number of CPUs, or max"
