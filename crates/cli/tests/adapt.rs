@@ -675,13 +675,8 @@ impl Drop for QuotaCgroup {
     }
 }
 
-const SPINNERS: [&str; 5] = ["spawn", "2", "spin", "60000", "spin"];
-
-fn spinners() -> Vec<&'static str> {
-    let mut v = SPINNERS.to_vec();
-    v.push("60000");
-    v
-}
+/// Two busy processes (the probe example's words).
+const SPINNERS: [&str; 6] = ["spawn", "2", "spin", "60000", "spin", "60000"];
 
 /// The loop on real cgroup files, its figure the quota itself (a probe reading it, so the
 /// assertion does not depend on how busy the machine is): from 1 CPU's quota, 2 CPUs' is
@@ -691,7 +686,7 @@ fn a_program_in_a_cgroup_with_a_quota_of_one_cpu_ends_at_two_cpus_quota() {
     if !two_cpus() {
         return;
     }
-    let Some(mut cg) = QuotaCgroup::make(1, &spinners()) else {
+    let Some(mut cg) = QuotaCgroup::make(1, &SPINNERS) else {
         return;
     };
     let before = cg.files();
@@ -738,7 +733,7 @@ fn a_cgroups_files_are_as_found_after_ctrl_c() {
     if !two_cpus() {
         return;
     }
-    let Some(mut cg) = QuotaCgroup::make(1, &spinners()) else {
+    let Some(mut cg) = QuotaCgroup::make(1, &SPINNERS) else {
         return;
     };
     let before = cg.files();
@@ -847,16 +842,7 @@ fn nginx_started_with_a_tenth_of_a_cpu_ends_with_more_quota_serving_more() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let port = util::free_port();
-    std::fs::write(
-        tmp.path().join("nginx.conf"),
-        format!(
-            "daemon off;\npid nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n\
-             access_log off;\nclient_body_temp_path body;\nproxy_temp_path proxy;\n\
-             fastcgi_temp_path fastcgi;\nuwsgi_temp_path uwsgi;\nscgi_temp_path scgi;\n\
-             server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"hello\\n\"; }} }}\n}}\n"
-        ),
-    )
-    .unwrap();
+    crate::server::nginx_conf(tmp.path(), port);
     let prefix = tmp.path().to_str().unwrap();
     let log = tmp.path().join("adapt.jsonl");
     let out = util::coretune()
