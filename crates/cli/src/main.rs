@@ -79,8 +79,9 @@ enum Command {
     /// Watch a program (started here, or --pid): per-CPU utilisation, each thread's CPU and
     /// migrations, interrupts per CPU; JSON-lines samples, plots and a summary.
     Watch(cmd::watch::WatchArgs),
-    /// Keep a running program at its best online: probe neighbouring CPU sets, placements and
-    /// thread counts, judged by its own figure; roll back what is worse, re-explore on change.
+    /// Keep a running program, cgroup or server at its best online: probe neighbouring CPU sets,
+    /// placements, CPU quotas and thread counts, judged by its own figure; roll back what is
+    /// worse, re-explore on change.
     Adapt(Box<cmd::adapt::AdaptArgs>),
     /// Keep a placement in force as programs start: check a rules file against the running
     /// processes, apply it once, or run the daemon that applies it to every new process.

@@ -25,7 +25,8 @@ fn assert_all_gone(needle: &str, port: u16) {
     TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("port {port}: {e}"));
 }
 
-fn nginx_conf(dir: &Path, port: u16) {
+/// An nginx.conf in `dir` serving `hello` on `port` (also `adapt`'s server test).
+pub(crate) fn nginx_conf(dir: &Path, port: u16) {
     std::fs::write(
         dir.join("nginx.conf"),
         format!(

@@ -1,4 +1,5 @@
-//! `coretune adapt (--pid PID | -- CMD ARGS)`: keeps a running program at its best, judged by
+//! `coretune adapt (--pid PID | --cgroup PATH | --server CMD --ready … | -- CMD ARGS)`: keeps a
+//! running program at its best, judged by
 //! its own figure, probing neighbouring settings online (core's `adapt`: the controller, the
 //! loop, the knobs). Here: the options, the live line, the summary at the end.
 
@@ -16,7 +17,8 @@ use coretune_core::adapt::{
     AdaptSpec, Decision, Direction, Ending, LogLine, ProbeSpec, Session, Target, Tuning,
 };
 use coretune_core::cpuset::set_to_vec;
-use coretune_core::program::{exit_code, find_program, on_stop_signals};
+use coretune_core::program::server::Ready;
+use coretune_core::program::{exit_code, find_program, on_stop_signals, shell_command};
 use coretune_core::sweep::MetricSpec;
 use coretune_core::{Topology, TopologySource};
 
@@ -26,18 +28,45 @@ use crate::input::cpus_option;
 // What `--help` says after the options: which knobs work on what, and what is not built.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Knobs turned live: the CPU set and the placement (every thread of every \
-process of the program's tree re-pinned, as `run --pid` does: any Linux program); the thread \
-count through your hook (--set-threads, e.g. rewriting a config and reloading). Each interval \
-gives one decision: hold, probe, accept, rollback, re-explore or skip (--log keeps them all).\n\
-Not built yet: the cgroup knobs (--cgroup, the cpu.max quota), a server under a load \
-generator as the target, a pool resizing itself live."
+    after_help = "Knobs turned live (the first line says which): the CPU set and the \
+placement (every thread of every process of the program's tree re-pinned, as `run --pid` does: \
+any Linux program; with --cgroup, the cgroup's cpuset.cpus where its cpuset controller has it); \
+the CPU quota (the cgroup's cpu.max, v1 cpu.cfs_quota_us; ± 1 CPU's worth a step) with \
+--cgroup or --quota; the thread count through your hook (--set-threads, e.g. rewriting a \
+config and reloading). Each interval gives one decision: hold, probe, accept, rollback, \
+re-explore or skip (--log keeps them all).\nNot built yet: a pool resizing itself live."
 )]
 pub(crate) struct AdaptArgs {
     /// Adapt this running process (and its children) instead of starting a command; what it
     /// had is put back at the end unless --keep.
-    #[arg(long, conflicts_with = "command")]
+    #[arg(long, conflicts_with_all = ["command", "cgroup", "server"])]
     pid: Option<u32>,
+    /// Adapt every process of this cgroup (its folder, /sys/fs/cgroup/cpu/web, or its path as
+    /// /proc/PID/cgroup writes it, /system.slice/nginx.service): the CPU set is its
+    /// cpuset.cpus, the quota its cpu.max (v1 cpu.cfs_quota_us), the figure by default its CPU
+    /// usage (cpuacct.usage, cpu.stat); its files are put back as found unless --keep.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "server"])]
+    cgroup: Option<PathBuf>,
+    /// The CPU quota to start with, in CPUs (1.5), or max (no limit); it makes the quota a
+    /// knob (± 1 CPU's worth a step). A --pid, a command or a server is moved into a cgroup of
+    /// adapt's own for it (removed at the end, each process back where it was; --keep keeps
+    /// the CPU set, not this quota). With --cgroup the quota found is the start by default.
+    #[arg(long, value_name = "CPUS|max", value_parser = quota_value)]
+    quota: Option<f64>,
+    /// Adapt a server started as `tune --server` starts one (through sh -c, contained), once
+    /// --ready says it is ready; --probe is then its load generator's burst (e.g. `wrk -t1 -c8
+    /// -d1s URL` with --metric 'rps=Requests/sec:\s+([0-9.]+)'). It is stopped at the end
+    /// (SIGTERM; SIGKILL after 5 s). {threads} is the --threads value.
+    #[arg(long, value_name = "CMD", conflicts_with = "command", requires_all = ["ready", "probe"])]
+    server: Option<String>,
+    /// When the server is ready: tcp:HOST:PORT (it accepts a connection) or a shell command
+    /// that succeeds.
+    #[arg(long, value_name = "READY", requires = "server")]
+    ready: Option<String>,
+    /// The longest the server may take to be ready, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "server",
+          value_parser = crate::numbers::seconds())]
+    ready_timeout: f64,
     /// A command (run by the shell once per interval, after it) whose output gives the
     /// figure: the first number of its standard output, or --metric. A probe that fails or
     /// prints no figure is logged as a skip; 3 in a row end adapt with an error. Default: the
@@ -112,15 +141,42 @@ pub(crate) struct AdaptArgs {
 }
 
 pub(crate) fn run(args: &AdaptArgs) -> anyhow::Result<ExitCode> {
-    let target = match (args.pid, args.command.split_first()) {
-        (Some(pid), _) => Target::Pid(pid),
-        (None, Some((program, rest))) => {
+    let target = match (
+        args.pid,
+        &args.cgroup,
+        &args.server,
+        args.command.split_first(),
+    ) {
+        (Some(pid), ..) => Target::Pid(pid),
+        (None, Some(cgroup), ..) => Target::Cgroup(cgroup.clone()),
+        (None, None, Some(server), _) => {
+            if server.trim().is_empty() {
+                bail!("--server: the server's command is empty");
+            }
+            let ready = args.ready.as_deref().unwrap_or_default();
+            let ready = ready
+                .parse::<Ready>()
+                .map_err(|e| anyhow::anyhow!("--ready '{ready}': {e}"))?;
+            let line = match args.threads {
+                Some(n) => server.replace("{threads}", &n.to_string()),
+                None => server.clone(),
+            };
+            Target::Server {
+                command: shell_command(&line),
+                name: line,
+                ready,
+                ready_timeout: Duration::from_secs_f64(args.ready_timeout),
+            }
+        }
+        (None, None, None, Some((program, rest))) => {
             find_program(program)?;
             let mut cmd = Command::new(program);
             cmd.args(rest);
             Target::Command(cmd)
         }
-        (None, None) => bail!("adapt: give a command after -- or --pid PID"),
+        (None, None, None, None) => bail!(
+            "adapt: give a command after --, --pid PID, --cgroup PATH or --server CMD --ready …"
+        ),
     };
     let start_cpus = if args.cpus.is_some() {
         let topo = Topology::load(&TopologySource::Live)?;
@@ -157,6 +213,7 @@ pub(crate) fn run(args: &AdaptArgs) -> anyhow::Result<ExitCode> {
         start_place: args.place,
         places: args.places.clone(),
         threads: args.set_threads.clone().zip(args.threads),
+        quota: args.quota,
         duration: args.duration.map(Duration::from_secs_f64),
         keep: args.keep,
         log: args.log.clone(),
@@ -170,11 +227,16 @@ pub(crate) fn run(args: &AdaptArgs) -> anyhow::Result<ExitCode> {
     let session = Session::start(spec).context("adapt")?;
     let pid = session.pid();
     let live = std::io::stderr().is_terminal();
+    let what = match &args.cgroup {
+        Some(cgroup) => format!("cgroup {}", cgroup.display()),
+        None => format!("pid {pid}"),
+    };
     eprintln!(
-        "coretune: adapting pid {pid} from {} (an interval of {} s)",
+        "coretune: adapting {what} from {} (an interval of {} s)",
         session.found(),
         args.interval
     );
+    eprintln!("coretune: adapt {}", session.knobs());
     let outcome = session
         .run(&stop, |line| show_line(line, live))
         .context("adapt")?;
@@ -216,6 +278,19 @@ pub(crate) fn run(args: &AdaptArgs) -> anyhow::Result<ExitCode> {
         Ending::Stopped => ExitCode::from(crate::exit::INTERRUPTED),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `--quota`: a positive number of CPUs, or `max` (no limit: infinity).
+fn quota_value(text: &str) -> Result<f64, String> {
+    if text == "max" {
+        return Ok(f64::INFINITY);
+    }
+    match text.parse::<f64>() {
+        Ok(q) if q.is_finite() && q > 0.0 => Ok(q),
+        _ => Err(format!(
+            "'{text}': give a positive number of CPUs (1.5), or max"
+        )),
+    }
 }
 
 /// The probe, its figure's and latency's metrics from `--metric` and `--p99-max`.

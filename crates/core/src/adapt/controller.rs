@@ -356,7 +356,12 @@ impl Controller {
         trial.block += 1;
         trial.counted = 0;
         let verdict = || beyond_noise(&probe, &incumbent, direction, tolerance);
+        // A gain so far beyond noise after the first pair that confirming it only delays it.
+        let far = (trial.block == 3)
+            .then(|| far_beyond_noise(&probe, &incumbent, direction, tolerance))
+            .flatten();
         match trial.block {
+            3 if let Some(gain) = far => self.accept(&probe, &incumbent, gain, "far beyond noise"),
             1 | 3 if trial.block == 1 || verdict().is_some() => {
                 let first = trial.block == 1;
                 let incumbent = self.incumbent.clone();
@@ -374,25 +379,7 @@ impl Controller {
                 Step::new(Decision::Probe, "the probe's next block").applying(&probe)
             }
             _ => match verdict().filter(|_| trial.block > 3) {
-                Some(gain) => {
-                    let old = std::mem::replace(&mut self.incumbent, self.applied.clone());
-                    self.trial = None;
-                    self.changes += 1;
-                    self.history = probe.clone();
-                    self.held = 0;
-                    self.hold_needed = self.tuning.dwell;
-                    self.tried = vec![old];
-                    self.converged_at = None;
-                    Step::new(
-                        Decision::Accept,
-                        format!(
-                            "better beyond noise: {} against {} ({:.1}% better)",
-                            median_text(&probe),
-                            median_text(&incumbent),
-                            gain * 100.0
-                        ),
-                    )
-                }
+                Some(gain) => self.accept(&probe, &incumbent, gain, "beyond noise"),
                 None => self.roll_back(format!(
                     "no gain beyond noise ({} against {}): a tie stays with the incumbent",
                     median_text(&probe),
@@ -400,6 +387,27 @@ impl Controller {
                 )),
             },
         }
+    }
+
+    /// The probe applied now is the incumbent.
+    fn accept(&mut self, probe: &[f64], incumbent: &[f64], gain: f64, how: &str) -> Step {
+        let old = std::mem::replace(&mut self.incumbent, self.applied.clone());
+        self.trial = None;
+        self.changes += 1;
+        self.history = probe.to_vec();
+        self.held = 0;
+        self.hold_needed = self.tuning.dwell;
+        self.tried = vec![old];
+        self.converged_at = None;
+        Step::new(
+            Decision::Accept,
+            format!(
+                "better {how}: {} against {} ({:.1}% better)",
+                median_text(probe),
+                median_text(incumbent),
+                gain * 100.0
+            ),
+        )
     }
 
     fn observe_incumbent(&mut self, obs: Observation, settling: bool) -> Step {
@@ -526,6 +534,32 @@ fn beyond_noise(a: &[f64], b: &[f64], direction: Direction, tolerance: f64) -> O
     let needed = tolerance.max(NOISE_SPREADS * spread);
     (separated && apart && gain > needed).then_some(gain)
 }
+
+/// A gain accepted after the probe's first two blocks, without the confirming pair: beyond
+/// noise ([`beyond_noise`], its 4 figures against the incumbent's 6: a chance of 1 in 210 that
+/// all are better for two equal settings), and the probe's worst figure better than the
+/// incumbent's best by more than [`FAR_TOLERANCES`] times the tolerance and
+/// [`FAR_SPREADS`] times the incumbent's own spread. A bad start one CPU (or a quota) from
+/// its best gains tens of percent, and is moved 6 intervals sooner (12 s at 2 s).
+fn far_beyond_noise(a: &[f64], b: &[f64], direction: Direction, tolerance: f64) -> Option<f64> {
+    let gain = beyond_noise(a, b, direction, tolerance)?;
+    let ((a_lo, a_hi), (b_lo, b_hi)) = (range(a), range(b));
+    let margin = match direction {
+        Direction::Max if b_hi > 0.0 => a_lo / b_hi - 1.0,
+        Direction::Min if a_hi > 0.0 => b_lo / a_hi - 1.0,
+        _ => return None,
+    };
+    let spread = MAD_TO_SD * mad(b)? / median(b)?.abs();
+    let needed = (FAR_TOLERANCES * tolerance).max(FAR_SPREADS * spread);
+    (margin > needed).then_some(gain)
+}
+
+/// How many tolerances the worst probe figure must beat the best incumbent figure by, for an
+/// accept without confirmation (9% at the default 3%).
+const FAR_TOLERANCES: f64 = 3.0;
+
+/// How many of the incumbent's standard deviations that margin must exceed too.
+const FAR_SPREADS: f64 = 4.0;
 
 /// A MAD times this estimates a normal distribution's standard deviation.
 const MAD_TO_SD: f64 = 1.4826;

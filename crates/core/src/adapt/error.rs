@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use crate::placement::PlacementError;
 use crate::program::LaunchError;
+use crate::program::server::ServerError;
 use crate::program::watch::WatchError;
+use crate::sys::SysError;
 
 /// Why adapting failed; every message is one line naming what and where.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +47,20 @@ pub enum AdaptError {
         /// The OS error.
         error: std::io::Error,
     },
+    /// A cgroup could not be found, read or changed.
+    #[error("cgroup {}: {reason}", path.display())]
+    Cgroup {
+        /// The cgroup or its file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A cgroup file could not be read or written (the kernel's error).
+    #[error(transparent)]
+    Sys(#[from] SysError),
+    /// The server (`--server`) could not be started, got not ready, or did not stop.
+    #[error(transparent)]
+    Server(#[from] ServerError),
     /// A setting or option that cannot be used.
     #[error("{0}")]
     Invalid(String),

@@ -1,6 +1,7 @@
 //! Turning the knobs of a running program: its CPU set and placement (every thread of every
-//! process of its tree re-pinned with `run --pid`'s code: [`rebind_process`] for `os`,
-//! [`repin_process`] for a policy's places), its thread count (the user's hook, `{threads}`
+//! process of its tree — or of its cgroup — re-pinned with `run --pid`'s code:
+//! [`rebind_process`] for `os`, [`repin_process`] for a policy's places; or its cgroup's
+//! `cpuset.cpus`), its cgroup's CPU quota, its thread count (the user's hook, `{threads}`
 //! filled in); and putting back what was found.
 
 use std::path::Path;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use hwlocality::cpu::cpuset::CpuSet;
 
+use super::cgroup::Cgroups;
 use super::error::AdaptError;
 use super::setting::Setting;
 use crate::placement::{Binding, Policy, plan};
@@ -25,7 +27,14 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// The knobs of one program's process tree, and what they were when `adapt` began.
 #[derive(Debug)]
 pub(crate) struct Knobs {
+    /// The program (unused when `whole_cgroup`).
     pid: u32,
+    /// The target is every process of the cgroup, not `pid`'s tree.
+    whole_cgroup: bool,
+    /// The cgroup knobs: the quota, the cgroup's CPU set.
+    cgroups: Option<Cgroups>,
+    /// The quota applied now.
+    quota: Option<f64>,
     topo: Topology,
     /// `--set-threads`: the command, `{threads}` in it.
     hook: Option<String>,
@@ -38,38 +47,69 @@ pub(crate) struct Knobs {
 }
 
 impl Knobs {
-    /// The knobs of `pid`'s tree; records each thread's CPUs now. A program coretune
+    /// The knobs of `pid`'s tree (`None`: of every process of the cgroup), with the cgroup
+    /// knobs `cgroups`; records each thread's CPUs and the quota now. A program coretune
     /// `started` may have ended already: it has nothing to record then (the session sees it
     /// ended at once).
     pub(crate) fn new(
-        pid: u32,
+        pid: Option<u32>,
+        cgroups: Option<Cgroups>,
         started: bool,
         topo: Topology,
         hook: Option<String>,
         threads: Option<usize>,
     ) -> Result<Self, AdaptError> {
-        let mut original = Vec::new();
-        for p in tree(pid) {
+        let quota = match &cgroups {
+            Some(c) => c.quota_now()?,
+            None => None,
+        };
+        let mut knobs = Self {
+            pid: pid.unwrap_or(0),
+            whole_cgroup: pid.is_none(),
+            cgroups,
+            quota,
+            topo,
+            hook,
+            original: Vec::new(),
+            threads,
+            original_threads: threads,
+        };
+        for p in knobs.processes() {
             match process_binding(p) {
-                Ok(threads) => original.push((p, threads)),
-                Err(LaunchError::NoSuchProcess { .. }) if p != pid || started => {}
+                Ok(threads) => knobs.original.push((p, threads)),
+                Err(LaunchError::NoSuchProcess { .. }) if !knobs.is_program(p) || started => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(Self {
-            pid,
-            topo,
-            hook,
-            original,
-            threads,
-            original_threads: threads,
-        })
+        Ok(knobs)
     }
 
-    /// The setting found: the union of every thread's CPUs (`fallback` when none was
-    /// recorded), `os` when every thread has the same set (else as found), the thread count
-    /// given.
-    pub(crate) fn found(&self, fallback: &[usize]) -> Setting {
+    /// The processes turned: `pid`'s tree, or every process of the cgroup.
+    pub(crate) fn processes(&self) -> Vec<u32> {
+        match (&self.cgroups, self.whole_cgroup) {
+            (Some(c), true) => c.members(),
+            _ => tree(self.pid),
+        }
+    }
+
+    /// Whether `p` is the program itself (whose end is the session's).
+    fn is_program(&self, p: u32) -> bool {
+        !self.whole_cgroup && p == self.pid
+    }
+
+    /// The cgroup knobs.
+    pub(crate) fn cgroups(&self) -> Option<&Cgroups> {
+        self.cgroups.as_ref()
+    }
+
+    fn cpuset_is_cgroups(&self) -> bool {
+        self.cgroups.as_ref().is_some_and(Cgroups::has_cpuset)
+    }
+
+    /// The setting found: the cgroup's CPUs, or the union of every thread's CPUs (`fallback`
+    /// when none was recorded), `os` when every thread has the same set or the CPU set is the
+    /// cgroup's (else as found), the thread count given, the quota found.
+    pub(crate) fn found(&self, fallback: &[usize]) -> Result<Setting, AdaptError> {
         let sets: Vec<&CpuSet> = self
             .original
             .iter()
@@ -80,16 +120,20 @@ impl Knobs {
             u
         });
         let same = sets.windows(2).all(|w| w[0] == w[1]);
-        Setting {
-            cpus: if sets.is_empty() {
-                fallback.to_vec()
-            } else {
-                set_to_vec(&union)
+        let cgroup_cpus = match &self.cgroups {
+            Some(c) => c.cpus_now()?,
+            None => None,
+        };
+        Ok(Setting {
+            place: (same || cgroup_cpus.is_some()).then_some(Policy::Os),
+            cpus: match cgroup_cpus {
+                Some(cpus) => cpus,
+                None if sets.is_empty() => fallback.to_vec(),
+                None => set_to_vec(&union),
             },
-            place: same.then_some(Policy::Os),
             threads: self.original_threads,
-            quota: None,
-        }
+            quota: self.quota,
+        })
     }
 
     /// Applies `s` to every process of the tree. A process of the tree that ended meanwhile is
@@ -101,8 +145,17 @@ impl Knobs {
             run_hook(hook, n)?;
             self.threads = Some(n);
         }
+        if let Some(cgroups) = &mut self.cgroups {
+            if cgroups.has_quota() && s.quota != self.quota {
+                cgroups.set_quota(s.quota)?;
+                self.quota = s.quota;
+            }
+            if cgroups.has_cpuset() {
+                return cgroups.set_cpus(&s.cpus);
+            }
+        }
         let set = set_from_indexes(s.cpus.iter().copied());
-        let processes = tree(self.pid);
+        let processes = self.processes();
         let places = match s.place {
             // As found: each thread back to its own set.
             None => {
@@ -140,7 +193,7 @@ impl Knobs {
             };
             match done {
                 Ok(()) => {}
-                Err(LaunchError::NoSuchProcess { .. }) if p != self.pid => {}
+                Err(LaunchError::NoSuchProcess { .. }) if !self.is_program(p) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -166,25 +219,54 @@ impl Knobs {
         }
     }
 
-    /// Puts back what was found: every thread's CPUs, and the thread count (through the hook).
+    /// Puts back what was found: every thread's CPUs, the thread count (through the hook),
+    /// the cgroup's files ([`Knobs::release_cgroups`]).
     ///
     /// # Errors
     ///
-    /// The hook's failure.
+    /// The hook's failure; a cgroup file that could not be written back.
     pub(crate) fn restore(&mut self) -> Result<(), AdaptError> {
-        self.restore_affinity();
-        if self.threads != self.original_threads
+        if !self.cpuset_is_cgroups() {
+            self.restore_affinity();
+        }
+        let hook = if self.threads != self.original_threads
             && let (Some(hook), Some(n)) = (&self.hook, self.original_threads)
         {
-            run_hook(hook, n)?;
+            let done = run_hook(hook, n);
             self.threads = Some(n);
+            done
+        } else {
+            Ok(())
+        };
+        self.release_cgroups(false)?;
+        hook
+    }
+
+    /// The cgroup's files as found (unless `keep`), adapt's own cgroup emptied and removed.
+    ///
+    /// # Errors
+    ///
+    /// [`AdaptError::Cgroup`] naming what could not be put back (the rest was).
+    pub(crate) fn release_cgroups(&mut self, keep: bool) -> Result<(), AdaptError> {
+        let Some(cgroups) = &mut self.cgroups else {
+            return Ok(());
+        };
+        let failed = cgroups.restore(keep);
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(AdaptError::Cgroup {
+                path: cgroups
+                    .members_dir()
+                    .map_or_else(|| "/sys/fs/cgroup".into(), Path::to_path_buf),
+                reason: format!("not put back: {}", failed.join("; ")),
+            })
         }
-        Ok(())
     }
 }
 
 /// `pid` and its descendants, parents first.
-fn tree(pid: u32) -> Vec<u32> {
+pub(crate) fn tree(pid: u32) -> Vec<u32> {
     let mut out = vec![pid];
     let Ok(all) = sys::processes(Path::new(sys::PROC_DIR)) else {
         return out;

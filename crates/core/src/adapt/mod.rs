@@ -1,12 +1,15 @@
 //! `coretune adapt`: keeping a running program at its best as load and neighbours change,
 //! judged by its own figure, online.
 //!
-//! A [`Session`] attaches to a program (`--pid`) or starts one, contained; reads its figure once
-//! per interval ([`ProbeSpec`]: a probe command's output, or by default the CPU progress of
-//! its process tree); hands it to the [`Controller`]; turns the knobs the controller answers
-//! with (its CPU set and placement, every thread re-pinned; its thread count through a user's
-//! hook; [`Setting`]); logs every interval ([`LogLine`]); and at the end puts back what it
-//! found, or ends what it started.
+//! A [`Session`] attaches to a program (`--pid`) or to every process of a cgroup (`--cgroup`),
+//! or starts one, contained (a command, or a server made ready first as `tune --server` does);
+//! reads its figure once per interval ([`ProbeSpec`]: a probe command's output, or by default
+//! the CPU progress of its process tree or its cgroup's usage counter); hands it to the
+//! [`Controller`]; turns the knobs the controller answers with (its CPU set and placement,
+//! every thread re-pinned or the cgroup's `cpuset.cpus`; its cgroup's CPU quota, in a cgroup
+//! of adapt's own for a process that has none to turn; its thread count through a user's hook;
+//! [`Setting`]); logs every interval ([`LogLine`]); and at the end puts back what it found
+//! (a cgroup's files byte for byte), or ends what it started.
 //!
 //! # The controller, and why it is built so
 //!
@@ -30,7 +33,11 @@
 //!   and more than twice the incumbent's own spread (its MAD as a standard deviation), so a
 //!   service whose figures wander by a tenth is not moved by a tenth. On a flat service with
 //!   5% noise this made 0 moves in 40 seeded runs of 3,000 intervals (13 without the
-//!   confirmation and the spread). A tie stays with the incumbent (hysteresis). Rolling back
+//!   confirmation and the spread). One exception to the confirmation: a gain so large that
+//!   the probe's worst figure of its first pair of blocks beats the incumbent's best by more
+//!   than 3 tolerances and 4 of its spreads (a bad start a CPU or a quota from its best) is
+//!   accepted then, 6 intervals sooner; with it the flat service still made 0 moves in the
+//!   same 40 runs. A tie stays with the incumbent (hysteresis). Rolling back
 //!   needs less: a probe block worse beyond noise ends the trial at once. Quick to retreat,
 //!   slow to move.
 //! - **`tuned`'s dynamic tuning flapped** and was turned off by default (tuned PR #603, #652).
@@ -57,10 +64,9 @@
 //! [`Tuning::default`]; the controller counts intervals, not seconds, so it is tested on
 //! simulated services without a clock (`test.rs`).
 //!
-//! What is not built yet: the cgroup knobs (`--cgroup`, `cpu.max` quota, a cgroup's
-//! `cpuset.cpus`), a server under a load generator as the target, and a pool resizing itself
-//! live.
+//! What is not built yet: a pool resizing itself live.
 
+mod cgroup;
 mod controller;
 mod error;
 mod knobs;

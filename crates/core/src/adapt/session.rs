@@ -1,20 +1,24 @@
-//! One `adapt` session: the program attached to or started (contained), its figure read once
-//! per interval, the controller's answer applied and logged, until the duration is up, the
-//! program ends or coretune is told to stop — and then what was found put back (unless
-//! `--keep`), and a started program ended with everything it started.
+//! One `adapt` session: the program attached to (a process and its tree, or every process of a
+//! cgroup) or started (contained; a server made ready first), its figure read once per
+//! interval, the controller's answer applied and logged, until the duration is up, the program
+//! ends or coretune is told to stop — and then what was found put back (unless `--keep`), a
+//! cgroup's files as found, adapt's own quota cgroup removed, and a started program ended with
+//! everything it started.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::cgroup::Cgroups;
 use super::controller::{Controller, Decision, Observation, Tuning};
 use super::error::AdaptError;
-use super::knobs::Knobs;
+use super::knobs::{Knobs, tree};
 use super::log::{AdaptLog, LogLine};
 use super::setting::{Setting, Space};
 use super::signal::{ProbeSpec, Signal};
 use crate::placement::{Binding, Policy, plan};
+use crate::program::server::{Ready, Server};
 use crate::program::{LaunchError, Placed, PlacedCommand, affinity_of};
 use crate::sys::{self, set_from_indexes, set_to_vec};
 use crate::topology::{Topology, TopologySource};
@@ -25,13 +29,31 @@ pub const PROBE_FAILURES: usize = 3;
 /// How often a wait looks whether the program ended or coretune was told to stop.
 const POLL: Duration = Duration::from_millis(100);
 
+/// How long a server gets to end on SIGTERM before it is killed (`tune`'s grace).
+const SERVER_GRACE: Duration = Duration::from_secs(5);
+
 /// What `adapt` works on.
 #[derive(Debug)]
 pub enum Target {
     /// A running process and its descendants.
     Pid(u32),
+    /// Every process of a cgroup (its folder under a cgroup mount, or its path in the
+    /// hierarchy as `/proc/PID/cgroup` writes it).
+    Cgroup(PathBuf),
     /// A command to start, contained, and end when `adapt` ends.
     Command(Command),
+    /// A server to start as `tune --server` does (contained, ready before the first interval),
+    /// and stop when `adapt` ends (SIGTERM, SIGKILL after 5 s).
+    Server {
+        /// Its command.
+        command: Command,
+        /// How messages call it (the user's command line).
+        name: String,
+        /// When it is ready.
+        ready: Ready,
+        /// How long it may take.
+        ready_timeout: Duration,
+    },
 }
 
 /// Everything a session needs; the cli builds it from its options.
@@ -53,6 +75,11 @@ pub struct AdaptSpec {
     pub places: Vec<Policy>,
     /// The thread-count hook and the thread count the program runs with now.
     pub threads: Option<(String, usize)>,
+    /// The CPU quota to start with, in CPUs (`f64::INFINITY`: no limit). It makes the quota a
+    /// knob: a process or command not in a `--cgroup` is moved into a cgroup of adapt's own
+    /// for it. A `--cgroup` whose `cpu` controller is there has the knob anyway, from the
+    /// quota found.
+    pub quota: Option<f64>,
     /// How long to adapt; `None`: until the program ends or coretune is stopped.
     pub duration: Option<Duration>,
     /// Leave the last setting in force instead of putting back the one found.
@@ -98,6 +125,11 @@ pub struct Outcome {
 pub struct Session {
     pid: u32,
     placed: Option<Placed>,
+    server: Option<Server>,
+    /// The target is a cgroup's processes (it ended when none is left).
+    whole_cgroup: bool,
+    /// Which knobs are turned, and how, in words.
+    knobs_text: String,
     knobs: Knobs,
     controller: Controller,
     signal: Signal,
@@ -151,27 +183,75 @@ impl Session {
         .flatten()
         .collect();
         order.dedup();
+        if let Some(q) = spec.quota
+            && (q.is_nan() || q <= 0.0)
+        {
+            return Err(AdaptError::Invalid(format!(
+                "--quota {q}: give a positive number of CPUs, or max"
+            )));
+        }
         let log = AdaptLog::create(spec.log.as_deref())?;
-        let (placed, pid) = match spec.target {
-            Target::Pid(pid) => (None, pid),
+        let cpus = spec
+            .start_cpus
+            .as_ref()
+            .map(|c| set_from_indexes(c.clone()));
+        let (placed, server, pid, mut cgroups) = match spec.target {
+            Target::Pid(pid) => (None, None, Some(pid), None),
+            Target::Cgroup(path) => {
+                let cgroups = Cgroups::attach(&path)?;
+                if cgroups.members().is_empty() {
+                    return Err(AdaptError::Cgroup {
+                        path,
+                        reason: "no process in it".to_owned(),
+                    });
+                }
+                if spec.quota.is_some() && !cgroups.has_quota() {
+                    return Err(AdaptError::Cgroup {
+                        path,
+                        reason: "--quota: the cpu controller has no quota file for it".to_owned(),
+                    });
+                }
+                (None, None, None, Some(cgroups))
+            }
             Target::Command(cmd) => {
-                let cpus = spec
-                    .start_cpus
-                    .as_ref()
-                    .map(|c| set_from_indexes(c.clone()));
                 let placed = PlacedCommand::new(cmd).cpus(cpus).contained().start()?;
                 let pid = placed.id();
-                (Some(placed), pid)
+                (Some(placed), None, Some(pid), None)
+            }
+            Target::Server {
+                command,
+                name,
+                ready,
+                ready_timeout,
+            } => {
+                let server = Server::start(
+                    PlacedCommand::new(command).cpus(cpus),
+                    &name,
+                    &ready,
+                    ready_timeout,
+                )?;
+                let pid = server.pid();
+                (None, Some(server), Some(pid), None)
             }
         };
+        if let (Some(pid), Some(_)) = (pid, spec.quota) {
+            cgroups = Some(Cgroups::own(&tree(pid))?);
+        }
         let (hook, threads) = match spec.threads {
             Some((hook, n)) => (Some(hook), Some(n)),
             None => (None, None),
         };
-        let started = placed.is_some();
-        let mut knobs = Knobs::new(pid, started, topo, hook, threads)?;
-        let found = knobs.found(spec.start_cpus.as_deref().unwrap_or(&allowed_list[..]));
-        let start = match (&spec.start_cpus, spec.start_place) {
+        let started = placed.is_some() || server.is_some();
+        let mut knobs = Knobs::new(pid, cgroups, started, topo, hook, threads)?;
+        let found = match knobs.found(spec.start_cpus.as_deref().unwrap_or(&allowed_list[..])) {
+            Ok(found) => found,
+            Err(e) => {
+                let _ = knobs.release_cgroups(false);
+                return Err(e);
+            }
+        };
+        let cpuset_is_cgroups = knobs.cgroups().is_some_and(Cgroups::has_cpuset);
+        let mut start = match (&spec.start_cpus, spec.start_place) {
             (None, None) => found.clone(),
             (cpus, place) => Setting {
                 cpus: cpus.clone().unwrap_or_else(|| found.cpus.clone()),
@@ -179,25 +259,67 @@ impl Session {
                 ..found.clone()
             },
         };
+        if cpuset_is_cgroups {
+            start.place = Some(Policy::Os);
+        }
+        if let Some(q) = spec.quota {
+            start.quota = q.is_finite().then_some(q);
+        }
         if start != found {
             match knobs.apply(&start) {
                 // A started program that ended already: the session sees it at once.
                 Err(AdaptError::Launch(LaunchError::NoSuchProcess { .. })) if started => {}
-                other => other?,
+                Err(e) => {
+                    let _ = knobs.release_cgroups(false);
+                    return Err(e);
+                }
+                Ok(()) => {}
             }
         }
+        let has_quota = knobs.cgroups().is_some_and(Cgroups::has_quota);
+        #[allow(clippy::cast_precision_loss)] // a few CPUs
+        let cpus_count = allowed_list.len() as f64;
         let space = Space {
             order,
-            places: spec.places,
+            places: if cpuset_is_cgroups {
+                Vec::new()
+            } else {
+                spec.places
+            },
             threads: threads.map(|n| (1, n.max(2 * allowed_list.len()))),
+            quota: has_quota.then(|| (start.quota.unwrap_or(1.0).min(1.0), cpus_count)),
         };
-        let signal = match &spec.probe {
-            Some(probe) => Signal::Probe(Box::new(probe.clone())),
-            None => Signal::progress(pid, started)?,
+        let knobs_text = describe(&knobs, &space);
+        let signal = match (
+            &spec.probe,
+            pid,
+            knobs.cgroups().and_then(Cgroups::usage_file),
+        ) {
+            (Some(probe), _, _) => Signal::Probe(Box::new(probe.clone())),
+            (None, Some(pid), _) => match Signal::progress(pid, started) {
+                Ok(signal) => signal,
+                Err(e) => {
+                    let _ = knobs.release_cgroups(false);
+                    return Err(e);
+                }
+            },
+            (None, None, Some(file)) => Signal::usage(file.to_path_buf()),
+            (None, None, None) => {
+                let _ = knobs.release_cgroups(false);
+                return Err(AdaptError::Invalid(
+                    "--cgroup: no CPU usage counter for it (cpuacct.usage, cpu.stat): give \
+                     --probe"
+                        .to_owned(),
+                ));
+            }
         };
+        let pid = pid.unwrap_or_else(|| knobs.processes().first().copied().unwrap_or(0));
         Ok(Self {
             pid,
             placed,
+            server,
+            whole_cgroup: knobs.cgroups().is_some_and(|c| c.members_dir().is_some()),
+            knobs_text,
             knobs,
             controller: Controller::new(spec.tuning, space, start),
             signal,
@@ -210,9 +332,14 @@ impl Session {
         })
     }
 
-    /// The program's process id.
+    /// The program's process id (of a cgroup: its first process's).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Which knobs are turned and how, in words, for the line said up front.
+    pub fn knobs(&self) -> &str {
+        &self.knobs_text
     }
 
     /// The setting it had when the session began.
@@ -294,7 +421,9 @@ impl Session {
                 step.reason = format!("no figure: {reason}");
             }
             // A started program's threads exist now: its placement reaches all of them.
-            let reapply = first && self.placed.is_some() && measured.place != Some(Policy::Os);
+            let reapply = first
+                && (self.placed.is_some() || self.server.is_some())
+                && measured.place != Some(Policy::Os);
             first = false;
             let apply = step
                 .apply
@@ -304,7 +433,7 @@ impl Session {
                 match self.knobs.apply(setting) {
                     Ok(()) => {}
                     Err(AdaptError::Launch(LaunchError::NoSuchProcess { pid }))
-                        if pid == self.pid =>
+                        if pid == self.pid && !self.whole_cgroup =>
                     {
                         return Ok(self.program_ended()?.unwrap_or(Ending::Exited(None)));
                     }
@@ -358,6 +487,12 @@ impl Session {
                         return Ok(Some(Ending::Exited(Some(status))));
                     }
                 }
+                None if self.server.is_some() => {
+                    std::thread::sleep(slice);
+                    if let Some(ending) = self.program_ended()? {
+                        return Ok(Some(ending));
+                    }
+                }
                 None => {
                     if let Some(ending) = self.program_ended()? {
                         return Ok(Some(ending));
@@ -370,6 +505,13 @@ impl Session {
 
     /// Whether the program has ended (its status, when coretune started it).
     fn program_ended(&mut self) -> Result<Option<Ending>, AdaptError> {
+        if let Some(server) = &mut self.server {
+            return Ok(server.try_wait()?.map(|s| Ending::Exited(Some(s))));
+        }
+        if self.whole_cgroup {
+            let empty = self.knobs.processes().is_empty();
+            return Ok(empty.then_some(Ending::Exited(None)));
+        }
         match &mut self.placed {
             Some(placed) => Ok(placed
                 .launched_mut()
@@ -385,18 +527,76 @@ impl Session {
         }
     }
 
-    /// Ends a started program with its tree; puts back what was found in an attached one
-    /// (unless `keep`). Whether it was put back.
+    /// Ends a started program with its tree (a server as `tune` stops one); puts back what
+    /// was found in an attached one (unless `keep`): every thread's CPUs, the thread count, a
+    /// cgroup's files; removes adapt's own quota cgroup in every case. Whether it was put back.
     fn finish(&mut self) -> Result<bool, AdaptError> {
         if let Some(placed) = &mut self.placed {
             placed.kill();
             let _ = placed.wait();
+            self.knobs.release_cgroups(true)?;
             return Ok(false);
         }
-        if self.keep || self.program_ended()?.is_some() {
+        if let Some(server) = self.server.take() {
+            let stopped = server.stop(SERVER_GRACE);
+            self.knobs.release_cgroups(true)?;
+            stopped?;
             return Ok(false);
+        }
+        if self.keep {
+            self.knobs.release_cgroups(true)?;
+            return Ok(false);
+        }
+        if self.program_ended()?.is_some() {
+            // Nothing left to re-pin; a cgroup's files are put back all the same.
+            self.knobs.release_cgroups(false)?;
+            return Ok(self.whole_cgroup);
         }
         self.knobs.restore()?;
         Ok(true)
     }
+}
+
+/// Which knobs `adapt` turns and how, said up front: `turns: ...; not: ...`.
+fn describe(knobs: &Knobs, space: &Space) -> String {
+    let cgroups = knobs.cgroups();
+    let mut turns = Vec::new();
+    let mut not = Vec::new();
+    match cgroups.and_then(Cgroups::cpuset_file) {
+        Some(file) => {
+            turns.push(format!("the CPU set ({})", file.display()));
+            not.push("the placement (the cgroup's cpuset decides)".to_owned());
+        }
+        None => {
+            let whose = if cgroups.is_some_and(|c| c.members_dir().is_some()) {
+                "every thread of the cgroup's processes re-pinned"
+            } else {
+                "every thread of the process tree re-pinned"
+            };
+            turns.push(format!("the CPU set ({whose})"));
+            if space.places.len() > 1 {
+                turns.push(format!(
+                    "the placement ({})",
+                    space
+                        .places
+                        .iter()
+                        .map(|p| p.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            } else {
+                not.push("the placement (one in --places)".to_owned());
+            }
+        }
+    }
+    match cgroups.and_then(Cgroups::quota_file) {
+        Some(file) => turns.push(format!("the quota (± 1 CPU's worth: {})", file.display())),
+        None => not.push("the quota (--quota or --cgroup)".to_owned()),
+    }
+    if space.threads.is_some() {
+        turns.push("the thread count (--set-threads)".to_owned());
+    } else {
+        not.push("the thread count (--set-threads)".to_owned());
+    }
+    format!("turns {}; not {}", turns.join(", "), not.join(", "))
 }

@@ -1,6 +1,6 @@
 //! What `adapt` turns on a running program — a [`Setting`]: its CPU set, how its threads are
-//! placed on it, its thread count (through a user's hook) and its CPU quota (recorded, not
-//! turned yet) — and the [`Space`] of settings it may move to, with each setting's neighbours.
+//! placed on it, its thread count (through a user's hook) and its cgroup's CPU quota — and the
+//! [`Space`] of settings it may move to, with each setting's neighbours.
 
 use std::fmt;
 
@@ -20,7 +20,8 @@ pub struct Setting {
     pub place: Option<Policy>,
     /// Its thread count, where a hook changes it (`--set-threads`).
     pub threads: Option<usize>,
-    /// Its CPU quota in CPUs (`cpu.max`): not turned yet, always `None`.
+    /// Its cgroup's CPU quota in CPUs (`cpu.max`, v1 `cpu.cfs_quota_us / cpu.cfs_period_us`);
+    /// `None`: no limit, or the quota is no knob.
     pub quota: Option<f64>,
 }
 
@@ -76,7 +77,7 @@ impl Serialize for Setting {
 
 /// The settings the controller may move to: which CPUs (in the order it adds them), which
 /// placements, which thread counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Space {
     /// The CPUs it may use, in the order it adds them (one PU per core first, then the SMT
     /// siblings); a setting with fewer CPUs drops the last of its CPUs in this order.
@@ -85,16 +86,36 @@ pub struct Space {
     pub places: Vec<Policy>,
     /// The thread counts it may try (lowest, highest), when the thread count is a knob.
     pub threads: Option<(usize, usize)>,
+    /// The quotas it may try in CPUs (lowest, highest), when the quota is a knob; no limit
+    /// counts as the highest.
+    pub quota: Option<(f64, f64)>,
 }
 
 impl Space {
-    /// The neighbours of `s`, in the order they are tried: one CPU more, one CPU fewer, each
-    /// other placement on the same CPUs, then a quarter more and a quarter fewer threads (at
-    /// least one). A setting found as it was (`place` `None`) has as neighbours the same ones
-    /// with `os`.
+    /// The neighbours of `s`, in the order they are tried: one CPU's worth more quota (the
+    /// limit that binds first where there is one), one CPU more, one CPU fewer, each other
+    /// placement on the same CPUs, a quarter more and a quarter fewer threads (at least one),
+    /// then one CPU's worth less quota. A setting found as it was (`place` `None`) has as
+    /// neighbours the same ones with `os`.
     pub fn neighbours(&self, s: &Setting) -> Vec<Setting> {
         let place = s.place.unwrap_or(Policy::Os);
         let mut out = Vec::new();
+        let (more_quota, less_quota) = match self.quota {
+            Some((low, high)) => {
+                let q = s.quota.unwrap_or(high);
+                let more = (q < high).then(|| Setting {
+                    quota: Some((q + 1.0).min(high)),
+                    ..s.clone()
+                });
+                let less = (q - 1.0 >= low - 1e-9).then(|| Setting {
+                    quota: Some(q - 1.0),
+                    ..s.clone()
+                });
+                (more, less)
+            }
+            None => (None, None),
+        };
+        out.extend(more_quota);
         let with_cpus = |cpus: Vec<usize>| {
             let mut cpus = cpus;
             cpus.sort_unstable();
@@ -145,6 +166,7 @@ impl Space {
                 }
             }
         }
+        out.extend(less_quota);
         out.dedup();
         out.retain(|n| n != s);
         out
@@ -160,7 +182,38 @@ mod test {
             order: vec![0, 2, 1, 3],
             places: vec![Policy::Os, Policy::Cores],
             threads: Some((1, 8)),
+            quota: None,
         }
+    }
+
+    #[test]
+    fn a_quota_moves_by_one_cpus_worth_first_up_last_down_within_its_bounds() {
+        let sp = Space {
+            quota: Some((1.0, 4.0)),
+            ..space()
+        };
+        let s = Setting {
+            quota: Some(2.0),
+            ..Setting::shared(vec![0, 2])
+        };
+        let n = sp.neighbours(&s);
+        assert_eq!(n[0].quota, Some(3.0));
+        assert_eq!(n.last().map(|l| l.quota), Some(Some(1.0)));
+        let low = Setting {
+            quota: Some(1.0),
+            ..s.clone()
+        };
+        assert!(sp.neighbours(&low).iter().all(|x| x.quota >= Some(1.0)));
+        let below = Setting {
+            quota: Some(0.25),
+            ..s.clone()
+        };
+        assert_eq!(sp.neighbours(&below)[0].quota, Some(1.25));
+        // No limit counts as the highest: only less is tried.
+        let none = Setting { quota: None, ..s };
+        let n = sp.neighbours(&none);
+        assert_eq!(n.last().map(|l| l.quota), Some(Some(3.0)));
+        assert!(n.iter().all(|x| x.quota.is_none() || x.quota == Some(3.0)));
     }
 
     #[test]

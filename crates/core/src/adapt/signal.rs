@@ -1,13 +1,16 @@
 //! Where `adapt`'s figure comes from, once per interval: the program's CPU progress (CPU
 //! seconds per second of its whole process tree, from `/proc`: one read of its threads per
-//! interval, nothing polling beside it), or a probe command whose output holds the figure
+//! interval, nothing polling beside it; of a cgroup, its usage counter: one file read), or a
+//! probe command whose output holds the figure
 //! (`--probe CMD`, read with `--metric NAME=RULE` as `tune` reads a program's figures, or its
 //! first number).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use super::cgroup::usage_seconds;
 use super::controller::Observation;
 use super::error::AdaptError;
 use crate::program::watch::Sampler;
@@ -38,6 +41,13 @@ pub(crate) enum Signal {
         last: BTreeMap<i32, f64>,
         at: Instant,
     },
+    /// CPU seconds per second of a cgroup, from its usage counter (`cpuacct.usage`, or
+    /// `cpu.stat`'s `usage_usec`).
+    Usage {
+        file: PathBuf,
+        last: Option<f64>,
+        at: Instant,
+    },
     /// A probe command.
     Probe(Box<ProbeSpec>),
 }
@@ -64,9 +74,32 @@ impl Signal {
         })
     }
 
+    /// CPU progress of a cgroup, from its usage counter `file`; reads the starting point now.
+    pub(crate) fn usage(file: PathBuf) -> Self {
+        Signal::Usage {
+            last: usage_seconds(&file).ok(),
+            file,
+            at: Instant::now(),
+        }
+    }
+
     /// The figure of the interval just ended, or why there is none.
     pub(crate) fn read(&mut self) -> Result<Observation, String> {
         match self {
+            Signal::Usage { file, last, at } => {
+                let now = usage_seconds(file)?;
+                let wall = at.elapsed().as_secs_f64();
+                let before = last.replace(now);
+                *at = Instant::now();
+                let before = before.ok_or("the first reading of the counter")?;
+                if wall <= 0.0 {
+                    return Err("no time elapsed".to_owned());
+                }
+                Ok(Observation {
+                    figure: Some((now - before).max(0.0) / wall),
+                    latency: None,
+                })
+            }
             Signal::Progress {
                 pid,
                 sampler,

@@ -501,6 +501,18 @@ impl Server {
         self.pid
     }
 
+    /// The server's exit status when it has ended (reaped), else `None`; for a caller that
+    /// keeps a server running and looks whether it still serves (`adapt --server`).
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Io`] when waiting for it fails.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, ServerError> {
+        self.tree_mut()
+            .try_wait()
+            .map_err(|e| self.io("waiting for it", e))
+    }
+
     /// Stops the server: SIGTERM to its whole process group, then up to `grace` for the server
     /// to end (blocked in the kernel) and for the rest of its group to follow, then SIGKILL to
     /// whatever of the group still runs. Returns once no process of the group remains (waiting
