@@ -77,7 +77,10 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
         let sampler = &run["record"]["sampler"];
         assert_eq!(sampler["samples"].as_u64(), Some(lines as u64), "{run}");
         let cpu = sampler["cpu_s"].as_f64().unwrap();
-        assert!(cpu > 0.0 && cpu < run["record"]["wall_s"].as_f64().unwrap(), "{run}");
+        assert!(
+            cpu > 0.0 && cpu < run["record"]["wall_s"].as_f64().unwrap(),
+            "{run}"
+        );
     }
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(page.matches("<figure id=").count(), PLOTS.len());

@@ -272,7 +272,11 @@ fn median(values: &mut [f64]) -> f64 {
 fn time_to_reach(ticks: &[u64], target: f64) -> Option<f64> {
     let window = 5; // ticks of 50 ms
     (window..=ticks.len()).find_map(|end| {
-        let before = if end == window { 0 } else { ticks[end - window - 1] };
+        let before = if end == window {
+            0
+        } else {
+            ticks[end - window - 1]
+        };
         let rate = (ticks[end - 1] - before) as f64 / (TICK.as_secs_f64() * window as f64);
         (rate >= target).then(|| TICK.as_secs_f64() * end as f64)
     })
@@ -357,7 +361,10 @@ fn bench(shape: Shape, rounds: usize, seconds: f64, label: &str) {
         .iter()
         .map(|r| r.limit.map_or("-".into(), |l| l.to_string()))
         .collect();
-    println!("\nadaptive: limit at the end of each run: {}", limits.join(", "));
+    println!(
+        "\nadaptive: limit at the end of each run: {}",
+        limits.join(", ")
+    );
     if shape == Shape::Step {
         let times: Vec<String> = adaptive
             .iter()
