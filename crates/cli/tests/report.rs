@@ -67,7 +67,8 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
     let sample: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     assert!(!sample["cpus"].as_array().unwrap().is_empty());
     // Each run states what its sampler cost: as many samples as its monitor file has lines,
-    // and the sampling thread's CPU time, a small part of the run's.
+    // and the sampling thread's CPU time, a small part of the run's (0 where the clock is
+    // coarser than the samples: Windows counts a thread's time in 15.6 ms ticks).
     for run in util::read_jsonl(&dir.join("runs.jsonl")) {
         let seq = run["seq"].as_u64().unwrap();
         let lines = std::fs::read_to_string(dir.join(format!("monitor/{seq}.jsonl")))
@@ -78,7 +79,7 @@ fn monitored_sweep_writes_plots_and_report_html_and_report_regenerates_them() {
         assert_eq!(sampler["samples"].as_u64(), Some(lines as u64), "{run}");
         let cpu = sampler["cpu_s"].as_f64().unwrap();
         assert!(
-            cpu > 0.0 && cpu < run["record"]["wall_s"].as_f64().unwrap(),
+            (0.0..run["record"]["wall_s"].as_f64().unwrap()).contains(&cpu),
             "{run}"
         );
     }
