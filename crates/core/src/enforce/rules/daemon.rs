@@ -174,27 +174,22 @@ fn report(actions: impl IntoIterator<Item = Action>, on: &mut dyn FnMut(DaemonEv
     }
 }
 
-/// Every running process, remembered as seen long ago (not young).
+/// Every running process, remembered as seen now: when polling, each is checked for an `exec`
+/// for [`YOUNG`] after, since a process forked just before the scan may `exec` its program
+/// just after (seen: a rule's program started as the daemon started, scanned as its parent's
+/// image and never matched).
 fn scan(
     enforcer: &mut Enforcer,
     trigger: Trigger,
     seen: &mut HashMap<i32, Seen>,
     on: &mut dyn FnMut(DaemonEvent<'_>),
 ) -> Result<(), RulesError> {
-    let long_ago = Instant::now()
-        .checked_sub(YOUNG)
-        .unwrap_or_else(Instant::now);
+    let now = Instant::now();
     seen.clear();
     for pid in sys::pids(Path::new(sys::PROC_DIR))? {
         let (action, exe) = enforcer.process(pid, trigger, None);
         report(action, on);
-        seen.insert(
-            pid,
-            Seen {
-                first: long_ago,
-                exe,
-            },
-        );
+        seen.insert(pid, Seen { first: now, exe });
     }
     Ok(())
 }
